@@ -1,0 +1,132 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import os from 'node:os';
+import { openSessionDb } from '../db/connection.js';
+import { parseInboundContent } from '../db/content.js';
+import { sessionPaths } from '../db/layout.js';
+import { insertInbound, outboundAfter } from '../db/messages.js';
+import type { OutboundRow } from '../db/types.js';
+import { Waker } from '../runner/wake.js';
+import { parseTimeInZone } from '../shared/time.js';
+
+/** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
+export function registerMessageCommands(program: Command): void {
+  program
+    .command('send <dir> <text>')
+    .description('insert a pending message into the session at <dir>; prints {"id","seq"}')
+    .option('--sender <name>', 'sender of a chat message', os.userInfo().username)
+    .option('--kind <kind>', 'chat | chat-sdk | task | webhook | system', 'chat')
+    .option('--content-json <json>', 'the whole content object (overrides <text>)')
+    .option('--process-after <time>', 'ISO time; without a zone it is read in TZ')
+    .option('--trigger <0|1>', '0 = context only, never wakes the agent', parseTrigger, 1 as 0 | 1)
+    .option('--platform-id <id>')
+    .option('--channel-type <type>')
+    .option('--thread-id <id>')
+    .action((dir: string, text: string, options: SendOptions) => {
+      const content = options.contentJson ?? JSON.stringify(defaultContent(options.kind, text, options.sender));
+      const parsed = parseInboundContent(options.kind, content);
+      if (!parsed.ok) fail(parsed.error);
+      let processAfter: string | null = null;
+      if (options.processAfter) {
+        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone);
+        if (!processAfter) fail(`--process-after: not a time: "${options.processAfter}"`);
+      }
+      const db = openSessionDb(sessionPaths(dir).db);
+      try {
+        const written = insertInbound(db, {
+          kind: options.kind,
+          content,
+          processAfter,
+          trigger: options.trigger,
+          platformId: options.platformId ?? null,
+          channelType: options.channelType ?? null,
+          threadId: options.threadId ?? null,
+        });
+        process.stdout.write(`${JSON.stringify(written)}\n`);
+      } finally {
+        db.close();
+      }
+    });
+
+  program
+    .command('outbox <dir>')
+    .description('print messages_out rows as JSON lines')
+    .option('--follow', 'keep printing new rows as they are written')
+    .option('--after <seq>', 'only rows with a greater seq', (v) => Number(v), 0)
+    .action(async (dir: string, options: { follow?: boolean; after: number }) => {
+      const paths = sessionPaths(dir);
+      const db = openSessionDb(paths.db, { readonly: true });
+      let last = options.after;
+      const print = (): void => {
+        for (const row of outboundAfter(db, last)) {
+          process.stdout.write(`${JSON.stringify(outboundJson(row))}\n`);
+          last = row.seq;
+        }
+      };
+      print();
+      if (!options.follow) {
+        db.close();
+        return;
+      }
+      const waker = new Waker(paths.root, 'watch');
+      let running = true;
+      const stop = (): void => {
+        running = false;
+        waker.close();
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      // Keep the process alive while following (the watcher itself does not).
+      const keepAlive = setInterval(() => undefined, 1 << 30);
+      while (running) {
+        await waker.wait(1000);
+        print();
+      }
+      clearInterval(keepAlive);
+      db.close();
+    });
+}
+
+interface SendOptions {
+  sender: string;
+  kind: string;
+  contentJson?: string;
+  processAfter?: string;
+  trigger: 0 | 1;
+  platformId?: string;
+  channelType?: string;
+  threadId?: string;
+}
+
+function defaultContent(kind: string, text: string, sender: string): unknown {
+  switch (kind) {
+    case 'chat':
+      return { text, sender };
+    case 'chat-sdk':
+      return { text, author: { userName: sender, fullName: sender } };
+    case 'task':
+      return { prompt: text };
+    default:
+      fail(`--kind ${kind} needs --content-json`);
+  }
+}
+
+function parseTrigger(value: string): 0 | 1 {
+  if (value !== '0' && value !== '1') throw new InvalidArgumentError('must be 0 or 1');
+  return Number(value) as 0 | 1;
+}
+
+/** An outbound row with its content parsed, as one JSON line. */
+export function outboundJson(row: OutboundRow): Record<string, unknown> {
+  let content: unknown = row.content;
+  try {
+    content = JSON.parse(row.content);
+  } catch {
+    // keep the raw text: a row written by another tool may hold anything
+  }
+  return { ...row, content };
+}
+
+function fail(message: string): never {
+  process.stderr.write(`pincer: ${message}\n`);
+  process.exit(2);
+}

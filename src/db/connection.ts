@@ -1,0 +1,60 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import { migrate } from './schema.js';
+
+/** How long a writer waits for another process's lock before SQLITE_BUSY (SPEC §2: at least 5 s). */
+export const BUSY_TIMEOUT_MS = 10_000;
+
+export class SessionDbError extends Error {
+  constructor(
+    readonly code: 'missing' | 'unreadable',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionDbError';
+  }
+}
+
+export function isSessionDbError(err: unknown): err is SessionDbError {
+  return err instanceof SessionDbError;
+}
+
+export interface OpenOptions {
+  /** create the file when it does not exist (default false: a missing DB is an error). */
+  create?: boolean;
+  /** open without migrating or writing (for readers such as `pincer outbox`). */
+  readonly?: boolean;
+}
+
+/**
+ * Open a session DB: WAL, busy timeout, foreign keys, schema migrated to the current version. Every process opens
+ * its own connection; WAL lets the runner, the MCP server and the host read and write the same file at once.
+ */
+export function openSessionDb(path: string, options: OpenOptions = {}): Database.Database {
+  if (!options.create && !fs.existsSync(path)) {
+    throw new SessionDbError('missing', `session database not found: ${path}`);
+  }
+  let db: Database.Database;
+  try {
+    db = new Database(path, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !options.create });
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    if (!options.readonly) migrate(db);
+    else db.prepare('SELECT count(*) FROM messages_in').get();
+  } catch (err) {
+    if (err instanceof SessionDbError) throw err;
+    throw new SessionDbError('unreadable', `cannot open session database ${path}: ${(err as Error).message}`);
+  }
+  return db;
+}
+
+const statementCache = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+
+/** A prepared statement for `sql` on `db`, prepared once per connection (the poll loop runs these constantly). */
+export function prepared(db: Database.Database, sql: string): Database.Statement {
+  let cache = statementCache.get(db);
+  if (!cache) statementCache.set(db, (cache = new Map()));
+  let stmt = cache.get(sql);
+  if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+  return stmt;
+}

@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { openSessionDb } from './connection.js';
+
+/** The session folder of SPEC §2 (mounted at /workspace in a container). */
+export interface SessionPaths {
+  root: string;
+  db: string;
+  agent: string;
+  global: string;
+  downloads: string;
+  outbox: string;
+  extra: string;
+  config: string;
+}
+
+export function sessionPaths(root: string): SessionPaths {
+  const abs = path.resolve(root);
+  return {
+    root: abs,
+    db: path.join(abs, 'session.db'),
+    agent: path.join(abs, 'agent'),
+    global: path.join(abs, 'global'),
+    downloads: path.join(abs, 'downloads'),
+    outbox: path.join(abs, 'outbox'),
+    extra: path.join(abs, 'extra'),
+    config: path.join(abs, 'config.json'),
+  };
+}
+
+/** Create the folder layout and an empty, schema-current session.db. Safe to call on an existing session. */
+export function createSessionFolder(root: string): SessionPaths {
+  const paths = sessionPaths(root);
+  for (const dir of [paths.root, paths.agent, paths.global, paths.downloads, paths.outbox, paths.extra]) {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+  openSessionDb(paths.db, { create: true }).close();
+  return paths;
+}
+
+/** Write JSON atomically (temp file + rename), so a reader never sees half a file. */
+export function writeJsonAtomic(file: string, value: unknown): void {
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
+  fs.renameSync(tmp, file);
+}

@@ -1,0 +1,107 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Forward-only migrations of the session DB. The schema version is stored in `PRAGMA user_version`; each migration
+ * runs once, in its own transaction, in order. Never edit a released migration: add a new one.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  up(db: Database.Database): void;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'tables of SPEC §2',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS messages_in (
+          id TEXT PRIMARY KEY,
+          seq INTEGER UNIQUE NOT NULL,
+          kind TEXT NOT NULL,
+          timestamp TEXT NOT NULL,
+          status TEXT NOT NULL DEFAULT 'pending',
+          status_changed TEXT,
+          process_after TEXT,
+          recurrence TEXT,
+          series_id TEXT,
+          tries INTEGER NOT NULL DEFAULT 0,
+          trigger INTEGER NOT NULL DEFAULT 1,
+          platform_id TEXT,
+          channel_type TEXT,
+          thread_id TEXT,
+          content TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS messages_out (
+          id TEXT PRIMARY KEY,
+          seq INTEGER UNIQUE NOT NULL,
+          in_reply_to TEXT,
+          timestamp TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          platform_id TEXT,
+          channel_type TEXT,
+          thread_id TEXT,
+          content TEXT NOT NULL,
+          delivered_at TEXT,
+          platform_message_id TEXT
+        );
+        CREATE TABLE IF NOT EXISTS session_state (
+          key TEXT PRIMARY KEY,
+          value TEXT NOT NULL,
+          updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS runner_state (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          pid INTEGER NOT NULL,
+          provider TEXT NOT NULL,
+          state TEXT NOT NULL,
+          batch_ids TEXT NOT NULL DEFAULT '[]',
+          routing TEXT,
+          heartbeat_at TEXT NOT NULL,
+          started_at TEXT NOT NULL,
+          updated_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 2,
+    description: 'error columns and the indexes the poll loop and delivery use',
+    up(db) {
+      const inCols = columnNames(db, 'messages_in');
+      if (!inCols.has('last_error')) db.exec('ALTER TABLE messages_in ADD COLUMN last_error TEXT');
+      const outCols = columnNames(db, 'messages_out');
+      if (!outCols.has('delivery_error')) db.exec('ALTER TABLE messages_out ADD COLUMN delivery_error TEXT');
+      db.exec(`
+        CREATE INDEX IF NOT EXISTS messages_in_pending ON messages_in (status, seq);
+        CREATE INDEX IF NOT EXISTS messages_in_series ON messages_in (series_id);
+        CREATE INDEX IF NOT EXISTS messages_out_undelivered ON messages_out (delivered_at, seq);
+      `);
+    },
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+function columnNames(db: Database.Database, table: string): Set<string> {
+  const rows = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+  return new Set(rows.map((r) => r.name));
+}
+
+/** Bring `db` up to `target` (default: current). Returns the versions applied. */
+export function migrate(db: Database.Database, target = SCHEMA_VERSION): number[] {
+  const applied: number[] = [];
+  for (const migration of MIGRATIONS) {
+    if (migration.version > target) break;
+    const run = db.transaction(() => {
+      const current = db.pragma('user_version', { simple: true }) as number;
+      if (current >= migration.version) return false;
+      migration.up(db);
+      db.pragma(`user_version = ${migration.version}`);
+      return true;
+    });
+    if (run.immediate()) applied.push(migration.version);
+  }
+  return applied;
+}

@@ -1,0 +1,88 @@
+import type Database from 'better-sqlite3';
+import { isoNow } from '../shared/time.js';
+import { prepared } from './connection.js';
+import type { RoutingContext, RunnerState, RunnerStateName } from './types.js';
+
+/**
+ * `session_state` (provider session ids and resume points, keyed per provider) and the one-row `runner_state`
+ * (what the runner is doing, the batch in flight and its routing, a heartbeat) that the host and MCP server read.
+ */
+export function getSessionValue(db: Database.Database, key: string): string | undefined {
+  const row = prepared(db, 'SELECT value FROM session_state WHERE key = ?').get(key) as { value: string } | undefined;
+  return row?.value;
+}
+
+export function setSessionValue(db: Database.Database, key: string, value: string): void {
+  prepared(db, 
+    `INSERT INTO session_state (key, value, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  ).run(key, value, isoNow());
+}
+
+export function deleteSessionValues(db: Database.Database, keys: string[]): void {
+  const stmt = prepared(db, 'DELETE FROM session_state WHERE key = ?');
+  db.transaction(() => keys.forEach((key) => stmt.run(key)))();
+}
+
+/** The keys under which a provider's conversation is remembered. */
+export function sessionKeys(provider: string): { sessionId: string; resumeAt: string } {
+  return { sessionId: `${provider}:session_id`, resumeAt: `${provider}:resume_at` };
+}
+
+interface RunnerStateRow {
+  pid: number;
+  provider: string;
+  state: RunnerStateName;
+  batch_ids: string;
+  routing: string | null;
+  heartbeat_at: string;
+  started_at: string;
+  updated_at: string;
+}
+
+export function readRunnerState(db: Database.Database): RunnerState | undefined {
+  const row = prepared(db, 'SELECT * FROM runner_state WHERE id = 1').get() as RunnerStateRow | undefined;
+  if (!row) return undefined;
+  return {
+    pid: row.pid,
+    provider: row.provider,
+    state: row.state,
+    batchIds: JSON.parse(row.batch_ids) as string[],
+    routing: row.routing ? (JSON.parse(row.routing) as RoutingContext) : null,
+    heartbeatAt: row.heartbeat_at,
+    startedAt: row.started_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** Replace the runner_state row at start-up: a new runner has no batch in flight. */
+export function initRunnerState(db: Database.Database, pid: number, provider: string): void {
+  const now = isoNow();
+  prepared(db, 
+    `INSERT OR REPLACE INTO runner_state (id, pid, provider, state, batch_ids, routing, heartbeat_at, started_at, updated_at)
+     VALUES (1, ?, ?, 'starting', '[]', NULL, ?, ?, ?)`,
+  ).run(pid, provider, now, now, now);
+}
+
+export function setRunnerStateName(db: Database.Database, state: RunnerStateName): void {
+  prepared(db, 'UPDATE runner_state SET state = ?, updated_at = ? WHERE id = 1').run(state, isoNow());
+}
+
+/** Record the batch in flight (or clear it with `[]`/null) together with the state. */
+export function setRunnerBatch(
+  db: Database.Database,
+  state: RunnerStateName,
+  batchIds: string[],
+  routing: RoutingContext | null,
+): void {
+  prepared(db, 'UPDATE runner_state SET state = ?, batch_ids = ?, routing = ?, updated_at = ? WHERE id = 1').run(
+    state,
+    JSON.stringify(batchIds),
+    routing ? JSON.stringify(routing) : null,
+    isoNow(),
+  );
+}
+
+export function writeHeartbeat(db: Database.Database): void {
+  prepared(db, 'UPDATE runner_state SET heartbeat_at = ? WHERE id = 1').run(isoNow());
+}

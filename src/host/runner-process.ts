@@ -1,0 +1,41 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The compiled CLI entry; a runner is `node <cli> runner`. */
+export const CLI_ENTRY = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+
+export interface RunnerProcessOptions {
+  workspace: string;
+  /** environment of the runner; PINCER_WORKSPACE is set from `workspace`. */
+  env: NodeJS.ProcessEnv;
+  /** append the runner's stderr log here (default: inherit the parent's stderr). */
+  logFile?: string;
+}
+
+/** Start a runner as a plain child process (the default; containers come with the host). */
+export function spawnRunner(options: RunnerProcessOptions): ChildProcess {
+  const stderr = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
+  const child = spawn(process.execPath, [CLI_ENTRY, 'runner'], {
+    env: { ...options.env, PINCER_WORKSPACE: options.workspace },
+    stdio: ['ignore', 'ignore', stderr],
+  });
+  if (typeof stderr === 'number') fs.closeSync(stderr);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit code (or signal name). */
+export function stopRunner(child: ChildProcess, graceMs = 5000): Promise<number | string> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve(child.exitCode ?? child.signalCode ?? 0);
+      return;
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve(code ?? signal ?? 0);
+    });
+    child.kill('SIGTERM');
+  });
+}

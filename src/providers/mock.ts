@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AsyncQueue } from '../shared/async-queue.js';
+import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderEvent, QueryInput } from './types.js';
+
+/**
+ * The deterministic provider (SPEC §4): answers the query and each push with one `result` whose text is `echo: ` and
+ * the prompt text it received. For tests and for trying Pincer without a key.
+ *
+ * Test controls, read from the provider's env:
+ * - MOCK_DELAY_MS: wait this long before each answer (abortable);
+ * - MOCK_RECORD_FILE: append one JSON line per query and per push with what the provider was given;
+ * - a prompt containing `mock:error` yields an `error` event; `mock:crash` makes the event stream throw.
+ */
+export class MockProvider implements AgentProvider {
+  readonly nativeSlashCommands = ['/compact'] as const;
+  private readonly delayMs: number;
+  private readonly recordFile: string | undefined;
+
+  constructor(config: ProviderConfig) {
+    this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
+    this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
+  }
+
+  query(input: QueryInput): AgentQuery {
+    const prompts = new AsyncQueue<string>();
+    const abort = new AbortController();
+    prompts.push(promptText(input.prompt));
+    this.record({
+      type: 'query',
+      prompt: input.prompt,
+      sessionId: input.sessionId,
+      resumeAt: input.resumeAt,
+      systemPrompt: input.systemPrompt,
+      cwd: input.cwd,
+      mcpServers: input.mcpServers,
+      additionalDirectories: input.additionalDirectories,
+    });
+    return {
+      push: (message) => {
+        this.record({ type: 'push', prompt: message });
+        prompts.push(message);
+      },
+      end: () => prompts.end(),
+      abort: () => {
+        abort.abort();
+        prompts.end();
+      },
+      events: this.run(input.sessionId, prompts, abort.signal),
+    };
+  }
+
+  private async *run(sessionId: string | undefined, prompts: AsyncQueue<string>, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+    yield { type: 'init', sessionId: sessionId ?? `mock-${randomUUID()}` };
+    let turn = 0;
+    for await (const text of prompts) {
+      if (this.delayMs > 0) {
+        try {
+          await sleep(this.delayMs, undefined, { signal });
+        } catch {
+          return;
+        }
+      }
+      if (signal.aborted) return;
+      if (text.includes('mock:crash')) throw new Error('mock provider crashed (requested by the prompt)');
+      if (text.includes('mock:error')) {
+        yield { type: 'error', message: 'mock error (requested by the prompt)', retryable: false, classification: 'mock' };
+        return;
+      }
+      turn += 1;
+      yield { type: 'result', text: `echo: ${text}`, resumeAt: `mock-turn-${turn}` };
+    }
+  }
+
+  private record(entry: Record<string, unknown>): void {
+    if (this.recordFile) fs.appendFileSync(this.recordFile, JSON.stringify(entry) + '\n');
+  }
+}
+
+function promptText(prompt: string | ContentBlock[]): string {
+  if (typeof prompt === 'string') return prompt;
+  return prompt.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('\n');
+}

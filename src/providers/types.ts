@@ -1,0 +1,74 @@
+/**
+ * The provider contract of the seed ("AgentProvider 接口"). The runner core decides what to send and what to do with
+ * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
+ */
+
+/** Structured prompt content for multimodal prompts (Claude's MessageParam content blocks). */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
+  | { type: 'document'; source: { type: 'base64'; media_type: 'application/pdf'; data: string } };
+
+/** An MCP server in the normalised form; each provider converts it to its SDK's configuration. */
+export interface McpServerConfig {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface QueryInput {
+  /** The first prompt, already formatted by the runner. A string, or content blocks for multimodal prompts. */
+  prompt: string | ContentBlock[];
+  /** The provider session to resume, if any (captured from an earlier `init` event). */
+  sessionId?: string;
+  /** A provider-specific resume point inside the session (Claude: the last assistant message uuid); may be ignored. */
+  resumeAt?: string;
+  /** Working directory of the agent. */
+  cwd: string;
+  /** MCP servers to start for the agent, by name. */
+  mcpServers: Record<string, McpServerConfig>;
+  /** System prompt / developer instructions. */
+  systemPrompt?: string;
+  /** Environment of the SDK process. SDKs replace the child's environment with it, so it is complete. */
+  env: Record<string, string | undefined>;
+  /** Extra directories the agent may use. */
+  additionalDirectories?: string[];
+}
+
+export interface AgentQuery {
+  /** Push a follow-up message into the active query. Must not throw; call only before `end()`. */
+  push(message: string): void;
+  /** No more input will come; the query finishes once it has answered what it was given. */
+  end(): void;
+  /** The output events. Ends when the query is finished. Providers encode failures as `error` events. */
+  events: AsyncIterable<ProviderEvent>;
+  /** Stop now (shutdown, error). Idempotent. */
+  abort(): void;
+}
+
+export type ProviderEvent =
+  /** Once per query, when the provider establishes or resumes its session. */
+  | { type: 'init'; sessionId: string }
+  /** A complete answer; may come several times per query. `resumeAt` is an optional resume point to store. */
+  | { type: 'result'; text: string | null; resumeAt?: string }
+  /** A failure. `classification` is e.g. 'quota', 'auth', 'transport'. */
+  | { type: 'error'; message: string; retryable: boolean; classification?: string }
+  /** Informational; logged, never acted upon. */
+  | { type: 'progress'; message: string };
+
+export interface AgentProvider {
+  /** Start a query. Synchronous: asynchronous set-up happens inside `events`. */
+  query(input: QueryInput): AgentQuery;
+  /** Slash commands the provider handles natively; the runner passes these through raw (e.g. `/compact`). */
+  readonly nativeSlashCommands: readonly string[];
+  /** Release anything kept between queries (servers, child processes). Called once when the runner stops. */
+  close?(): Promise<void>;
+}
+
+/** What a provider factory receives. Provider settings (keys, model) come from `env`, not from this interface. */
+export interface ProviderConfig {
+  env: Record<string, string | undefined>;
+  /** model override from config.json, if any. */
+  model?: string;
+  log: (message: string) => void;
+}

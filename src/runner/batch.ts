@@ -1,0 +1,47 @@
+import type { RoutingContext } from '../db/types.js';
+import type { ClaimedMessage } from './queue.js';
+
+/**
+ * The messages given to one query, and where its answers go (seed "路由"). Each prompt sent (the first and every
+ * push) carries the routing of its newest triggering message; answers are routed in the order prompts were sent, the
+ * last routing staying in force for any further answers.
+ */
+export class Batch {
+  readonly ids: string[] = [];
+  private readonly routings: RoutingContext[] = [];
+
+  constructor(messages: ClaimedMessage[]) {
+    this.add(messages);
+  }
+
+  /** Add the messages of one prompt (the first, or a push). */
+  add(messages: ClaimedMessage[]): void {
+    for (const { row } of messages) this.ids.push(row.id);
+    const trigger = [...messages].reverse().find(({ row }) => row.trigger === 1) ?? messages[messages.length - 1];
+    if (!trigger) return;
+    const { row } = trigger;
+    this.routings.push({
+      platformId: row.platform_id,
+      channelType: row.channel_type,
+      threadId: row.thread_id,
+      inReplyTo: row.id,
+    });
+  }
+
+  /** Routing for the next answer. */
+  get routing(): RoutingContext {
+    return this.routings[0]!;
+  }
+
+  /** An answer was written: later answers belong to the next prompt, if one was pushed. */
+  answered(): void {
+    if (this.routings.length > 1) this.routings.shift();
+  }
+}
+
+/** `chat×2, task×1` for log lines. */
+export function describeKinds(messages: ClaimedMessage[]): string {
+  const counts = new Map<string, number>();
+  for (const { message } of messages) counts.set(message.kind, (counts.get(message.kind) ?? 0) + 1);
+  return [...counts].map(([kind, count]) => `${kind}×${count}`).join(', ');
+}

@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Wake-on-change for anything that waits on the session DB (the poll loop, `pincer outbox --follow`, the MCP
+ * server's question wait). In `watch` mode the session folder is watched and a write to `session.db*` by any process
+ * wakes the waiter at once; the timeout given to `wait()` is only the fallback. In `poll` mode nothing is watched:
+ * the seed's fixed-interval polling, kept as the baseline for `npm run bench`.
+ */
+export type WakeMode = 'watch' | 'poll';
+
+/**
+ * A writer appends its WAL frames (which fire the watch) a moment before it publishes the commit in the shared-memory
+ * index (which fires nothing). A reader woken in between sees nothing new, so every change is re-announced once more
+ * shortly after.
+ */
+const SETTLE_RECHECK_MS = 5;
+
+export class Waker {
+  private readonly waiters = new Set<() => void>();
+  private dirty = false;
+  private watcher: fs.FSWatcher | null = null;
+  private recheck: NodeJS.Timeout | null = null;
+
+  constructor(dir: string, mode: WakeMode, dbFile = 'session.db') {
+    if (mode !== 'watch') return;
+    this.watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
+      if (filename !== null && !filename.startsWith(path.basename(dbFile))) return;
+      this.notify();
+      if (!this.recheck) {
+        this.recheck = setTimeout(() => {
+          this.recheck = null;
+          this.notify();
+        }, SETTLE_RECHECK_MS);
+      }
+    });
+    this.watcher.on('error', () => this.close());
+  }
+
+  /** Resolve on the next change (or at once if one came since the last wait), or after `timeoutMs`. */
+  wait(timeoutMs: number): Promise<void> {
+    if (this.dirty) {
+      this.dirty = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, timeoutMs));
+      this.waiters.add(done);
+    });
+  }
+
+  /** Wake every waiter now; with none waiting, the next `wait()` returns at once. */
+  notify(): void {
+    if (this.waiters.size === 0) {
+      this.dirty = true;
+      return;
+    }
+    for (const done of [...this.waiters]) done();
+  }
+
+  close(): void {
+    this.watcher?.close();
+    this.watcher = null;
+    if (this.recheck) clearTimeout(this.recheck);
+    this.recheck = null;
+    this.notify();
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Short, greppable log lines on stderr: `[runner] picked 3 messages (chat×2, task×1) in 2 ms`.
+ * stdout stays free for command output (JSON lines, MCP stdio).
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+function thresholdFromEnv(): number {
+  const level = (process.env.PINCER_LOG_LEVEL ?? 'info').toLowerCase();
+  return level in ORDER ? ORDER[level as LogLevel] : ORDER.info;
+}
+
+/** A logger whose lines start with `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
+export function createLogger(area: string, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
+  const threshold = thresholdFromEnv();
+  const emit = (level: LogLevel, message: string): void => {
+    if (ORDER[level] < threshold) return;
+    const prefix = level === 'info' || level === 'debug' ? `[${area}]` : `[${area}] ${level}:`;
+    write(`${prefix} ${message}\n`);
+  };
+  return {
+    debug: (m) => emit('debug', m),
+    info: (m) => emit('info', m),
+    warn: (m) => emit('warn', m),
+    error: (m) => emit('error', m),
+  };
+}
+
+/** The message of anything thrown, for logs and `last_error`. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : JSON.stringify(err);
+}

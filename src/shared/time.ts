@@ -1,0 +1,53 @@
+/** Times in the session DB are ISO-8601 UTC strings with milliseconds, e.g. 2026-11-30T10:51:27.000Z. */
+export function isoNow(): string {
+  return new Date().toISOString();
+}
+
+/**
+ * Parse a time a person or the agent wrote. A string without a zone ("2026-12-01 09:00") is read in `timeZone`,
+ * as the seed asks for times the agent gives; a string with `Z` or an offset is taken as written.
+ * Returns the ISO UTC form, or null when the text is not a time.
+ */
+export function parseTimeInZone(text: string, timeZone: string): string | null {
+  const trimmed = text.trim();
+  const hasZone = /(?:[zZ]|[+-]\d{2}:?\d{2})$/.test(trimmed);
+  const local = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/.exec(trimmed);
+  if (hasZone || !local) {
+    const ms = Date.parse(trimmed);
+    return Number.isNaN(ms) || !hasZone ? null : new Date(ms).toISOString();
+  }
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '0'] = local;
+  const asUtc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), Number(frac.padEnd(3, '0')));
+  if (Number.isNaN(asUtc)) return null;
+  // The zone's offset at that wall-clock time: format the UTC guess in the zone and take the difference.
+  const offset = zoneOffsetMs(asUtc, timeZone);
+  const guess = asUtc - offset;
+  // Across a DST change the offset at the corrected instant can differ; one more step settles it.
+  return new Date(asUtc - zoneOffsetMs(guess, timeZone)).toISOString();
+}
+
+function zoneOffsetMs(utcMs: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(new Date(utcMs));
+  const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value);
+  const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return wall - Math.floor(utcMs / 1000) * 1000;
+}
+
+/** True when `timeZone` is an IANA zone this Node knows. */
+export function isValidTimeZone(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
