@@ -4,7 +4,8 @@ import type { AgentProvider, ProviderConfig } from './types.js';
  * Provider registry (seed "Provider 工厂"; OpenClaw "运行时选择"): names are normalised (lower case, aliases), an
  * explicit unknown name fails closed with an exact message, and only `auto` may choose among providers.
  */
-export type ProviderErrorCode = 'unknown' | 'unavailable';
+/** unknown: no such provider; unavailable: its SDK or binary is missing; config: a setting it reads is invalid. */
+export type ProviderErrorCode = 'unknown' | 'unavailable' | 'config';
 
 export class ProviderError extends Error {
   constructor(
