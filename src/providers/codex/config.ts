@@ -85,7 +85,9 @@ export function codexHome(settings: CodexSettings, cwd: string): string {
 export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
   const config: NonNullable<CodexOptions['config']> = {
     analytics: { enabled: false },
-    features: { plugins: false },
+    // shell_snapshot runs the user's login shell in the background at start-up; killed with the turn on an
+    // interrupt, it would outlive the CLI (and it reads the user's profile, which an agent session must not need).
+    features: { plugins: false, shell_snapshot: false },
   };
   if (settings.model) config.model = settings.model;
   if (input.systemPrompt) config.developer_instructions = input.systemPrompt;

@@ -83,7 +83,7 @@ function describeItem(item: ThreadItem): string {
 export function classifyCodexError(message: string): { classification: string; retryable: boolean } {
   if (/\b401\b|unauthori[sz]ed|invalid api key|missing.*api key/i.test(message)) return { classification: 'auth', retryable: false };
   if (/\b429\b|rate limit|quota/i.test(message)) return { classification: 'quota', retryable: true };
-  if (/\b5\d\d\b|internal server error|bad gateway|unavailable/i.test(message)) return { classification: 'api', retryable: true };
+  if (/\b5\d\d\b|internal server error|bad gateway|unavailable|high demand/i.test(message)) return { classification: 'api', retryable: true };
   if (/connect|stream disconnected|timed? ?out|error sending request/i.test(message)) return { classification: 'transport', retryable: true };
   return { classification: 'codex', retryable: false };
 }
