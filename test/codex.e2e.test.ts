@@ -120,7 +120,7 @@ describe('codex provider', () => {
     const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl));
     await runner.ready();
     const { id } = session.chat('will fail');
-    const row = await waitFor('last_error', () => session.inbound(id).last_error && session.inbound(id), { timeoutMs: 20_000 });
+    const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), { timeoutMs: 20_000 });
     expect(row.status).toBe('processing');
     // Codex words a 5xx its own way ("We're currently experiencing high demand…"); classified as an API error.
     expect(row.last_error).toMatch(/^api error: /);
@@ -147,7 +147,7 @@ describe('codex provider', () => {
     const runner = startRunner(session.paths.root, codexEnv(baseUrl, { PINCER_PROVIDER_TIMEOUT_MS: '2000', CODEX_MAX_RETRIES: '' }));
     await runner.ready();
     const { id } = session.chat('anyone?');
-    const row = await waitFor('last_error', () => session.inbound(id).last_error && session.inbound(id), { timeoutMs: 20_000 });
+    const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), { timeoutMs: 20_000 });
     expect(row.status).toBe('processing');
     expect(row.last_error).toMatch(/transport error|no answer from the model server/);
     expect(runner.child.exitCode).toBeNull();

@@ -22,6 +22,10 @@ export class FollowUps {
     this.wake();
   }
 
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
   get hasPending(): boolean {
     return this.pending.length > 0;
   }

@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
+import { processesUsing } from './support/processes.js';
+import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The OpenCode provider end to end: the real `pincer runner` process, the real `opencode` server from opencode-ai,
+ * and the scripted fake OpenAI-compatible server (Chat Completions) on 127.0.0.1. The server starts in seconds, so
+ * waits here are generous.
+ */
+const sessions: TestSession[] = [];
+const SLOW = { timeoutMs: 45_000 };
+
+function openCodeSession(): TestSession {
+  const session = createTestSession('pincer-opencode-');
+  fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer-under-test.');
+  sessions.push(session);
+  return session;
+}
+
+function openCodeEnv(baseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    AGENT_PROVIDER: 'opencode',
+    OPENCODE_BASE_URL: baseUrl,
+    OPENCODE_API_KEY: 'test-key',
+    OPENCODE_MODEL: 'fake-model',
+    PINCER_STOP_GRACE_MS: '500',
+    ...extra,
+  };
+}
+
+const replies = (session: TestSession): string[] => session.outboundContents().map((content) => String(content.text));
+const storedSession = (session: TestSession): string | undefined =>
+  (session.db.prepare("SELECT value FROM session_state WHERE key = 'opencode:session_id'").get() as { value: string } | undefined)?.value;
+
+afterEach(async () => {
+  expect(await stopAllRunners()).toBe(0);
+  for (const session of sessions.splice(0)) {
+    await waitFor('no process left in the session', () => processesUsing(session.paths.root).length === 0, { timeoutMs: 5000 });
+  }
+  await closeFakeOpenAIs();
+  cleanupSessions();
+});
+
+describe('opencode provider', { timeout: 90_000 }, () => {
+  let fake: FakeOpenAI;
+
+  it('answers a chat message with the model text; the system prompt leads the first prompt; the title request is answered', async () => {
+    fake = await startFakeOpenAI();
+    fake.script({ text: 'hello from opencode' });
+    const session = openCodeSession();
+    const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    const { id } = session.chat('hi there');
+    const [reply] = await waitFor('a reply', () => session.outbound().length > 0 && session.outbound(), SLOW);
+    expect(JSON.parse(reply!.content).text).toBe('hello from opencode');
+    expect(reply!.in_reply_to).toBe(id);
+    await waitFor('completed', () => session.inbound(id).status === 'completed');
+
+    const [request] = fake.modelRequests();
+    expect(request!.api).toBe('chat');
+    const prompt = request!.userTexts.at(-1)!;
+    expect(prompt.startsWith('<system>\nYou are Pincer-under-test.\n</system>')).toBe(true);
+    expect(prompt).toContain('hi there</message>');
+    expect(fake.requests.some((r) => r.title)).toBe(true);
+    expect(storedSession(session)).toMatch(/^ses_/);
+    expect(runner.stderr()).toMatch(/\[opencode\] server http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) started/);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('answers a follow-up pushed mid-turn in the same query (abort + re-prompt)', async () => {
+    fake = await startFakeOpenAI();
+    fake.script({ stall: true }, { text: (request) => `both: ${request.userTexts.filter((t) => t.includes('</message>')).length}` });
+    const session = openCodeSession();
+    const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    const first = session.chat('first question');
+    await waitFor('the first turn to stall', () => fake.stalled() === 1, SLOW);
+    const second = session.chat('second question');
+    await waitFor('a reply', () => session.outbound().length > 0, SLOW);
+    await waitFor('both completed', () => session.inbound(second.id).status === 'completed' && session.inbound(first.id).status === 'completed');
+
+    const requests = fake.modelRequests();
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.userTexts.some((text) => text.includes('first question'))).toBe(true);
+    expect(requests[1]!.userTexts.at(-1)).toContain('second question');
+    expect(replies(session)).toEqual(['both: 2']);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('resumes the session after a runner restart, sending the history to the server', async () => {
+    fake = await startFakeOpenAI();
+    const session = openCodeSession();
+    let runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    session.chat('remember the word pelican');
+    await waitFor('the first reply', () => session.outbound().length === 1, SLOW);
+    const sessionId = storedSession(session);
+    expect(await runner.stop()).toBe(0);
+
+    runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    session.chat('which word?');
+    await waitFor('the second reply', () => session.outbound().length === 2, SLOW);
+    const last = fake.modelRequests().at(-1)!;
+    expect(last.userTexts.some((text) => text.includes('remember the word pelican'))).toBe(true);
+    expect(last.userTexts.at(-1)).toContain('which word?');
+    expect(storedSession(session)).toBe(sessionId);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it.each([
+    ['HTTP 500 from the server', async () => {
+      const server = await startFakeOpenAI();
+      server.script({ status: 500, message: 'the fake model is down' }, { status: 500 }, { status: 500 }, { status: 500 });
+      return server.baseUrl;
+    }],
+    ['an unreachable server', () => unreachableBaseUrl()],
+  ])('reports %s as an error with last_error and keeps the runner alive', async (_name, setup) => {
+    const baseUrl = await setup();
+    const session = openCodeSession();
+    const runner = startRunner(session.paths.root, openCodeEnv(baseUrl, { PINCER_PROVIDER_TIMEOUT_MS: '3000' }));
+    await runner.ready();
+    const { id } = session.chat('anyone?');
+    const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), SLOW);
+    expect(row.status).toBe('processing');
+    expect(row.last_error).toMatch(/^(transport|api) error: /);
+    expect(runner.child.exitCode).toBeNull();
+    // The error closed the server (abort); nothing of it is left, and the runner goes on.
+    await waitFor('the server to be gone', () => !processesUsing(session.paths.root).some((p) => /opencode/.test(p.command)));
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('stops a turn in flight on shutdown and leaves no child process behind', async () => {
+    fake = await startFakeOpenAI();
+    fake.setDefault({ stall: true });
+    const session = openCodeSession();
+    const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    const { id } = session.chat('take your time');
+    await waitFor('the turn to stall', () => fake.stalled() === 1, SLOW);
+    expect(processesUsing(session.paths.root).some((p) => /opencode/.test(p.command))).toBe(true);
+    expect(await runner.stop()).toBe(0);
+    expect(session.inbound(id).last_error).toMatch(/runner stopped/);
+    expect(processesUsing(session.paths.root)).toEqual([]);
+  });
+});
