@@ -114,14 +114,15 @@ describe('opencode provider', { timeout: 90_000 }, () => {
   });
 
   it.each([
-    ['HTTP 500 from the server', async () => {
-      const server = await startFakeOpenAI();
-      server.script({ status: 500, message: 'the fake model is down' }, { status: 500 }, { status: 500 }, { status: 500 });
-      return server.baseUrl;
-    }],
-    ['an unreachable server', () => unreachableBaseUrl()],
-  ])('reports %s as an error with last_error and keeps the runner alive', async (_name, setup) => {
-    const baseUrl = await setup();
+    ['HTTP 500 from the server', false],
+    ['an unreachable server', true],
+  ])('reports %s as an error with last_error and keeps the runner alive', async (_name, unreachable) => {
+    let fake: FakeOpenAI | null = null;
+    if (!unreachable) {
+      fake = await startFakeOpenAI();
+      fake.setDefault({ status: 500, message: 'the fake model is down' });
+    }
+    const baseUrl = fake ? fake.baseUrl : await unreachableBaseUrl();
     const session = openCodeSession();
     const runner = startRunner(session.paths.root, openCodeEnv(baseUrl, { PINCER_PROVIDER_TIMEOUT_MS: '3000' }));
     await runner.ready();
@@ -129,6 +130,9 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), SLOW);
     expect(row.status).toBe('processing');
     expect(row.last_error).toMatch(/^(transport|api) error: /);
+    // The deadline counts from the model request on, not from OpenCode's start-up: the request was made (and failed).
+    expect(row.last_error).toMatch(unreachable ? /\(Cannot connect.*\)$/ : /\(the fake model is down\)$/);
+    if (!unreachable) expect(fake!.modelRequests().length).toBeGreaterThan(0);
     expect(runner.child.exitCode).toBeNull();
     // The error closed the server (abort); nothing of it is left, and the runner goes on.
     await waitFor('the server to be gone', () => !processesUsing(session.paths.root).some((p) => /opencode/.test(p.command)));

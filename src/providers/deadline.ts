@@ -14,10 +14,10 @@ export class ModelDeadline {
     private readonly onExpire: () => void,
   ) {}
 
-  /** Model progress (a token, an item, a tool result): restart the clock. */
-  touch(): void {
+  /** Model progress (a token, an item, a tool result): restart the clock, for `ms` this once if given. */
+  touch(ms: number = this.timeoutMs): void {
     if (this.stopped || this.toolsRunning > 0) return;
-    this.arm();
+    this.arm(ms);
   }
 
   /** A tool started: the model is not what we wait for until `toolFinished()`. */
@@ -37,12 +37,12 @@ export class ModelDeadline {
     this.clear();
   }
 
-  private arm(): void {
+  private arm(ms: number): void {
     this.clear();
     this.timer = setTimeout(() => {
       this.timer = null;
       if (!this.stopped) this.onExpire();
-    }, this.timeoutMs);
+    }, ms);
   }
 
   private clear(): void {

@@ -16,6 +16,8 @@ export class SessionEvents {
   /** the message of the last `retry` status (e.g. "Cannot connect to API"), for the deadline's error. */
   lastRetry: string | null = null;
   private readonly runningTools = new Set<string>();
+  /** a retry happened since the last model progress. */
+  private retrying = false;
 
   constructor(
     private readonly sessionId: string,
@@ -31,6 +33,10 @@ export class SessionEvents {
         if (typed.properties.sessionID !== this.sessionId) return null;
         const status = typed.properties.status;
         if (status.type !== 'retry') return null;
+        // The first retry since the last progress starts the model deadline; later retries (OpenCode retries forever)
+        // must not restart it. (`busy` is no sign: a fresh server sends it before seconds of plugin loading.)
+        if (!this.retrying) this.deadline.touch();
+        this.retrying = true;
         this.lastRetry = status.message;
         return { type: 'progress', message: `retry ${status.attempt}: ${status.message}` };
       }
@@ -49,6 +55,7 @@ export class SessionEvents {
 
   private part(part: Part): SessionSignal {
     if (part.sessionID !== this.sessionId) return null;
+    this.retrying = false;
     if (part.type !== 'tool') {
       this.deadline.touch();
       return null;

@@ -25,6 +25,9 @@ type Happening =
   | { kind: 'abort' }
   | { kind: 'deadline' };
 
+/** How long a prompt may take to reach the model (plugin loading on a fresh server), at least. */
+const SETUP_TIMEOUT_MS = 60_000;
+
 interface Running {
   server: OpenCodeServer;
   client: OpencodeClient;
@@ -116,7 +119,9 @@ export class OpenCodeProvider implements AgentProvider {
       if (result.error) throw new Error(`prompt refused: ${JSON.stringify(result.error)}`);
       turnRunning = true;
       started = Date.now();
-      deadline.touch();
+      // Before its first model request a fresh server loads its provider plugins for seconds; the model deadline
+      // proper starts with the first token or retry (see SessionEvents), this longer one catches a server that hangs.
+      deadline.touch(Math.max(deadline.timeoutMs, SETUP_TIMEOUT_MS));
     };
     try {
       await send(this.withSystemPrompt(sessionId, input.systemPrompt, promptToText(input.prompt)));
