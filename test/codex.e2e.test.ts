@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
+import { toolNames } from './support/fake-openai-wire.js';
 import { processesUsing } from './support/processes.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
@@ -67,6 +68,27 @@ describe('codex provider', () => {
     expect(threadId.value).toMatch(/^[0-9a-f-]{36}$/);
     // Codex kept its thread inside the session folder, not in the user's home.
     expect(fs.readdirSync(path.join(session.paths.root, '.codex'))).toContain('sessions');
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('lets the model call Pincer\'s send_message: the row carries the routing and in_reply_to, then the final text', async () => {
+    fake = await startFakeOpenAI();
+    fake.script({ tool: 'send_message', args: { text: 'working on it' } }, { text: 'all done' });
+    const session = codexSession();
+    const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl));
+    await runner.ready();
+    const { id } = session.chat('do the thing', { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' });
+    await waitFor('two replies', () => session.outbound().length === 2, { timeoutMs: 20_000 });
+    const [progress, final] = session.outbound();
+    expect(JSON.parse(progress!.content)).toEqual({ text: 'working on it' });
+    expect(JSON.parse(final!.content)).toEqual({ text: 'all done' });
+    for (const row of [progress!, final!]) {
+      expect(row).toMatchObject({ in_reply_to: id, platform_id: 'chat-42', channel_type: 'terminal', thread_id: 'thread-7' });
+    }
+    await waitFor('completed', () => session.inbound(id).status === 'completed');
+    expect(toolNames(fake.modelRequests()[0]!.body)).toContain('mcp__pincer/send_message');
+    // The tool result went back to the model in the next request.
+    expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/Sent as message \d+/);
     expect(await runner.stop()).toBe(0);
   });
 
