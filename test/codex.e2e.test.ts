@@ -52,7 +52,8 @@ describe('codex provider', () => {
     fake = await startFakeOpenAI();
     fake.script({ text: 'hello from codex' });
     const session = codexSession();
-    const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl));
+    // A PATH without node_modules/.bin: the SDK finds the codex binary itself.
+    const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl, { PATH: '/usr/bin:/bin' }));
     await runner.ready();
     const { id } = session.chat('hi there');
     const [reply] = await waitFor('a reply', () => session.outbound().length > 0 && session.outbound(), { timeoutMs: 20_000 });

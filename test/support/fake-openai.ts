@@ -31,6 +31,8 @@ export interface RecordedRequest {
   systemTexts: string[];
   /** what the server answered. */
   reply: FakeReply | 'title';
+  /** Date.now() when the request arrived. */
+  at: number;
 }
 
 export interface FakeOpenAI {
@@ -82,7 +84,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const systemTexts = [...messageTexts(body, 'system'), ...messageTexts(body, 'developer')];
       const title = api === 'chat' && isTitleRequest(body, systemTexts);
       const reply: FakeReply | 'title' = title ? 'title' : (queue.shift() ?? fallback);
-      const request: RecordedRequest = { api, path, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply };
+      const request: RecordedRequest = { api, path, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
       requests.push(request);
       answer(request, res);
     });
