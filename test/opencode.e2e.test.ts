@@ -70,7 +70,7 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     expect(prompt).toContain('hi there</message>');
     expect(fake.requests.some((r) => r.title)).toBe(true);
     expect(storedSession(session)).toMatch(/^ses_/);
-    expect(runner.stderr()).toMatch(/\[opencode\] server http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) started/);
+    expect(runner.stderr()).toMatch(/\[opencode\] server http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) ready in \d+ ms/);
     expect(await runner.stop()).toBe(0);
   });
 

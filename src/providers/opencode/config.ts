@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { childEnv } from '../child-env.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
-import type { QueryInput } from '../types.js';
+import type { PrepareInput } from '../types.js';
 
 /**
  * OpenCode settings from the environment (seed "OpenCode Provider": provider and model from `OPENCODE_PROVIDER` /
@@ -76,7 +76,7 @@ export function readOpenCodeSettings(env: Record<string, string | undefined>, mo
 }
 
 /** The OpenCode server configuration (passed as OPENCODE_CONFIG_CONTENT, so no file of the user's is read). */
-export function openCodeConfig(settings: OpenCodeSettings, input: QueryInput): Config {
+export function openCodeConfig(settings: OpenCodeSettings, input: PrepareInput): Config {
   const config: Config = {
     autoupdate: false,
     share: 'disabled',

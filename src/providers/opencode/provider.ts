@@ -4,7 +4,7 @@ import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
 import { ModelDeadline } from '../deadline.js';
 import { FollowUps } from '../follow-ups.js';
 import { promptToText } from '../prompt-text.js';
-import type { AgentProvider, AgentQuery, ProviderConfig, ProviderEvent, QueryInput } from '../types.js';
+import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, ProviderEvent, QueryInput } from '../types.js';
 import { openCodeConfig, openCodeEnv, readOpenCodeSettings, type OpenCodeSettings } from './config.js';
 import { lastAnswer, SessionEvents } from './events.js';
 import { reapStaleServer, recordServer } from './pid-file.js';
@@ -12,9 +12,10 @@ import { resolveOpenCodeBinary, startOpenCodeServer, type OpenCodeServer } from 
 
 /**
  * The OpenCode provider (seed "OpenCode Provider", @opencode-ai/sdk + the `opencode` server from opencode-ai). One
- * local server per runner, started by the first query and reused; `abort()` and `close()` stop it. A query prompts
- * the session asynchronously and reads the server's events: the answer is collected at `session.idle`, a follow-up
- * pushed mid-turn aborts the turn and is sent as the next prompt, `session.error` becomes an `error` event.
+ * local server per runner, started when the runner starts (`prepare`) or by the first query, and reused; `abort()`
+ * and `close()` stop it. A query prompts the session asynchronously and reads the server's events: the answer is
+ * collected at `session.idle`, a follow-up pushed mid-turn aborts the turn and is sent as the next prompt,
+ * `session.error` becomes an `error` event.
  */
 type Happening =
   | { kind: 'event'; event: OpenCodeEvent }
@@ -39,12 +40,19 @@ export class OpenCodeProvider implements AgentProvider {
   private readonly binary: string;
   private readonly log: Logger = createLogger('opencode');
   private running: Promise<Running> | null = null;
+  /** aborted by `close()`: stops a server that is still starting. */
+  private lifetime = new AbortController();
   /** sessions that got the system prompt from this runner (re-sent once per runner, so CLAUDE.md edits arrive). */
   private readonly systemSent = new Set<string>();
 
   constructor(config: ProviderConfig) {
     this.settings = readOpenCodeSettings(config.env, config.model);
     this.binary = resolveOpenCodeBinary(this.settings.binary);
+  }
+
+  /** Start the server (and load its plugins) at runner start-up, so the first message does not wait for it. */
+  prepare(input: PrepareInput): void {
+    this.ensureServer(input).catch(() => undefined); // a failure is reported by the first query, which retries
   }
 
   query(input: QueryInput): AgentQuery {
@@ -71,6 +79,8 @@ export class OpenCodeProvider implements AgentProvider {
   async close(): Promise<void> {
     const running = this.running;
     this.running = null;
+    this.lifetime.abort();
+    this.lifetime = new AbortController();
     if (!running) return;
     const server = await running.catch(() => null);
     if (server) {
@@ -85,7 +95,7 @@ export class OpenCodeProvider implements AgentProvider {
       let client: OpencodeClient;
       let sessionId: string;
       try {
-        ({ client } = await this.ensureServer(input, signal));
+        ({ client } = await this.ensureServer(input));
         this.pumpEvents(client, stream.signal, inbox);
         await waitForConnection(inbox, signal);
         sessionId = await this.openSession(client, input.sessionId);
@@ -186,15 +196,19 @@ export class OpenCodeProvider implements AgentProvider {
     return `<system>\n${systemPrompt}\n</system>\n\n${prompt}`;
   }
 
-  private ensureServer(input: QueryInput, signal: AbortSignal): Promise<Running> {
+  private ensureServer(input: PrepareInput): Promise<Running> {
     if (!this.running) {
-      this.running = this.startServer(input, signal);
-      this.running.catch(() => (this.running = null));
+      const running = this.startServer(input, this.lifetime.signal);
+      this.running = running;
+      running.catch((err: unknown) => {
+        if (this.running === running) this.running = null;
+        this.log.warn(`server start failed: ${errorMessage(err)}`);
+      });
     }
     return this.running;
   }
 
-  private async startServer(input: QueryInput, signal: AbortSignal): Promise<Running> {
+  private async startServer(input: PrepareInput, signal: AbortSignal): Promise<Running> {
     const config = openCodeConfig(this.settings, input);
     const env = openCodeEnv(this.settings, input.cwd, config);
     const pidFile = reapStaleServer(env.XDG_STATE_HOME!, (m) => this.log.warn(m));
@@ -204,8 +218,13 @@ export class OpenCodeProvider implements AgentProvider {
     void server.exited.then(() => {
       if (this.running) this.log.warn('server exited');
     });
-    this.log.info(`server ${server.url} (pid ${server.pid}) started in ${Date.now() - started} ms`);
-    return { server, client: createOpencodeClient({ baseUrl: server.url, directory: input.cwd }) };
+    const client = createOpencodeClient({ baseUrl: server.url, directory: input.cwd });
+    // The first prompt would otherwise load the provider plugins and connect the MCP servers (seconds): do it now.
+    await Promise.all([client.config.providers(), client.mcp.status()]).catch((err: unknown) => {
+      this.log.warn(`warm-up failed: ${errorMessage(err)}`);
+    });
+    this.log.info(`server ${server.url} (pid ${server.pid}) ready in ${Date.now() - started} ms`);
+    return { server, client };
   }
 
   /** Reuse the stored session if the server still knows it, else start a new one. */
