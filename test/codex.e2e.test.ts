@@ -67,8 +67,13 @@ describe('codex provider', () => {
     expect(request!.systemTexts.join('\n')).toContain('You are Pincer-under-test.');
     const threadId = session.db.prepare("SELECT value FROM session_state WHERE key = 'codex:session_id'").get() as { value: string };
     expect(threadId.value).toMatch(/^[0-9a-f-]{36}$/);
-    // Codex kept its thread inside the session folder, not in the user's home.
+    // Codex kept its thread inside the session folder, not in the user's home; the agent folder became a git
+    // repository; the runner archived the conversation (Codex has no compaction hook).
     expect(fs.readdirSync(path.join(session.paths.root, '.codex'))).toContain('sessions');
+    expect(fs.existsSync(path.join(session.paths.agent, '.git'))).toBe(true);
+    const conversations = path.join(session.paths.agent, 'conversations');
+    const [archive] = await waitFor('the archive', () => fs.existsSync(conversations) && fs.readdirSync(conversations).length > 0 && fs.readdirSync(conversations));
+    expect(fs.readFileSync(path.join(session.paths.agent, 'conversations', archive!), 'utf8')).toContain('hello from codex');
     expect(await runner.stop()).toBe(0);
   });
 

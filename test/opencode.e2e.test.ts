@@ -92,6 +92,12 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     expect(toolNames(fake.modelRequests()[0]!.body)).toContain('pincer_send_message');
     // The tool result went back to the model in the next request.
     expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/Sent as message \d+/);
+
+    // The next query reuses the same server and session.
+    session.chat('and again');
+    await waitFor('the third reply', () => session.outbound().length === 3, SLOW);
+    expect(runner.stderr().match(/\[opencode\] server .* ready in/g)).toHaveLength(1);
+    expect(fake.modelRequests().at(-1)!.userTexts.some((text) => text.includes('do the thing'))).toBe(true);
     expect(await runner.stop()).toBe(0);
   });
 
@@ -133,6 +139,20 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     expect(last.userTexts.some((text) => text.includes('remember the word pelican'))).toBe(true);
     expect(last.userTexts.at(-1)).toContain('which word?');
     expect(storedSession(session)).toBe(sessionId);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('turns a non-retryable HTTP 400 (session.error APIError) into last_error', async () => {
+    fake = await startFakeOpenAI();
+    fake.setDefault({ status: 400, message: 'the fake model refuses' });
+    const session = openCodeSession();
+    const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
+    await runner.ready();
+    const { id } = session.chat('bad request');
+    const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), SLOW);
+    expect(row.status).toBe('processing');
+    expect(row.last_error).toMatch(/^api error: HTTP 400: .*the fake model refuses/);
+    expect(runner.child.exitCode).toBeNull();
     expect(await runner.stop()).toBe(0);
   });
 

@@ -99,7 +99,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     const reply = request.reply;
     if (reply !== 'title' && 'status' in reply) {
       res.writeHead(reply.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: reply.message ?? `fake-openai: HTTP ${reply.status}`, type: 'server_error', code: null } }));
+      const type = reply.status >= 500 ? 'server_error' : 'invalid_request_error';
+      res.end(JSON.stringify({ error: { message: reply.message ?? `fake-openai: HTTP ${reply.status}`, type, code: null } }));
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
