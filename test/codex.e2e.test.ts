@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
 import { toolNames } from './support/fake-openai-wire.js';
-import { processesUsing } from './support/processes.js';
+import { processesUsing, reapSessionProcesses, type SessionProcess } from './support/processes.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -36,13 +36,14 @@ function codexEnv(baseUrl: string, extra: Record<string, string> = {}): Record<s
 const replies = (session: TestSession): string[] => session.outboundContents().map((content) => String(content.text));
 
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  // Nothing the provider started (codex, MCP servers) may outlive the runner.
-  for (const session of sessions.splice(0)) {
-    await waitFor('no process left in the session', () => processesUsing(session.paths.root).length === 0, { timeoutMs: 5000 });
-  }
+  // Clean up everything first (runners, then anything they started), then say what was left behind.
+  const runnersLeft = await stopAllRunners();
+  const processesLeft: SessionProcess[] = [];
+  for (const session of sessions.splice(0)) processesLeft.push(...(await reapSessionProcesses(session.paths.root)));
   await closeFakeOpenAIs();
   cleanupSessions();
+  expect(runnersLeft).toBe(0);
+  expect(processesLeft).toEqual([]);
 });
 
 describe('codex provider', () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
 import { toolNames } from './support/fake-openai-wire.js';
-import { processesUsing } from './support/processes.js';
+import { processesUsing, reapSessionProcesses, type SessionProcess } from './support/processes.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -39,12 +39,14 @@ const storedSession = (session: TestSession): string | undefined =>
   (session.db.prepare("SELECT value FROM session_state WHERE key = 'opencode:session_id'").get() as { value: string } | undefined)?.value;
 
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  for (const session of sessions.splice(0)) {
-    await waitFor('no process left in the session', () => processesUsing(session.paths.root).length === 0, { timeoutMs: 5000 });
-  }
+  // Clean up everything first (runners, then anything they started), then say what was left behind.
+  const runnersLeft = await stopAllRunners();
+  const processesLeft: SessionProcess[] = [];
+  for (const session of sessions.splice(0)) processesLeft.push(...(await reapSessionProcesses(session.paths.root)));
   await closeFakeOpenAIs();
   cleanupSessions();
+  expect(runnersLeft).toBe(0);
+  expect(processesLeft).toEqual([]);
 });
 
 describe('opencode provider', { timeout: 90_000 }, () => {
@@ -121,15 +123,18 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     expect(await runner.stop()).toBe(0);
   });
 
-  it('resumes the session after a runner restart, sending the history to the server', async () => {
+  it('resumes the session after the runner was killed (SIGKILL), sending the history to the server', async () => {
     fake = await startFakeOpenAI();
     const session = openCodeSession();
     let runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
     await runner.ready();
-    session.chat('remember the word pelican');
+    const first = session.chat('remember the word pelican');
     await waitFor('the first reply', () => session.outbound().length === 1, SLOW);
+    await waitFor('completed', () => session.inbound(first.id).status === 'completed');
     const sessionId = storedSession(session);
-    expect(await runner.stop()).toBe(0);
+    expect(await runner.kill('SIGKILL')).toBe('SIGKILL');
+    // The server's guard notices the runner is gone and takes the server and its MCP servers down with it.
+    await waitFor('the orphaned server to go', () => processesUsing(session.paths.root).length === 0);
 
     runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
     await runner.ready();

@@ -35,3 +35,24 @@ function safe<T>(read: () => T): T | undefined {
     return undefined;
   }
 }
+
+/**
+ * For afterEach: wait a little for the session's processes to exit, then SIGKILL whatever is left (so a failed test
+ * never leaves a server running on the machine) and return what had to be killed — the test should assert it is empty.
+ */
+export async function reapSessionProcesses(root: string, graceMs = 5000): Promise<SessionProcess[]> {
+  const deadline = Date.now() + graceMs;
+  let left = processesUsing(root);
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    left = processesUsing(root);
+  }
+  for (const { pid } of left) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return left;
+}

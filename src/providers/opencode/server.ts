@@ -64,12 +64,17 @@ export async function startOpenCodeServer(options: {
   signal: AbortSignal;
 }): Promise<OpenCodeServer> {
   const port = await freePort();
-  const child = spawn(options.binary, ['serve', '--hostname=127.0.0.1', `--port=${port}`], {
+  // The server runs in its own process group (so close() reaches the MCP servers it starts) under a small shell
+  // guard that holds a pipe from the runner: when the runner dies, even by SIGKILL, the pipe closes, `read` returns
+  // and the guard kills the whole group. A detached server would otherwise outlive a killed runner.
+  const guard = '"$0" "$@" </dev/null & read -r _; kill -TERM 0';
+  const child = spawn('/bin/sh', ['-c', guard, options.binary, 'serve', '--hostname=127.0.0.1', `--port=${port}`], {
     cwd: options.cwd,
     env: options.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group, so close() reaches the MCP servers it starts
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
   });
+  child.stdin!.on('error', () => {}); // the guard may be gone first
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
