@@ -147,7 +147,7 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     expect(await runner.stop()).toBe(0);
   });
 
-  it('turns a non-retryable HTTP 400 (session.error APIError) into last_error', async () => {
+  it('turns a non-retryable HTTP 400 (session.error APIError) into last_error and answers the next message', async () => {
     fake = await startFakeOpenAI();
     fake.setDefault({ status: 400, message: 'the fake model refuses' });
     const session = openCodeSession();
@@ -157,7 +157,13 @@ describe('opencode provider', { timeout: 90_000 }, () => {
     const row = await waitFor('last_error', () => (session.inbound(id).last_error ? session.inbound(id) : null), SLOW);
     expect(row.status).toBe('processing');
     expect(row.last_error).toMatch(/^api error: HTTP 400: .*the fake model refuses/);
-    expect(runner.child.exitCode).toBeNull();
+
+    // The error stopped the server (abort); the runner lives on, and the next message starts a new one.
+    fake.setDefault({ text: 'back again' });
+    const next = session.chat('try again');
+    await waitFor('the next reply', () => session.outbound().length === 1, SLOW);
+    expect(session.outbound()[0]!.in_reply_to).toBe(next.id);
+    expect(runner.stderr().match(/\[opencode\] server .* ready in/g)).toHaveLength(2);
     expect(await runner.stop()).toBe(0);
   });
 
