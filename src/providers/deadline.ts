@@ -31,7 +31,13 @@ export class ModelDeadline {
     this.touch();
   }
 
-  /** No more waiting (the turn is over or the query stopped). */
+  /** The turn is over: nothing to wait for until the next `touch()`. */
+  rest(): void {
+    this.toolsRunning = 0;
+    this.clear();
+  }
+
+  /** No more waiting, ever (the query is over). */
   stop(): void {
     this.stopped = true;
     this.clear();

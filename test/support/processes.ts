@@ -40,7 +40,7 @@ function safe<T>(read: () => T): T | undefined {
  * For afterEach: wait a little for the session's processes to exit, then SIGKILL whatever is left (so a failed test
  * never leaves a server running on the machine) and return what had to be killed — the test should assert it is empty.
  */
-export async function reapSessionProcesses(root: string, graceMs = 5000): Promise<SessionProcess[]> {
+export async function reapSessionProcesses(root: string, graceMs = 10_000): Promise<SessionProcess[]> {
   const deadline = Date.now() + graceMs;
   let left = processesUsing(root);
   while (left.length > 0 && Date.now() < deadline) {

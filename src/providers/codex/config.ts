@@ -112,7 +112,14 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
     config.mcp_servers = Object.fromEntries(
       servers.map(([name, server]) => [
         name,
-        { command: server.command, args: server.args, env: server.env, default_tools_approval_mode: 'approve' },
+        {
+          command: server.command,
+          args: server.args,
+          env: server.env,
+          default_tools_approval_mode: 'approve',
+          // Codex starts the turn without a server that is not up in 10 s (its default); a busy machine needs longer.
+          startup_timeout_sec: 30,
+        },
       ]),
     );
   }

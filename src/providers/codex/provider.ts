@@ -12,6 +12,9 @@ import { classifyCodexError, CodexTurn } from './events.js';
  * (conversation) lives in CODEX_HOME and is resumed by id. Codex has no streaming input, so a follow-up pushed during
  * a turn interrupts it (abort) and the provider restarts on the same thread with the follow-up as the next prompt.
  */
+/** How long `codex exec` may take to start a turn (process and MCP server start-up), at least. */
+const STARTUP_TIMEOUT_MS = 60_000;
+
 interface QueryControl {
   /** the current turn's abort controller (replaced per turn). */
   controller: AbortController;
@@ -120,7 +123,9 @@ export class CodexProvider implements AgentProvider {
       control.timedOut = true;
       controller.abort();
     });
-    deadline.touch();
+    // Until `turn.started` the CLI is starting (and starting the MCP servers): a longer window for that, then the
+    // model deadline proper (see CodexTurn).
+    deadline.touch(Math.max(this.settings.timeoutMs, STARTUP_TIMEOUT_MS));
     return new CodexTurn(deadline);
   }
 }

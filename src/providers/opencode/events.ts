@@ -16,6 +16,8 @@ export class SessionEvents {
   /** the message of the last `retry` status (e.g. "Cannot connect to API"), for the deadline's error. */
   lastRetry: string | null = null;
   private readonly runningTools = new Set<string>();
+  /** the assistant messages of this session: only their parts are model progress (not the echo of our prompt). */
+  private readonly assistantMessages = new Set<string>();
   /** a retry happened since the last model progress. */
   private retrying = false;
 
@@ -24,9 +26,20 @@ export class SessionEvents {
     private readonly deadline: ModelDeadline,
   ) {}
 
+  /** A new prompt was sent: forget the previous turn's retries and tools. */
+  turnStarted(): void {
+    this.retrying = false;
+    this.runningTools.clear();
+  }
+
   read(event: OpenCodeEvent | { type: string; properties?: Record<string, unknown> }): SessionSignal {
     const typed = event as OpenCodeEvent;
     switch (typed.type) {
+      case 'message.updated':
+        if (typed.properties.info.sessionID === this.sessionId && typed.properties.info.role === 'assistant') {
+          this.assistantMessages.add(typed.properties.info.id);
+        }
+        return null;
       case 'message.part.updated':
         return this.part(typed.properties.part);
       case 'session.status': {
@@ -48,13 +61,16 @@ export class SessionEvents {
       }
       default:
         // `message.part.delta` (streamed tokens) is newer than the SDK's event types.
-        if (event.type === 'message.part.delta' && event.properties?.sessionID === this.sessionId) this.deadline.touch();
+        if (event.type === 'message.part.delta' && this.assistantMessages.has(String(event.properties?.messageID))) {
+          this.retrying = false;
+          this.deadline.touch();
+        }
         return null;
     }
   }
 
   private part(part: Part): SessionSignal {
-    if (part.sessionID !== this.sessionId) return null;
+    if (part.sessionID !== this.sessionId || !this.assistantMessages.has(part.messageID)) return null;
     this.retrying = false;
     if (part.type !== 'tool') {
       this.deadline.touch();

@@ -129,6 +129,7 @@ export class OpenCodeProvider implements AgentProvider {
       if (result.error) throw new Error(`prompt refused: ${JSON.stringify(result.error)}`);
       turnRunning = true;
       started = Date.now();
+      events.turnStarted();
       // Before its first model request a fresh server loads its provider plugins for seconds; the model deadline
       // proper starts with the first token or retry (see SessionEvents), this longer one catches a server that hangs.
       deadline.touch(Math.max(deadline.timeoutMs, SETUP_TIMEOUT_MS));
@@ -140,8 +141,10 @@ export class OpenCodeProvider implements AgentProvider {
         if (happening.kind === 'end') {
           if (!turnRunning) return;
         } else if (happening.kind === 'push') {
-          if (!turnRunning) await send(followUps.take() ?? '');
-          else if (!interrupting) {
+          if (!turnRunning) {
+            const pushed = followUps.take();
+            if (pushed) await send(pushed);
+          } else if (!interrupting) {
             interrupting = true;
             this.log.info('follow-up pushed mid-turn; aborting the turn to re-prompt');
             await client.session.abort({ path: { id: sessionId } });
@@ -166,11 +169,12 @@ export class OpenCodeProvider implements AgentProvider {
           } else if (turnRunning && (await isIdle(client, sessionId))) {
             // `session.idle` can come twice after an abort; only an idle session ends the turn.
             turnRunning = false;
-            deadline.stop();
+            deadline.rest();
             const next = followUps.take();
             if (interrupting) {
               interrupting = false;
               if (next) await send(next);
+              else if (followUps.isEnded) return;
               continue;
             }
             const text = lastAnswer((await client.session.messages({ path: { id: sessionId } })).data ?? []);
