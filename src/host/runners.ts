@@ -1,0 +1,167 @@
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { RunnerState } from '../db/types.js';
+import { spawnRunner, stopRunner } from './runner-process.js';
+import type { Logger } from '../shared/log.js';
+import type { HostConfig } from './types.js';
+
+/**
+ * Runner lifecycle: at most one runner per session, started as a child process when the session has due work,
+ * stopped after an idle timeout (never while `busy` or `waiting_user`), killed when its heartbeat goes stale, and
+ * restarted after an unexpected exit only after an exponential back-off, so a runner that crashes on start is never
+ * restarted in a tight loop.
+ */
+export interface RunnerLaunch {
+  sessionId: string;
+  folder: string;
+  provider: string;
+  timezone: string;
+}
+
+export interface RunnerExit {
+  sessionId: string;
+  pid: number;
+  code: number | string;
+  /** the host asked it to stop (idle, shutdown); anything else is unexpected. */
+  requested: boolean;
+  /** consecutive unexpected exits, 0 after a requested one. */
+  crashes: number;
+  /** when the next start is allowed (ms since epoch). */
+  nextStartAt: number;
+}
+
+interface Entry {
+  child: ChildProcess;
+  pid: number;
+  startedAt: number;
+  stopping: boolean;
+  exited: Promise<void>;
+}
+
+export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'none';
+
+export class RunnerSupervisor {
+  private readonly entries = new Map<string, Entry>();
+  private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
+
+  constructor(
+    private readonly config: HostConfig['runners'],
+    private readonly log: Logger,
+    private readonly onExit: (exit: RunnerExit) => void,
+  ) {}
+
+  isRunning(sessionId: string): boolean {
+    return this.entries.has(sessionId);
+  }
+
+  pid(sessionId: string): number | undefined {
+    return this.entries.get(sessionId)?.pid;
+  }
+
+  /** Milliseconds until a start is allowed (0: now). */
+  backoffRemainingMs(sessionId: string): number {
+    const crash = this.crashes.get(sessionId);
+    return crash ? Math.max(0, crash.nextStartAt - Date.now()) : 0;
+  }
+
+  /** Start the session's runner unless one runs or the back-off forbids it. Returns whether one was started. */
+  start(launch: RunnerLaunch): boolean {
+    if (this.entries.has(launch.sessionId) || this.backoffRemainingMs(launch.sessionId) > 0) return false;
+    const child = spawnRunner({
+      workspace: launch.folder,
+      env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
+      logFile: path.join(launch.folder, 'runner.log'),
+    });
+    if (child.pid === undefined) {
+      // spawn failed synchronously (e.g. EAGAIN): count it as a crash so the next try waits.
+      this.recordCrash(launch.sessionId);
+      this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
+      return false;
+    }
+    const entry: Entry = {
+      child,
+      pid: child.pid,
+      startedAt: Date.now(),
+      stopping: false,
+      exited: new Promise((resolve) => child.once('exit', () => resolve())),
+    };
+    child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
+    child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
+    this.entries.set(launch.sessionId, entry);
+    this.log.info(`runner started for ${launch.sessionId}: pid ${entry.pid}, provider ${launch.provider}`);
+    return true;
+  }
+
+  /**
+   * Judge a running runner from its `runner_state` row: stale heartbeat → kill; idle past the timeout with nothing
+   * due → stop. `lastActivityAt` is the host's own last write to the session (so a message just accepted counts).
+   */
+  check(sessionId: string, state: RunnerState | undefined, hasDue: boolean, lastActivityAt: number): LivenessVerdict {
+    const entry = this.entries.get(sessionId);
+    if (!entry || entry.stopping) return 'none';
+    const now = Date.now();
+    const ours = state !== undefined && state.pid === entry.pid;
+    const heartbeat = ours ? Date.parse(state.heartbeatAt) : entry.startedAt;
+    if (now - heartbeat > this.config.heartbeatTimeoutMs) {
+      this.log.warn(`runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`);
+      entry.stopping = false; // an unrequested end: recovered and backed off like a crash
+      entry.child.kill('SIGKILL');
+      return 'heartbeat-kill';
+    }
+    if (ours && this.crashes.has(sessionId) && state.state !== 'starting') this.crashes.delete(sessionId);
+    if (ours && state.state === 'idle' && !hasDue) {
+      const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
+      if (now - idleSince > this.config.idleTimeoutMs) {
+        this.log.info(`runner ${entry.pid} for ${sessionId} idle for ${now - idleSince} ms; stopping it`);
+        void this.stop(sessionId);
+        return 'idle-stop';
+      }
+    }
+    return 'ok';
+  }
+
+  /** Milliseconds until `check` would stop an idle runner (for the session loop's next wake-up). */
+  idleDeadlineMs(state: RunnerState | undefined, lastActivityAt: number): number | undefined {
+    if (!state || state.state !== 'idle') return undefined;
+    const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
+    return Math.max(0, idleSince + this.config.idleTimeoutMs - Date.now()) + 1;
+  }
+
+  /** SIGTERM (the runner finishes its query within its grace), SIGKILL after the host's grace. */
+  async stop(sessionId: string): Promise<void> {
+    const entry = this.entries.get(sessionId);
+    if (!entry) return;
+    entry.stopping = true;
+    await stopRunner(entry.child, this.config.stopGraceMs + 2000);
+    await entry.exited;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
+  }
+
+  private handleExit(sessionId: string, entry: Entry, code: number | string): void {
+    if (this.entries.get(sessionId) === entry) this.entries.delete(sessionId);
+    let crashes = 0;
+    let nextStartAt = Date.now();
+    if (!entry.stopping) {
+      const crash = this.recordCrash(sessionId);
+      crashes = crash.count;
+      nextStartAt = crash.nextStartAt;
+      this.log.warn(
+        `runner ${entry.pid} for ${sessionId} exited unexpectedly (${code}); crash ${crashes} in a row, next start in ${crash.delayMs} ms`,
+      );
+    } else {
+      this.log.info(`runner ${entry.pid} for ${sessionId} stopped (${code})`);
+    }
+    this.onExit({ sessionId, pid: entry.pid, code, requested: entry.stopping, crashes, nextStartAt });
+  }
+
+  private recordCrash(sessionId: string): { count: number; nextStartAt: number; delayMs: number } {
+    const count = (this.crashes.get(sessionId)?.count ?? 0) + 1;
+    const delayMs = Math.min(this.config.backoffMaxMs, this.config.backoffBaseMs * 2 ** (count - 1));
+    const crash = { count, nextStartAt: Date.now() + delayMs };
+    this.crashes.set(sessionId, crash);
+    return { ...crash, delayMs };
+  }
+}
