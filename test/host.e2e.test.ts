@@ -152,6 +152,45 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(await host.stop()).toBe(0);
   });
 
+  it('kills a runner whose heartbeat stopped (frozen process) and retries its batch', async () => {
+    const host = await startHost({ MOCK_DELAY_MS: '1000', PINCER_HEARTBEAT_MS: '100', PINCER_HEARTBEAT_TIMEOUT_MS: '1500' });
+    const stream = host.stream('frozen');
+    const sent = await post(host, 'frozen', { text: 'do not freeze' });
+    const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
+    const pid = await waitFor('batch in flight', () => {
+      const row = db.prepare('SELECT pid, batch_ids FROM runner_state').get() as { pid: number; batch_ids: string } | undefined;
+      return row && JSON.parse(row.batch_ids).includes(sent.id) ? row.pid : undefined;
+    });
+    db.close();
+    process.kill(pid, 'SIGSTOP');
+    await stream.waitFor('reply from the next runner', (e) => e.event === 'chat');
+    expect(host.stderr()).toMatch(new RegExp(`runner ${pid} for \\S+: no heartbeat for \\d+ ms; killing it`));
+    expect(inboundRows(host, sent.sessionId)[0]).toMatchObject({ status: 'completed', tries: 2 });
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('a new host stops the runner left by a host that died, so a session never has two', async () => {
+    const first = await startHost({ MOCK_DELAY_MS: '1500' });
+    const sent = await post(first, 'orphan', { text: 'outlive your host' });
+    const db = openSessionDb(path.join(first.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
+    const orphan = await waitFor('batch in flight', () => {
+      const row = db.prepare('SELECT pid, batch_ids FROM runner_state').get() as { pid: number; batch_ids: string } | undefined;
+      return row && JSON.parse(row.batch_ids).includes(sent.id) ? row.pid : undefined;
+    });
+    db.close();
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const second = await startHost({ MOCK_DELAY_MS: '1500' }, first.home);
+    expect(second.stderr()).toContain(`stopping runner ${orphan} of ${sent.sessionId} left by an earlier host`);
+    expect(() => process.kill(orphan, 0)).toThrow();
+    const stream = second.stream('orphan');
+    await stream.waitFor('the answer', (e) => e.event === 'chat' && String(e.data.text).includes('outlive your host'));
+    expect(inboundRows(second, sent.sessionId)[0]!.status).toBe('completed');
+    stream.close();
+    expect(await second.stop()).toBe(0);
+  });
+
   it('marks a message failed after five tries and tells the chat', async () => {
     const host = await startHost();
     const stream = host.stream('f');
