@@ -8,7 +8,7 @@ import { isoNow, parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError, isHostError } from './errors.js';
-import { validateCron } from './recurrence.js';
+import { nextOccurrence, validateCron } from './recurrence.js';
 import type { SessionDirectory } from './sessions.js';
 
 /**
@@ -136,7 +136,11 @@ export class ActionHandlers {
   private scheduleTask(ctx: ActionContext): ActionAnswer {
     const input = parse(ScheduleTask, ctx.content);
     if (input.recurrence) validateCron(input.recurrence, ctx.group.timezone);
-    const processAfter = input.processAfter ? this.time(input.processAfter, ctx.group.timezone) : null;
+    const processAfter = input.processAfter
+      ? this.time(input.processAfter, ctx.group.timezone)
+      : input.recurrence
+        ? nextOccurrence(input.recurrence, ctx.group.timezone).toISOString()
+        : null;
     const written = insertInbound(ctx.db, {
       kind: 'task',
       content: { prompt: input.prompt, ...(input.script ? { script: input.script } : {}) },

@@ -13,7 +13,7 @@ import type { SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError } from './errors.js';
-import { validateCron } from './recurrence.js';
+import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
@@ -135,6 +135,9 @@ export class Host implements HostApi {
     if (task.processAfter) {
       processAfter = parseTimeInZone(task.processAfter, group.timezone);
       if (!processAfter) throw new HostError('invalid-input', `processAfter: not a time: "${task.processAfter}"`, 'processAfter');
+    } else if (task.recurrence) {
+      // A recurring task without a first time runs first at its next cron time, not now.
+      processAfter = nextOccurrence(task.recurrence, group.timezone).toISOString();
     }
     return this.acceptInbound({
       conversation,
