@@ -127,6 +127,9 @@ describe('host delivery of MCP rows', () => {
     });
     const created = await waitFor('peer created', () => systemAnswers(db, 'register_agent_group')[0]);
     const peerId = (created.result as { agent_group_id: string }).agent_group_id;
+    // Let the main agent answer the [SYSTEM RESPONSE] first: a batch has one routing, and the exchange below must be
+    // the only thing either agent is doing.
+    await stream.waitFor('system response answered', (e) => e.event === 'chat' && String(e.data.text).includes('[SYSTEM RESPONSE]'));
     insertOutbound(db, { kind: 'chat', content: { text: 'hello peer' }, routing: { channelType: 'agent', platformId: peerId, threadId: null, inReplyTo: null } });
     // Two mock agents echo each other; the host stops the exchange at its hop limit and records why.
     const stopped = await waitFor(
