@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import type { InboundRow, OutboundRow } from '../src/db/types.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -46,6 +46,16 @@ describe('host delivery of MCP rows', () => {
       routing: routing('qa', sent.id),
     });
     insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: reply.data.seq as number, emoji: 'thumbs_up' }, routing: routing('qa', sent.id) });
+    fs.mkdirSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg'), { recursive: true });
+    fs.writeFileSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg', 'notes.txt'), 'file body');
+    insertOutbound(db, { id: 'file-msg', kind: 'chat', content: { text: 'see attached', files: ['notes.txt'] }, routing: routing('qa', sent.id) });
+    const withFile = await stream.waitFor('file message', (e) => e.event === 'chat' && e.data.text === 'see attached');
+    expect(withFile.data.files).toEqual(['notes.txt']);
+    const [url] = withFile.data.fileUrls as string[];
+    const download = await fetch(`http://127.0.0.1:${host.port}${url}`, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe('file body');
+    expect((await fetch(`http://127.0.0.1:${host.port}${url}`)).status).toBe(401);
     const question = await stream.waitFor('question', (e) => e.event === 'question');
     expect(question.data).toMatchObject({ questionId: 'q-1', title: 'Confirm', options: [{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }] });
     const reaction = await stream.waitFor('reaction', (e) => e.event === 'reaction');

@@ -67,6 +67,17 @@ describe('pincer host over HTTP', () => {
     expect(await host.stop()).toBe(0);
   });
 
+  it('refuses a second host on the same home, so a session never gets two runners', async () => {
+    const host = await startHost();
+    const { spawnSync } = await import('node:child_process');
+    const { BUILT_CLI } = await import('./support/runner-harness.js');
+    const second = spawnSync(process.execPath, [BUILT_CLI, 'host'], { env: { PATH: process.env.PATH, PINCER_HOME: host.home }, encoding: 'utf8', timeout: 10_000 });
+    expect(second.status).toBe(2);
+    expect(second.stderr).toContain(`another host (pid ${host.child.pid}) is using ${host.home}`);
+    expect(await host.stop()).toBe(0);
+    expect(fs.existsSync(path.join(host.home, 'host.lock'))).toBe(false);
+  });
+
   it('refuses an unknown conversation when no default group is configured', async () => {
     const host = await startHost({ PINCER_DEFAULT_GROUP: 'none' });
     const res = await host.request('POST', '/v1/conversations/stranger/messages', { text: 'hi' });
@@ -219,6 +230,22 @@ describe('pincer host runner lifecycle and retries', () => {
     const pids = host.runnerPids();
     expect(pids).toHaveLength(2);
     expect(pids[0]).not.toBe(pids[1]);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('never stops a busy runner for idleness', async () => {
+    const host = await startHost({ PINCER_IDLE_TIMEOUT_MS: '700', MOCK_DELAY_MS: '2500' });
+    const stream = host.stream('busy');
+    await post(host, 'busy', { text: 'take your time' });
+    const reply = await stream.waitFor('the slow reply', (e) => e.event === 'chat');
+    expect(reply.data.text).toContain('take your time');
+    // busy for 2.5 s with a 0.7 s idle timeout, and not stopped meanwhile
+    expect(host.stderr()).not.toMatch(/stopping it/);
+    expect(host.runnerPids()).toHaveLength(1);
+    expect(host.stderr()).not.toMatch(/runner \d+ for \S+ exited unexpectedly/);
+    // Once idle, it is stopped after all: the stop came from idleness, not from the query's length.
+    await waitFor('stopped once idle', () => /idle for \d+ ms; stopping it/.test(host.stderr()));
     stream.close();
     expect(await host.stop()).toBe(0);
   });

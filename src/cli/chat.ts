@@ -53,7 +53,14 @@ async function chat(options: { provider: string; dir?: string }): Promise<number
   const ended = new Promise<void>((resolve) => (inputEnded = resolve));
   const terminal = new TerminalChannel({ input: process.stdin, output: process.stdout, conversation: 'local', sender, interactive, onInputEnd: () => inputEnded() });
   const sessionDir = path.resolve(options.dir ?? path.join(config.home, 'sessions', 'chat'));
-  const host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  let host: Host;
+  try {
+    host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  } catch (err) {
+    if (!isHostError(err)) throw err;
+    process.stderr.write(`pincer: ${err.message}\n`);
+    return 2;
+  }
 
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
   const { slot, group } = host.sessionOf(terminal.conversation);

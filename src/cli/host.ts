@@ -51,7 +51,15 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
     channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
   }
-  const host = await Host.start({ config, channels, log });
+  let host: Host;
+  try {
+    host = await Host.start({ config, channels, log });
+  } catch (err) {
+    mailboxDb?.close();
+    if (!isHostError(err)) throw err;
+    log.error(err.message);
+    return 2;
+  }
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);

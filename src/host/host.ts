@@ -13,6 +13,7 @@ import type { SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError } from './errors.js';
+import { HomeLock, isProcessAlive } from './home-lock.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
@@ -45,11 +46,13 @@ export class Host implements HostApi {
   private readonly slots = new Map<string, SessionSlot>();
   private readonly channels = new Map<string, ChannelAdapter>();
   private stopped = false;
+  private readonly lock: HomeLock;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
     fs.mkdirSync(config.home, { recursive: true });
+    this.lock = HomeLock.acquire(config.home);
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
     for (const channel of options.channels) this.channels.set(channel.type, channel);
@@ -69,7 +72,12 @@ export class Host implements HostApi {
     host.sessions.ensureDefaultGroup();
     await host.stopOrphanRunners();
     for (const session of host.store.listSessions()) host.slotFor(session);
-    for (const channel of host.channels.values()) await channel.start(host);
+    try {
+      for (const channel of host.channels.values()) await channel.start(host);
+    } catch (err) {
+      await host.stop();
+      throw err;
+    }
     host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ')}`);
     return host;
   }
@@ -89,6 +97,7 @@ export class Host implements HostApi {
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
     this.store.db.close();
+    this.lock.release();
     this.log.info('stopped');
   }
 
@@ -291,7 +300,7 @@ export class Host implements HostApi {
         const slotDb = new SessionSlot(session, this.log);
         const state = readRunnerState(slotDb.db);
         await slotDb.close();
-        if (state && state.state !== 'stopping' && Date.now() - Date.parse(state.heartbeatAt) < heartbeatTimeoutMs && isAlive(state.pid)) pid = state.pid;
+        if (state && state.state !== 'stopping' && Date.now() - Date.parse(state.heartbeatAt) < heartbeatTimeoutMs && isProcessAlive(state.pid)) pid = state.pid;
       } catch (err) {
         this.log.warn(`session ${session.id}: ${errorMessage(err)}`);
       }
@@ -299,8 +308,8 @@ export class Host implements HostApi {
       this.log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
       process.kill(pid, 'SIGTERM');
       const deadline = Date.now() + stopGraceMs + 2000;
-      while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+      while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
     }
   }
 }
@@ -315,15 +324,6 @@ function agentHops(content: string): number {
     return typeof hops === 'number' ? hops : 0;
   } catch {
     return 0;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

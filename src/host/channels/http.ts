@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AttachmentSchema, describeIssues } from '../../db/content.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { isHostError } from '../errors.js';
+import { HostError, isHostError } from '../errors.js';
 import type { ConversationRef } from '../types.js';
 import type { HttpMailbox, MailboxEvent } from './http-mailbox.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
@@ -71,7 +71,7 @@ export class HttpChannel implements ChannelAdapter {
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err) => reject(new HostError('config', `http channel cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)));
       server.listen(this.options.port, this.options.host, () => resolve());
     });
     this.keepalive = setInterval(() => this.broadcastComment('keepalive'), KEEPALIVE_MS);
