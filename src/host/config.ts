@@ -17,6 +17,8 @@ const HostEnvSchema = z.object({
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_RUNNER: z.enum(['process', 'docker']).default('process'),
+  PINCER_DOCKER_IMAGE: z.string().min(1).default('pincer-runner'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_STOP_GRACE_MS: positiveInt(3000),
@@ -65,6 +67,8 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
           },
     http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
     runners: {
+      kind: e.PINCER_RUNNER,
+      dockerImage: e.PINCER_DOCKER_IMAGE,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
       heartbeatTimeoutMs: e.PINCER_HEARTBEAT_TIMEOUT_MS,
       stopGraceMs: e.PINCER_STOP_GRACE_MS,

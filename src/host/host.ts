@@ -15,6 +15,7 @@ import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError } from './errors.js';
 import { HomeLock, isProcessAlive } from './home-lock.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
+import { removeContainer } from './runner-docker.js';
 import { RunnerSupervisor, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
@@ -171,7 +172,7 @@ export class Host implements HostApi {
         channelType: session.channelType,
         platformId: session.platformId,
         threadKey: session.threadKey,
-        runner: pid !== undefined ? { pid, state: state?.pid === pid ? state.state : 'starting' } : null,
+        runner: pid !== undefined ? { pid, state: this.supervisor.liveState(session.id, state)?.state ?? 'starting' } : null,
         pending,
       };
     });
@@ -215,7 +216,7 @@ export class Host implements HostApi {
     const handle: SessionHandle = { db: slot.db, session: slot.session, group };
     const alive = this.supervisor.isRunning(id);
     const state = readRunnerState(slot.db);
-    const live = alive && state?.pid === this.supervisor.pid(id) ? state : undefined;
+    const live = this.supervisor.liveState(id, state);
     const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone: group.timezone, config: config.sweep });
     for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
     for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
@@ -235,7 +236,14 @@ export class Host implements HostApi {
       if (backoff > 0) waits.push(backoff);
       else {
         this.sessions.publishConfig(this.store.getSession(id) ?? slot.session, group);
-        this.supervisor.start({ sessionId: id, folder: slot.session.folder, provider: group.provider, timezone: group.timezone });
+        this.supervisor.start({
+          sessionId: id,
+          folder: slot.session.folder,
+          provider: group.provider,
+          timezone: group.timezone,
+          agentDir: this.sessions.groupDir(group),
+          globalDir: path.join(config.home, 'global'),
+        });
       }
     }
     waits.push(await this.delivery.deliverSession(handle));
@@ -293,7 +301,12 @@ export class Host implements HostApi {
 
   /** Runners left by a host that died: stop them before this host starts its own (never two per session). */
   private async stopOrphanRunners(): Promise<void> {
-    const { heartbeatTimeoutMs, stopGraceMs } = this.options.config.runners;
+    const { heartbeatTimeoutMs, stopGraceMs, kind, env } = this.options.config.runners;
+    if (kind === 'docker') {
+      // Containers are named after their session; pids inside them mean nothing here.
+      await Promise.all(this.store.listSessions().map((session) => removeContainer(session.id, env)));
+      return;
+    }
     for (const session of this.store.listSessions()) {
       let pid: number | undefined;
       try {

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
+import { containerName, removeContainer, spawnDockerRunner } from './runner-docker.js';
 import { spawnRunner, stopRunner } from './runner-process.js';
 import type { Logger } from '../shared/log.js';
 import type { HostConfig } from './types.js';
@@ -16,6 +17,9 @@ export interface RunnerLaunch {
   folder: string;
   provider: string;
   timezone: string;
+  /** the group's folder and the shared global folder (mounted into a container). */
+  agentDir: string;
+  globalDir: string;
 }
 
 export interface RunnerExit {
@@ -32,10 +36,15 @@ export interface RunnerExit {
 
 interface Entry {
   child: ChildProcess;
+  /** the child's pid (for a container: the docker CLI's). */
   pid: number;
   startedAt: number;
   stopping: boolean;
   exited: Promise<void>;
+  /** whether a `runner_state` row was written by this runner. */
+  owns(state: RunnerState): boolean;
+  /** end it now, whatever it is doing. */
+  kill(): void;
 }
 
 export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'none';
@@ -58,6 +67,12 @@ export class RunnerSupervisor {
     return this.entries.get(sessionId)?.pid;
   }
 
+  /** The session's `runner_state` if its live runner wrote it (not a stale row of an earlier runner). */
+  liveState(sessionId: string, state: RunnerState | undefined): RunnerState | undefined {
+    const entry = this.entries.get(sessionId);
+    return entry && state && entry.owns(state) ? state : undefined;
+  }
+
   /** Milliseconds until a start is allowed (0: now). */
   backoffRemainingMs(sessionId: string): number {
     const crash = this.crashes.get(sessionId);
@@ -67,28 +82,45 @@ export class RunnerSupervisor {
   /** Start the session's runner unless one runs or the back-off forbids it. Returns whether one was started. */
   start(launch: RunnerLaunch): boolean {
     if (this.entries.has(launch.sessionId) || this.backoffRemainingMs(launch.sessionId) > 0) return false;
-    const child = spawnRunner({
-      workspace: launch.folder,
-      env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
-      logFile: path.join(launch.folder, 'runner.log'),
-    });
+    const env = { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone };
+    const logFile = path.join(launch.folder, 'runner.log');
+    const docker = this.config.kind === 'docker';
+    const child = docker
+      ? spawnDockerRunner({
+          sessionId: launch.sessionId,
+          sessionDir: launch.folder,
+          agentDir: launch.agentDir,
+          globalDir: launch.globalDir,
+          image: this.config.dockerImage,
+          env,
+          logFile,
+          cliEnv: this.config.env,
+        })
+      : spawnRunner({ workspace: launch.folder, env, logFile });
     if (child.pid === undefined) {
       // spawn failed synchronously (e.g. EAGAIN): count it as a crash so the next try waits.
       this.recordCrash(launch.sessionId);
       this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
       return false;
     }
+    const startedAt = Date.now();
+    const pid = child.pid;
     const entry: Entry = {
       child,
-      pid: child.pid,
-      startedAt: Date.now(),
+      pid,
+      startedAt,
       stopping: false,
       exited: new Promise((resolve) => child.once('exit', () => resolve())),
+      // A container runner writes its pid inside the container; it is ours if it started after we launched it.
+      owns: docker ? (state) => Date.parse(state.startedAt) >= startedAt - 1000 : (state) => state.pid === pid,
+      kill: docker
+        ? () => void removeContainer(launch.sessionId, this.config.env).then(() => child.kill('SIGKILL'))
+        : () => child.kill('SIGKILL'),
     };
     child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
     child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
-    this.log.info(`runner started for ${launch.sessionId}: pid ${entry.pid}, provider ${launch.provider}`);
+    this.log.info(`runner started for ${launch.sessionId}: pid ${entry.pid}, provider ${launch.provider}${docker ? `, container ${containerName(launch.sessionId)}` : ''}`);
     return true;
   }
 
@@ -100,12 +132,11 @@ export class RunnerSupervisor {
     const entry = this.entries.get(sessionId);
     if (!entry || entry.stopping) return 'none';
     const now = Date.now();
-    const ours = state !== undefined && state.pid === entry.pid;
+    const ours = state !== undefined && entry.owns(state);
     const heartbeat = ours ? Date.parse(state.heartbeatAt) : entry.startedAt;
     if (now - heartbeat > this.config.heartbeatTimeoutMs) {
       this.log.warn(`runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`);
-      entry.stopping = false; // an unrequested end: recovered and backed off like a crash
-      entry.child.kill('SIGKILL');
+      entry.kill(); // an unrequested end: recovered and backed off like a crash
       return 'heartbeat-kill';
     }
     if (ours && this.crashes.has(sessionId) && state.state !== 'starting') this.crashes.delete(sessionId);
@@ -132,8 +163,10 @@ export class RunnerSupervisor {
     const entry = this.entries.get(sessionId);
     if (!entry) return;
     entry.stopping = true;
-    await stopRunner(entry.child, this.config.stopGraceMs + 2000);
+    const timer = setTimeout(() => entry.kill(), this.config.stopGraceMs + 2000);
+    await stopRunner(entry.child, this.config.stopGraceMs + 4000);
     await entry.exited;
+    clearTimeout(timer);
   }
 
   async stopAll(): Promise<void> {

@@ -108,8 +108,12 @@ export class SessionDirectory {
     fs.mkdirSync(root, { recursive: true });
     const globalDir = path.join(this.config.home, 'global');
     fs.mkdirSync(globalDir, { recursive: true });
-    linkIfMissing(this.groupDir(group), paths.agent);
-    linkIfMissing(globalDir, paths.global);
+    fs.mkdirSync(this.groupDir(group), { recursive: true });
+    // A child-process runner sees the group's folder through links; a container gets it mounted on a real folder.
+    if (this.config.runners.kind === 'process') {
+      linkIfMissing(this.groupDir(group), paths.agent);
+      linkIfMissing(globalDir, paths.global);
+    }
     createSessionFolder(root);
   }
 }

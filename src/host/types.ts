@@ -16,6 +16,9 @@ export interface HostConfig {
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   http: { port: number; host: string; token: string | undefined } | null;
   runners: {
+    /** `process`: a child process (default); `docker`: a container of `dockerImage` (PINCER_RUNNER). */
+    kind: 'process' | 'docker';
+    dockerImage: string;
     /** an idle runner with nothing due is stopped after this long. */
     idleTimeoutMs: number;
     /** a runner whose heartbeat is older than this is killed and its rows recovered. */
