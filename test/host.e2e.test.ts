@@ -242,6 +242,11 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(reply.data.text).toContain('take your time');
     // busy for 2.5 s with a 0.7 s idle timeout, and not stopped meanwhile
     expect(host.stderr()).not.toMatch(/stopping it/);
+    // meanwhile the conversation was shown that the agent is working
+    const typing = stream.events.findIndex((e) => e.event === 'typing' && e.data.active === true);
+    expect(typing).toBeGreaterThanOrEqual(0);
+    expect(typing).toBeLessThan(stream.events.indexOf(reply));
+    await stream.waitFor('typing cleared', (e) => e.event === 'typing' && e.data.active === false);
     expect(host.runnerPids()).toHaveLength(1);
     expect(host.stderr()).not.toMatch(/runner \d+ for \S+ exited unexpectedly/);
     // Once idle, it is stopped after all: the stop came from idleness, not from the query's length.

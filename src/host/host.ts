@@ -4,7 +4,7 @@ import { prepared } from '../db/connection.js';
 import { parseInboundContent } from '../db/content.js';
 import { getInbound, insertInbound } from '../db/messages.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
-import type { OutboundRow } from '../db/types.js';
+import type { OutboundRow, RunnerState } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
@@ -246,8 +246,20 @@ export class Host implements HostApi {
         });
       }
     }
+    await this.updateTyping(slot, handle, live);
     waits.push(await this.delivery.deliverSession(handle));
     return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
+  }
+
+  /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */
+  private async updateTyping(slot: SessionSlot, handle: SessionHandle, live: RunnerState | undefined): Promise<void> {
+    const busy = live?.state === 'busy';
+    if (busy === (slot.typingIn !== null)) return;
+    const conversation = busy
+      ? conversationOf(handle, { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null })
+      : slot.typingIn!;
+    slot.typingIn = busy ? conversation : null;
+    await this.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
   }
 
   private onRunnerExit(exit: RunnerExit): void {

@@ -5,6 +5,7 @@ import { Waker } from '../runner/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { SessionRecord } from './central-db/types.js';
 import { Sweeper } from './sweep.js';
+import type { ConversationRef } from './types.js';
 
 /**
  * The host's hold on one session: its own DB connection, a Waker on the session folder (any write by the runner or
@@ -17,6 +18,8 @@ export class SessionSlot {
   readonly sweeper: Sweeper;
   /** when the host last wrote to this session (a message accepted); idle time counts from the later of this and the runner's. */
   lastActivityAt = Date.now();
+  /** the conversation shown as "agent is typing" while the runner is busy, if any. */
+  typingIn: ConversationRef | null = null;
   private closed = false;
   private loop: Promise<void> | null = null;
 

@@ -99,6 +99,12 @@ export class HttpChannel implements ChannelAdapter {
     return { platformMessageId: `http-${event.id}` };
   }
 
+  /** An ephemeral `typing` event to the conversation's open streams (not kept in the mailbox). */
+  async setTyping(conversation: ConversationRef, active: boolean): Promise<void> {
+    const data = JSON.stringify({ type: 'typing', active, threadId: conversation.threadId });
+    for (const res of this.streams.get(conversation.platformId) ?? []) res.write(`event: typing\ndata: ${data}\n\n`);
+  }
+
   async stop(): Promise<void> {
     if (this.keepalive) clearInterval(this.keepalive);
     for (const set of this.streams.values()) for (const res of set) res.end();
