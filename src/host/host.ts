@@ -182,7 +182,12 @@ export class Host implements HostApi {
   isSettled(sessionId: string): boolean {
     const slot = this.slots.get(sessionId);
     if (!slot) return true;
-    const open = prepared(slot.db, `SELECT 1 FROM messages_in WHERE status IN ('pending', 'processing') AND trigger = 1 LIMIT 1`).get();
+    // Open: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open.
+    const open = prepared(
+      slot.db,
+      `SELECT 1 FROM messages_in WHERE trigger = 1 AND (status = 'processing' OR (status = 'pending'
+         AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now')))) LIMIT 1`,
+    ).get();
     const undelivered = prepared(slot.db, 'SELECT 1 FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL LIMIT 1').get();
     return !open && !undelivered;
   }
