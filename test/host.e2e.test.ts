@@ -278,7 +278,7 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(res.status).toBe(202);
     const { sessionId, id } = res.body as { sessionId: string; id: string };
     await waitFor('two occurrences answered', () => stream.events.filter((e) => e.event === 'chat').length >= 2, { timeoutMs: 15_000 });
-    expect(String(stream.events[0]!.data.text)).toContain('[SCHEDULED TASK]');
+    expect(String(stream.events.find((e) => e.event === 'chat')!.data.text)).toContain('[SCHEDULED TASK]');
     const tasks = inboundRows(host, sessionId).filter((r) => r.kind === 'task');
     expect(tasks.length).toBeGreaterThanOrEqual(3);
     expect(tasks[0]!.id).toBe(id);

@@ -13,10 +13,9 @@ import type { SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError } from './errors.js';
-import { HomeLock, isProcessAlive } from './home-lock.js';
+import { HomeLock } from './home-lock.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
-import { removeContainer } from './runner-docker.js';
-import { RunnerSupervisor, type RunnerExit } from './runners.js';
+import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
 import type { ConversationRef, HostConfig } from './types.js';
@@ -71,7 +70,7 @@ export class Host implements HostApi {
   static async start(options: HostOptions): Promise<Host> {
     const host = new Host(options);
     host.sessions.ensureDefaultGroup();
-    await host.stopOrphanRunners();
+    await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
     for (const session of host.store.listSessions()) host.slotFor(session);
     try {
       for (const channel of host.channels.values()) await channel.start(host);
@@ -314,33 +313,6 @@ export class Host implements HostApi {
       ...routing(conversation),
     });
     slot.touch();
-  }
-
-  /** Runners left by a host that died: stop them before this host starts its own (never two per session). */
-  private async stopOrphanRunners(): Promise<void> {
-    const { heartbeatTimeoutMs, stopGraceMs, kind, env } = this.options.config.runners;
-    if (kind === 'docker') {
-      // Containers are named after their session; pids inside them mean nothing here.
-      await Promise.all(this.store.listSessions().map((session) => removeContainer(session.id, env)));
-      return;
-    }
-    for (const session of this.store.listSessions()) {
-      let pid: number | undefined;
-      try {
-        const slotDb = new SessionSlot(session, this.log);
-        const state = readRunnerState(slotDb.db);
-        await slotDb.close();
-        if (state && state.state !== 'stopping' && Date.now() - Date.parse(state.heartbeatAt) < heartbeatTimeoutMs && isProcessAlive(state.pid)) pid = state.pid;
-      } catch (err) {
-        this.log.warn(`session ${session.id}: ${errorMessage(err)}`);
-      }
-      if (pid === undefined) continue;
-      this.log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
-      process.kill(pid, 'SIGTERM');
-      const deadline = Date.now() + stopGraceMs + 2000;
-      while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
-    }
   }
 }
 

@@ -3,7 +3,12 @@ import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
 import { containerName, removeContainer, spawnDockerRunner } from './runner-docker.js';
 import { spawnRunner, stopRunner } from './runner-process.js';
-import type { Logger } from '../shared/log.js';
+import { openSessionDb } from '../db/connection.js';
+import { sessionPaths } from '../db/layout.js';
+import { readRunnerState } from '../db/state.js';
+import { errorMessage, type Logger } from '../shared/log.js';
+import type { SessionRecord } from './central-db/types.js';
+import { isProcessAlive } from './home-lock.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -196,5 +201,36 @@ export class RunnerSupervisor {
     const crash = { count, nextStartAt: Date.now() + delayMs };
     this.crashes.set(sessionId, crash);
     return { ...crash, delayMs };
+  }
+}
+
+/**
+ * Runners left by a host that died: stop them before this host starts its own, so a session never has two. A
+ * process runner counts when its `runner_state` has a live pid and a fresh heartbeat (a stale row's pid may belong to
+ * anything by now); container runners are found by name.
+ */
+export async function stopOrphanRunners(sessions: SessionRecord[], config: HostConfig['runners'], log: Logger): Promise<void> {
+  if (config.kind === 'docker') {
+    await Promise.all(sessions.map((session) => removeContainer(session.id, config.env)));
+    return;
+  }
+  for (const session of sessions) {
+    let state: RunnerState | undefined;
+    try {
+      const db = openSessionDb(sessionPaths(session.folder).db);
+      state = readRunnerState(db);
+      db.close();
+    } catch (err) {
+      log.warn(`session ${session.id}: ${errorMessage(err)}`);
+      continue;
+    }
+    if (!state || state.state === 'stopping' || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
+    const pid = state.pid;
+    if (!isProcessAlive(pid)) continue;
+    log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + config.stopGraceMs + 2000;
+    while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
   }
 }
