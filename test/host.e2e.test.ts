@@ -174,7 +174,9 @@ describe('pincer host runner lifecycle and retries', () => {
     });
     db.close();
     process.kill(pid, 'SIGSTOP');
-    await stream.waitFor('reply from the next runner', (e) => e.event === 'chat');
+    await stream.waitFor('reply from the next runner', (e) => e.event === 'chat').catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${host.stderr()}`);
+    });
     expect(host.stderr()).toMatch(new RegExp(`runner ${pid} for \\S+: no heartbeat for \\d+ ms; killing it`));
     expect(inboundRows(host, sent.sessionId)[0]).toMatchObject({ status: 'completed', tries: 2 });
     stream.close();

@@ -138,9 +138,15 @@ export class RunnerSupervisor {
     if (!entry || entry.stopping) return 'none';
     const now = Date.now();
     const ours = state !== undefined && entry.owns(state);
+    // Until it has written its state, a runner is starting (slow under load): it gets the start timeout instead.
     const heartbeat = ours ? Date.parse(state.heartbeatAt) : entry.startedAt;
-    if (now - heartbeat > this.config.heartbeatTimeoutMs) {
-      this.log.warn(`runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`);
+    const limit = ours ? this.config.heartbeatTimeoutMs : Math.max(this.config.startTimeoutMs, this.config.heartbeatTimeoutMs);
+    if (now - heartbeat > limit) {
+      this.log.warn(
+        ours
+          ? `runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`
+          : `runner ${entry.pid} for ${sessionId}: not started after ${now - heartbeat} ms; killing it`,
+      );
       entry.kill(); // an unrequested end: recovered and backed off like a crash
       return 'heartbeat-kill';
     }

@@ -23,6 +23,8 @@ export interface HostConfig {
     idleTimeoutMs: number;
     /** a runner whose heartbeat is older than this is killed and its rows recovered. */
     heartbeatTimeoutMs: number;
+    /** a runner that has not written its `runner_state` this long after its start is killed. */
+    startTimeoutMs: number;
     stopGraceMs: number;
     /** after an unexpected exit the next start waits base × 2^(crashes−1), at most max. */
     backoffBaseMs: number;
