@@ -62,12 +62,18 @@ export class Sweeper {
   sweep(input: SweepInput): SweepResult {
     const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined };
     const now = Date.now();
-    this.db
-      .transaction(() => {
-        this.recoverStale(input, now, result);
-        this.scheduleNext(input, result);
-      })
-      .immediate();
+    // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
+    const work =
+      prepared(this.db, `SELECT 1 FROM messages_in WHERE status = 'processing' LIMIT 1`).get() !== undefined ||
+      (prepared(this.db, ENDED_OCCURRENCES).all() as InboundRow[]).some((row) => !this.reported.has(row.id));
+    if (work) {
+      this.db
+        .transaction(() => {
+          this.recoverStale(input, now, result);
+          this.scheduleNext(input, result);
+        })
+        .immediate();
+    }
     const nowIso = new Date(now).toISOString();
     result.hasDue = prepared(this.db, `SELECT 1 FROM messages_in WHERE ${DUE_TRIGGER} LIMIT 1`).get({ now: nowIso }) !== undefined;
     const next = prepared(
