@@ -108,6 +108,17 @@ describe('delivery', () => {
     expect(test.outbound()[0]!.delivery_error).toMatch(error);
   });
 
+  it('keeps rows for the terminal while no terminal is attached (the next pincer chat shows them)', async () => {
+    const channel = new FlakyChannel(0);
+    const { test, drain } = setup(channel);
+    insertOutbound(test.db, { kind: 'chat', content: { text: 'for later' }, routing: { channelType: 'terminal', platformId: 'local', threadId: null, inReplyTo: null } });
+    const { id } = insertOutbound(test.db, { kind: 'chat', content: { text: 'now' }, routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null } });
+    await drain();
+    const rows = test.outbound();
+    expect(rows[0]).toMatchObject({ delivered_at: null, delivery_error: null });
+    expect(rows.find((r) => r.id === id)!.delivered_at).not.toBeNull();
+  });
+
   it('delivers a file from outbox/<message id>/ with its path', async () => {
     const channel = new FlakyChannel(0);
     const { test, drain } = setup(channel);

@@ -49,6 +49,12 @@ export interface DeliveryDeps {
 /** A failure that retrying cannot fix (bad content, unknown channel): recorded at once. */
 class PermanentDeliveryError extends Error {}
 
+/** The channel is not attached now but will be (the terminal, while no `pincer chat` runs): the row waits for it. */
+class ChannelAbsent extends Error {}
+
+/** Channels that come and go with a process; their rows wait instead of failing. */
+const ATTACHABLE_CHANNELS = new Set(['terminal']);
+
 const UNDELIVERED = `SELECT * FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL ORDER BY seq LIMIT 200`;
 
 export class Delivery {
@@ -74,6 +80,7 @@ export class Delivery {
         ).run(isoNow(), platformMessageId ?? null, row.id);
         this.attempts.delete(key);
       } catch (err) {
+        if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
         const count = (attempt?.count ?? 0) + 1;
         if (err instanceof PermanentDeliveryError || count >= this.deps.config.maxAttempts) {
@@ -130,7 +137,10 @@ export class Delivery {
     }
     const conversation = conversationOf(handle, row);
     const channel = this.deps.channels.get(conversation.channelType);
-    if (!channel) throw new PermanentDeliveryError(`no channel "${conversation.channelType}" on this host`);
+    if (!channel) {
+      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new ChannelAbsent();
+      throw new PermanentDeliveryError(`no channel "${conversation.channelType}" on this host`);
+    }
     const payload = this.payloadOf(handle, row, content);
     if (payload.type === 'question') {
       this.deps.store.recordQuestion({
