@@ -225,7 +225,13 @@ describe('pincer host runner lifecycle and retries', () => {
     await stream.waitFor('first reply', (e) => e.event === 'chat');
     await waitFor('idle runner stopped', () => /idle for \d+ ms; stopping it/.test(host.stderr()) && /runner \d+ for \S+ stopped \(0\)/.test(host.stderr()));
     const sessions = await host.request('GET', '/v1/sessions');
-    expect((sessions.body.sessions as { runner: unknown }[])[0]!.runner).toBeNull();
+    const [session] = sessions.body.sessions as { id: string; runner: unknown }[];
+    expect(session!.runner).toBeNull();
+    // The provider session is kept for the next runner (seed "会话恢复"), published in its config.json.
+    await waitFor('provider session saved', () => {
+      const config = JSON.parse(fs.readFileSync(path.join(host.sessionDir(session!.id), 'config.json'), 'utf8')) as { sessionId?: string };
+      return config.sessionId?.startsWith('mock-');
+    });
     await post(host, 'idle', { text: 'second' });
     const second = await stream.waitFor('second reply', (e) => e.event === 'chat' && String(e.data.text).includes('second'));
     expect(second.data.text).not.toContain('first');

@@ -273,7 +273,12 @@ export class Host implements HostApi {
     try {
       const state = readRunnerState(slot.db);
       const providerSession = state && getSessionValue(slot.db, sessionKeys(state.provider).sessionId);
-      if (providerSession) this.store.setProviderSessionId(exit.sessionId, providerSession);
+      if (providerSession) {
+        this.store.setProviderSessionId(exit.sessionId, providerSession);
+        const group = this.store.getAgentGroup(slot.session.agentGroupId);
+        const session = this.store.getSession(exit.sessionId);
+        if (group && session) this.sessions.publishConfig(session, group);
+      }
     } catch (err) {
       this.log.warn(`could not save the provider session of ${exit.sessionId}: ${errorMessage(err)}`);
     }
