@@ -1,5 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
+import { exitOf, type LaunchedRunner, type LaunchOptions } from './launchers.js';
+import { stopRunner } from './runner-process.js';
 
 /**
  * A runner in a Docker container (PINCER_RUNNER=docker): the session folder is mounted at /workspace, the agent
@@ -58,6 +62,39 @@ export function spawnDockerRunner(options: DockerRunnerOptions): ChildProcess {
   });
   fs.closeSync(log);
   return child;
+}
+
+/** `LaunchRunner` for Docker: the `docker run` client is the local process; stop and kill also remove the container. */
+export function launchDockerRunner(options: LaunchOptions, image: string, cliEnv: NodeJS.ProcessEnv): LaunchedRunner {
+  const name = options.name ?? randomUUID().slice(0, 12);
+  const session = options.workspace;
+  const child = spawnDockerRunner({
+    sessionId: name,
+    sessionDir: session,
+    agentDir: options.agentDir ?? path.join(session, 'agent'),
+    globalDir: options.globalDir ?? path.join(session, 'global'),
+    image,
+    env: options.env,
+    logFile: options.logFile ?? '/dev/null',
+    cliEnv,
+  });
+  const exited = exitOf(child);
+  return {
+    kind: 'docker',
+    child,
+    // SIGTERM reaches the runner through the client (signal proxy) and `--init`; the container goes with --rm.
+    stop: async (graceMs = 5000) => {
+      const timer = setTimeout(() => void removeContainer(name, cliEnv), graceMs);
+      const code = await stopRunner(child, graceMs + 2000);
+      clearTimeout(timer);
+      return code;
+    },
+    kill: async () => {
+      await removeContainer(name, cliEnv);
+      child.kill('SIGKILL');
+      return exited;
+    },
+  };
 }
 
 /** Remove the session's container, running or not (a hard kill, or the leftover of a host that died). */

@@ -1,8 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
-import { containerName, removeContainer, spawnDockerRunner } from './runner-docker.js';
-import { spawnRunner, stopRunner } from './runner-process.js';
+import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
+import { containerName, removeContainer } from './runner-docker.js';
 import { openSessionDb } from '../db/connection.js';
 import { sessionPaths } from '../db/layout.js';
 import { readRunnerState } from '../db/state.js';
@@ -40,16 +39,14 @@ export interface RunnerExit {
 }
 
 interface Entry {
-  child: ChildProcess;
-  /** the child's pid (for a container: the docker CLI's). */
+  runner: LaunchedRunner;
+  /** the local process's pid (for a container: the docker client's). */
   pid: number;
   startedAt: number;
   stopping: boolean;
   exited: Promise<void>;
   /** whether a `runner_state` row was written by this runner. */
   owns(state: RunnerState): boolean;
-  /** end it now, whatever it is doing. */
-  kill(): void;
 }
 
 export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'none';
@@ -62,6 +59,8 @@ export class RunnerSupervisor {
     private readonly config: HostConfig['runners'],
     private readonly log: Logger,
     private readonly onExit: (exit: RunnerExit) => void,
+    /** how runners are started (default: by PINCER_RUNNER). */
+    private readonly launch: LaunchRunner = launcherFor(config),
   ) {}
 
   isRunning(sessionId: string): boolean {
@@ -87,23 +86,24 @@ export class RunnerSupervisor {
   /** Start the session's runner unless one runs or the back-off forbids it. Returns whether one was started. */
   start(launch: RunnerLaunch): boolean {
     if (this.entries.has(launch.sessionId) || this.backoffRemainingMs(launch.sessionId) > 0) return false;
-    const env = { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone };
-    const logFile = path.join(launch.folder, 'runner.log');
-    const docker = this.config.kind === 'docker';
-    const child = docker
-      ? spawnDockerRunner({
-          sessionId: launch.sessionId,
-          sessionDir: launch.folder,
-          agentDir: launch.agentDir,
-          globalDir: launch.globalDir,
-          image: this.config.dockerImage,
-          env,
-          logFile,
-          cliEnv: this.config.env,
-        })
-      : spawnRunner({ workspace: launch.folder, env, logFile });
+    let runner: LaunchedRunner;
+    try {
+      runner = this.launch({
+        workspace: launch.folder,
+        agentDir: launch.agentDir,
+        globalDir: launch.globalDir,
+        env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
+        logFile: path.join(launch.folder, 'runner.log'),
+        name: launch.sessionId,
+      });
+    } catch (err) {
+      this.recordCrash(launch.sessionId);
+      this.log.warn(`runner for ${launch.sessionId} could not be launched: ${errorMessage(err)}`);
+      return false;
+    }
+    const { child } = runner;
     if (child.pid === undefined) {
-      // spawn failed synchronously (e.g. EAGAIN): count it as a crash so the next try waits.
+      // spawn failed synchronously (e.g. EAGAIN, no docker binary): count it as a crash so the next try waits.
       this.recordCrash(launch.sessionId);
       this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
       return false;
@@ -111,21 +111,18 @@ export class RunnerSupervisor {
     const startedAt = Date.now();
     const pid = child.pid;
     const entry: Entry = {
-      child,
+      runner,
       pid,
       startedAt,
       stopping: false,
-      exited: new Promise((resolve) => child.once('exit', () => resolve())),
-      // A container runner writes its pid inside the container; it is ours if it started after we launched it.
-      owns: docker ? (state) => Date.parse(state.startedAt) >= startedAt - 1000 : (state) => state.pid === pid,
-      kill: docker
-        ? () => void removeContainer(launch.sessionId, this.config.env).then(() => child.kill('SIGKILL'))
-        : () => child.kill('SIGKILL'),
+      exited: exitOf(child).then(() => undefined),
+      // A sandboxed runner writes a pid of its own namespace: it is ours if it started after we launched it.
+      owns: runner.kind === 'process' ? (state) => state.pid === pid : (state) => Date.parse(state.startedAt) >= startedAt - 1000,
     };
     child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
     child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
-    this.log.info(`runner started for ${launch.sessionId}: pid ${entry.pid}, provider ${launch.provider}${docker ? `, container ${containerName(launch.sessionId)}` : ''}`);
+    this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.kind === 'docker' ? `, container ${containerName(launch.sessionId)}` : ''}`);
     return true;
   }
 
@@ -147,7 +144,7 @@ export class RunnerSupervisor {
           ? `runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`
           : `runner ${entry.pid} for ${sessionId}: not started after ${now - heartbeat} ms; killing it`,
       );
-      entry.kill(); // an unrequested end: recovered and backed off like a crash
+      void entry.runner.kill(); // an unrequested end: recovered and backed off like a crash
       return 'heartbeat-kill';
     }
     if (ours && this.crashes.has(sessionId) && state.state !== 'starting') this.crashes.delete(sessionId);
@@ -174,10 +171,8 @@ export class RunnerSupervisor {
     const entry = this.entries.get(sessionId);
     if (!entry) return;
     entry.stopping = true;
-    const timer = setTimeout(() => entry.kill(), this.config.stopGraceMs + 2000);
-    await stopRunner(entry.child, this.config.stopGraceMs + 4000);
+    await entry.runner.stop(this.config.stopGraceMs + 2000);
     await entry.exited;
-    clearTimeout(timer);
   }
 
   async stopAll(): Promise<void> {
