@@ -52,54 +52,44 @@ afterEach(async () => {
 describe('opencode provider', { timeout: 90_000 }, () => {
   let fake: FakeOpenAI;
 
-  it('answers a chat message with the model text; the system prompt leads the first prompt; the title request is answered', async () => {
+  // One runner for two queries: OpenCode's server start dominates these tests, and the second query proves it is reused.
+  it('answers with the model text (system prompt first, title request answered), then a send_message call with routing, on one server', async () => {
     fake = await startFakeOpenAI();
-    fake.script({ text: 'hello from opencode' });
+    fake.script({ text: 'hello from opencode' }, { tool: 'send_message', args: { text: 'working on it' } }, { text: 'all done' });
     const session = openCodeSession();
     // A PATH without node_modules/.bin: the provider finds the opencode binary itself.
     const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl, { PATH: '/usr/bin:/bin' }));
     await runner.ready();
-    const { id } = session.chat('hi there');
+    const first = session.chat('hi there');
     const [reply] = await waitFor('a reply', () => session.outbound().length > 0 && session.outbound(), SLOW);
     expect(JSON.parse(reply!.content).text).toBe('hello from opencode');
-    expect(reply!.in_reply_to).toBe(id);
-    await waitFor('completed', () => session.inbound(id).status === 'completed');
+    expect(reply!.in_reply_to).toBe(first.id);
+    await waitFor('completed', () => session.inbound(first.id).status === 'completed');
 
     const [request] = fake.modelRequests();
     expect(request!.api).toBe('chat');
     const prompt = request!.userTexts.at(-1)!;
     expect(prompt).toMatch(/^<system>\n[^]*You are Pincer-under-test\.[^]*\n<\/system>\n\n/);
     expect(prompt).toContain('hi there</message>');
+    expect(toolNames(request!.body)).toContain('pincer_send_message');
     expect(fake.requests.some((r) => r.title)).toBe(true);
     expect(storedSession(session)).toMatch(/^ses_/);
-    expect(runner.stderr()).toMatch(/\[opencode\] server http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) ready in \d+ ms/);
-    expect(await runner.stop()).toBe(0);
-  });
 
-  it('lets the model call Pincer\'s send_message: the row carries the routing and in_reply_to, then the final text', async () => {
-    fake = await startFakeOpenAI();
-    fake.script({ tool: 'send_message', args: { text: 'working on it' } }, { text: 'all done' });
-    const session = openCodeSession();
-    const runner = startRunner(session.paths.root, openCodeEnv(fake.baseUrl));
-    await runner.ready();
+    // The model calls Pincer's send_message: the row carries the batch's routing and in_reply_to, then the final text.
     const { id } = session.chat('do the thing', { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' });
-    await waitFor('two replies', () => session.outbound().length === 2, SLOW);
-    const [progress, final] = session.outbound();
+    await waitFor('two more replies', () => session.outbound().length === 3, SLOW);
+    const [, progress, final] = session.outbound();
     expect(JSON.parse(progress!.content)).toEqual({ text: 'working on it' });
     expect(JSON.parse(final!.content)).toEqual({ text: 'all done' });
     for (const row of [progress!, final!]) {
       expect(row).toMatchObject({ in_reply_to: id, platform_id: 'chat-42', channel_type: 'terminal', thread_id: 'thread-7' });
     }
     await waitFor('completed', () => session.inbound(id).status === 'completed');
-    expect(toolNames(fake.modelRequests()[0]!.body)).toContain('pincer_send_message');
-    // The tool result went back to the model in the next request.
-    expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/Sent as message \d+/);
-
-    // The next query reuses the same server and session.
-    session.chat('and again');
-    await waitFor('the third reply', () => session.outbound().length === 3, SLOW);
-    expect(runner.stderr().match(/\[opencode\] server .* ready in/g)).toHaveLength(1);
-    expect(fake.modelRequests().at(-1)!.userTexts.some((text) => text.includes('do the thing'))).toBe(true);
+    // The tool result went back to the model; the second query ran on the same server and session (history).
+    const last = fake.modelRequests().at(-1)!;
+    expect(JSON.stringify(last.body)).toMatch(/Sent as message \d+/);
+    expect(last.userTexts.some((text) => text.includes('hi there'))).toBe(true);
+    expect(runner.stderr().match(/\[opencode\] server http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) ready in \d+ ms/g)).toHaveLength(1);
     expect(await runner.stop()).toBe(0);
   });
 

@@ -67,8 +67,11 @@ export async function startOpenCodeServer(options: {
   // The server runs in its own process group (so close() reaches the MCP servers it starts) under a small shell
   // guard that holds a pipe from the runner: when the runner dies, even by SIGKILL, the pipe closes, `read` returns
   // and the guard kills the whole group. A detached server would otherwise outlive a killed runner.
+  // (A minimal image without /bin/sh runs the server unguarded.)
+  const args = ['serve', '--hostname=127.0.0.1', `--port=${port}`];
   const guard = '"$0" "$@" </dev/null & read -r _; kill -TERM 0';
-  const child = spawn('/bin/sh', ['-c', guard, options.binary, 'serve', '--hostname=127.0.0.1', `--port=${port}`], {
+  const [command, argv] = fs.existsSync('/bin/sh') ? ['/bin/sh', ['-c', guard, options.binary, ...args]] : [options.binary, args];
+  const child = spawn(command, argv, {
     cwd: options.cwd,
     env: options.env,
     stdio: ['pipe', 'pipe', 'pipe'],
