@@ -1,6 +1,6 @@
 import type { WakeMode } from '../src/runner/wake.js';
 import type { ByMode } from './report.js';
-import { cpuPercentOver, rssMiB } from './proc.js';
+import { anonRssMiB, cpuPercentOver, pssMiB, rssMiB } from './proc.js';
 import { MODES, RunnerSession, sleep } from './runner-session.js';
 
 /**
@@ -13,6 +13,10 @@ export interface IdleResult {
   cpuPercent: number;
   cpuMs: number;
   rssMiB: number;
+  /** private resident memory (RssAnon); the rest of RSS is node-binary pages shared with every node process. */
+  anonMiB: number;
+  /** proportional set size: shared pages split among the processes sharing them. */
+  pssMiB: number;
 }
 
 export interface ManyIdleResult extends IdleResult {
@@ -31,7 +35,13 @@ export async function warmUp(session: RunnerSession, settleMs: number): Promise<
 
 export async function measureIdle(session: RunnerSession, windowMs: number): Promise<IdleResult> {
   const { percent, cpuMs } = await cpuPercentOver([session.pid], windowMs);
-  return { windowMs, cpuPercent: percent, cpuMs, rssMiB: rssMiB(session.pid) ?? Number.NaN };
+  return { windowMs, cpuPercent: percent, cpuMs, ...memoryOf([session.pid]) };
+}
+
+/** Memory of `pids`, summed (NaN if one has exited). */
+function memoryOf(pids: number[]): { rssMiB: number; anonMiB: number; pssMiB: number } {
+  const sum = (read: (pid: number) => number | undefined): number => pids.reduce((total, pid) => total + (read(pid) ?? Number.NaN), 0);
+  return { rssMiB: sum(rssMiB), anonMiB: sum(anonRssMiB), pssMiB: sum(pssMiB) };
 }
 
 /**
@@ -54,15 +64,15 @@ export async function measureManyIdle(count: number, windowMs: number, settleMs:
     const pids = (mode: WakeMode): number[] => fleets[mode].map((session) => session.pid);
     const [watch, poll] = await Promise.all(MODES.map((mode) => cpuPercentOver(pids(mode), windowMs)));
     const result = (mode: WakeMode, cpu: { percent: number; cpuMs: number }): ManyIdleResult => {
-      const rss = pids(mode).reduce((sum, pid) => sum + (rssMiB(pid) ?? Number.NaN), 0);
+      const memory = memoryOf(pids(mode));
       return {
         windowMs,
         runners: count,
         cpuPercent: cpu.percent,
         cpuMs: cpu.cpuMs,
-        rssMiB: rss,
+        ...memory,
         perRunnerCpuPercent: cpu.percent / count,
-        perRunnerRssMiB: rss / count,
+        perRunnerRssMiB: memory.rssMiB / count,
       };
     };
     return { watch: result('watch', watch!), poll: result('poll', poll!) };

@@ -19,8 +19,8 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 4, burst: 1000, idleMs: 30_000, settleMs: 2000, sustained: 10_000, manyIdle: 50, mcp: 200 },
-  quick: { coldStart: 3, pickup: 30, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, idleMs: 5000, settleMs: 500, sustained: 1000, manyIdle: 5, mcp: 50 },
+  full: { coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 4, burst: 1000, idleMs: 30_000, settleMs: 2000, sustained: 10_000, manyIdle: 50, manyIdleMs: 30_000, mcp: 200 },
+  quick: { coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, idleMs: 5000, settleMs: 500, sustained: 500, manyIdle: 3, manyIdleMs: 3000, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
@@ -97,7 +97,7 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
   }
   if (only.has('many-idle')) {
     results.manyIdle = await timed(`${size.manyIdle} idle runners of each mode`, () =>
-      measureManyIdle(size.manyIdle, size.idleMs, size.settleMs),
+      measureManyIdle(size.manyIdle, size.manyIdleMs, size.settleMs),
     );
   }
   return results;

@@ -34,16 +34,31 @@ export function cpuTimeMs(pid: number): number | undefined {
   return (ticks * 1000) / ticksPerSecond();
 }
 
-/** Resident set size in MiB. */
-export function rssMiB(pid: number): number | undefined {
-  let status: string;
+/** A `Name:   123 kB` line of a /proc file, in MiB. */
+function kbField(file: string, name: string): number | undefined {
+  let text: string;
   try {
-    status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    text = fs.readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
-  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  const match = new RegExp(`^${name}:\\s+(\\d+)\\s+kB$`, 'm').exec(text);
   return match ? Number(match[1]) / 1024 : undefined;
+}
+
+/** Resident set size (VmRSS) in MiB: what `ps` and `top` show, shared pages of the node binary included. */
+export function rssMiB(pid: number): number | undefined {
+  return kbField(`/proc/${pid}/status`, 'VmRSS');
+}
+
+/** The private part of RSS (RssAnon: heap, stacks, native allocations) in MiB; the rest is file pages shared by every node process. */
+export function anonRssMiB(pid: number): number | undefined {
+  return kbField(`/proc/${pid}/status`, 'RssAnon');
+}
+
+/** Proportional set size in MiB: shared pages divided among the processes sharing them — what a fleet really costs. */
+export function pssMiB(pid: number): number | undefined {
+  return kbField(`/proc/${pid}/smaps_rollup`, 'Pss');
 }
 
 /** CPU use of `pids` over `windowMs`, as a percentage of one core (summed over the processes). */

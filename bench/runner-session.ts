@@ -32,6 +32,8 @@ export interface SessionOptions {
   delayMs?: number;
   /** a message to leave pending before the runner starts (for cold start). */
   pendingText?: string;
+  /** more environment for the runner (e.g. NODE_OPTIONS, to try a memory setting). */
+  env?: Record<string, string>;
 }
 
 const RECORD_FILE = 'mock-record.jsonl';
@@ -74,6 +76,7 @@ export class RunnerSession {
         PINCER_WAKE: mode,
         MOCK_RECORD_FILE: path.join(root, RECORD_FILE),
         MOCK_DELAY_MS: String(options.delayMs ?? 0),
+        ...options.env,
       },
     });
     live.add(this);
