@@ -1,14 +1,22 @@
 import type { WakeMode } from '../src/runner/wake.js';
-import type { ByMode } from './report.js';
 import { anonRssMiB, cpuPercentOver, pssMiB, rssMiB } from './proc.js';
-import { MODES, RunnerSession, sleep } from './runner-session.js';
+import type { ByMode } from './report.js';
+import { MODES, RunnerSession } from './runner-session.js';
 
 /**
- * Idle cost: CPU (utime + stime from /proc/<pid>/stat) over a window in which no message arrives, and resident memory
- * (VmRSS from /proc/<pid>/status) at its end. The mock provider starts no SDK child, so this is the runner alone.
+ * Idle cost: CPU (utime + stime of all threads, from /proc/<pid>/stat) over a window in which no message arrives,
+ * and memory at its end (VmRSS and RssAnon from /proc/<pid>/status, PSS from /proc/<pid>/smaps_rollup). The mock
+ * provider starts no SDK child, so this is the runner alone.
+ *
+ * A fleet of runners per mode is started and warmed up (one message each) before the latency groups run, and
+ * measured after them, all in one window: so the window starts long after start-up and after the garbage collections
+ * V8 runs in the first ~25 s after activity, which is what a runner waiting for its next message looks like. The
+ * first runner of each fleet is "one runner"; it is then used for the sustained run.
  */
 export interface IdleResult {
   windowMs: number;
+  /** how long the runners had been idle when the window started. */
+  idleBeforeMs: number;
   /** percent of one core over the window (summed over the runners). */
   cpuPercent: number;
   cpuMs: number;
@@ -19,23 +27,78 @@ export interface IdleResult {
   pssMiB: number;
 }
 
-export interface ManyIdleResult extends IdleResult {
+export interface FleetResult extends IdleResult {
   runners: number;
   /** CPU and RSS per runner, on average. */
   perRunnerCpuPercent: number;
   perRunnerRssMiB: number;
 }
 
-/** Let a fresh runner answer one message, then give it `settleMs` to finish its start-up work and go quiet. */
-export async function warmUp(session: RunnerSession, settleMs: number): Promise<void> {
-  const { id } = session.insertChat('warm-up-end');
-  await session.until('warm-up answered', () => session.isCompleted(id));
-  await sleep(settleMs);
+export interface IdleFleets {
+  fleets: ByMode<RunnerSession[]>;
+  warmedAt: number;
 }
 
-export async function measureIdle(session: RunnerSession, windowMs: number): Promise<IdleResult> {
-  const { percent, cpuMs } = await cpuPercentOver([session.pid], windowMs);
-  return { windowMs, cpuPercent: percent, cpuMs, ...memoryOf([session.pid]) };
+/** Let a runner answer one message, so every code path of a normal runner is loaded. */
+export async function warmUp(session: RunnerSession): Promise<void> {
+  const { id } = session.insertChat('warm-up-end');
+  await session.until('warm-up answered', () => session.isCompleted(id));
+}
+
+/** Start `count` runners of each mode and warm them up. */
+export async function startIdleFleets(count: number): Promise<IdleFleets> {
+  const fleets: ByMode<RunnerSession[]> = { watch: [], poll: [] };
+  try {
+    // Small groups: a hundred Node start-ups at once on two cores would only measure the scheduler.
+    for (let i = 0; i < count; i += 5) {
+      const group = Math.min(5, count - i);
+      for (const mode of MODES) {
+        fleets[mode].push(...(await Promise.all(Array.from({ length: group }, () => RunnerSession.start({ mode })))));
+      }
+    }
+    await Promise.all([...fleets.watch, ...fleets.poll].map((session) => warmUp(session)));
+  } catch (err) {
+    await closeFleets({ fleets, warmedAt: 0 });
+    throw err;
+  }
+  return { fleets, warmedAt: performance.now() };
+}
+
+/** One window over every runner of both fleets: the first runner alone, and each fleet in total. */
+export async function measureIdleFleets(
+  { fleets, warmedAt }: IdleFleets,
+  windowMs: number,
+): Promise<{ single: ByMode<IdleResult>; fleet: ByMode<FleetResult> }> {
+  const idleBeforeMs = performance.now() - warmedAt;
+  const pids = (sessions: RunnerSession[]): number[] => sessions.map((session) => session.pid);
+  const groups = [...MODES.map((mode) => pids(fleets[mode].slice(0, 1))), ...MODES.map((mode) => pids(fleets[mode]))];
+  const cpu = await Promise.all(groups.map((group) => cpuPercentOver(group, windowMs)));
+  const result = (group: number): IdleResult => ({
+    windowMs,
+    idleBeforeMs,
+    cpuPercent: cpu[group]!.percent,
+    cpuMs: cpu[group]!.cpuMs,
+    ...memoryOf(groups[group]!),
+  });
+  const fleet = (group: number, mode: WakeMode): FleetResult => {
+    const base = result(group);
+    const runners = fleets[mode].length;
+    return { ...base, runners, perRunnerCpuPercent: base.cpuPercent / runners, perRunnerRssMiB: base.rssMiB / runners };
+  };
+  return {
+    single: { watch: result(0), poll: result(1) },
+    fleet: { watch: fleet(2, 'watch'), poll: fleet(3, 'poll') },
+  };
+}
+
+/** Stop every runner of the fleets but the first of each mode, which goes on to the sustained run. */
+export async function keepFirst({ fleets }: IdleFleets): Promise<ByMode<RunnerSession>> {
+  await Promise.all([...fleets.watch.slice(1), ...fleets.poll.slice(1)].map((session) => session.close()));
+  return { watch: fleets.watch[0]!, poll: fleets.poll[0]! };
+}
+
+export async function closeFleets({ fleets }: IdleFleets): Promise<void> {
+  await Promise.all([...fleets.watch, ...fleets.poll].map((session) => session.close()));
 }
 
 /** Memory of `pids`, summed (NaN if one has exited). */
@@ -44,39 +107,3 @@ function memoryOf(pids: number[]): { rssMiB: number; anonMiB: number; pssMiB: nu
   return { rssMiB: sum(rssMiB), anonMiB: sum(anonRssMiB), pssMiB: sum(pssMiB) };
 }
 
-/**
- * `count` idle runners of each mode at once, measured over the same window: total CPU over it and total RSS at its
- * end. Both modes share the window so that the fleet test costs one window, not two; an idle runner's CPU time is
- * its own, whoever else is running.
- */
-export async function measureManyIdle(count: number, windowMs: number, settleMs: number): Promise<ByMode<ManyIdleResult>> {
-  const fleets: ByMode<RunnerSession[]> = { watch: [], poll: [] };
-  try {
-    // Start in small groups: a hundred Node start-ups at once on two cores would only measure the scheduler.
-    for (let i = 0; i < count; i += 5) {
-      const group = Math.min(5, count - i);
-      for (const mode of MODES) {
-        fleets[mode].push(...(await Promise.all(Array.from({ length: group }, () => RunnerSession.start({ mode })))));
-      }
-    }
-    await Promise.all([...fleets.watch, ...fleets.poll].map((session) => warmUp(session, 0)));
-    await sleep(settleMs);
-    const pids = (mode: WakeMode): number[] => fleets[mode].map((session) => session.pid);
-    const [watch, poll] = await Promise.all(MODES.map((mode) => cpuPercentOver(pids(mode), windowMs)));
-    const result = (mode: WakeMode, cpu: { percent: number; cpuMs: number }): ManyIdleResult => {
-      const memory = memoryOf(pids(mode));
-      return {
-        windowMs,
-        runners: count,
-        cpuPercent: cpu.percent,
-        cpuMs: cpu.cpuMs,
-        ...memory,
-        perRunnerCpuPercent: cpu.percent / count,
-        perRunnerRssMiB: memory.rssMiB / count,
-      };
-    };
-    return { watch: result('watch', watch!), poll: result('poll', poll!) };
-  } finally {
-    await Promise.all([...fleets.watch, ...fleets.poll].map((session) => session.close()));
-  }
-}

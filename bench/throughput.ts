@@ -17,7 +17,7 @@ export interface ThroughputResult {
   rssAfterMiB: number;
 }
 
-export async function measureThroughput(session: RunnerSession, count: number, window: number, settleMs: number): Promise<ThroughputResult> {
+export async function measureThroughput(session: RunnerSession, count: number, window: number, settleMs = 1000): Promise<ThroughputResult> {
   const rssBeforeMiB = rssMiB(session.pid) ?? Number.NaN;
   const completedBefore = session.countByStatus('completed');
   session.readRecords();
