@@ -6,6 +6,7 @@ import { measureBurst } from './burst.js';
 import { measureColdStart } from './cold-start.js';
 import { measureFollowUp } from './followup.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
+import { measureMcpSendMessage } from './mcp.js';
 import { measurePickup } from './pickup.js';
 import type { WakeMode } from '../src/runner/wake.js';
 import { buildRows, withSummaries, type BenchResults, type ByMode } from './report.js';
@@ -25,7 +26,7 @@ const SIZES = {
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'idle'] as const;
+const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'idle'] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -77,6 +78,9 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
       results.pickup = await timed('idle pickup', () =>
         bothModes((mode) => measurePickup(mode, size.pickup, mode === 'poll' ? size.pollRunners : 1)),
       );
+    }
+    if (only.has('mcp')) {
+      results.mcp = await timed('MCP send_message', () => measureMcpSendMessage(size.mcp));
     }
     if (idle) {
       const measured = await timed('idle CPU and memory', () => measureIdleFleets(idle, size.idleMs));

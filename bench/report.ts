@@ -2,6 +2,7 @@ import type { BurstResult } from './burst.js';
 import type { ColdStartSamples } from './cold-start.js';
 import type { FollowUpSamples } from './followup.js';
 import type { FleetResult, IdleResult } from './idle.js';
+import type { McpSamples } from './mcp.js';
 import type { PickupSamples } from './pickup.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
@@ -17,7 +18,7 @@ export interface BenchResults {
   throughput?: ByMode<ThroughputResult>;
   fleet?: ByMode<FleetResult>;
   coldStart?: ByMode<ColdStartSamples>;
-  mcp?: { toCommitted: number[] };
+  mcp?: McpSamples;
 }
 
 /** A measurement of Pincer (`watch`) and of the baseline (`poll`). */
