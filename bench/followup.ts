@@ -6,10 +6,10 @@ import { RunnerSession, sleep, uniform } from './runner-session.js';
  * random moment while it runs, message B is inserted, and we time insert → B is pushed into the query (the mock
  * records `push()`).
  *
- * B arrives between 20 ms and `delayMs − 200 ms` after the query started: at least two active poll intervals of the
- * baseline (500 ms) with its default `delayMs` of 1200 ms, so every phase of its timer is sampled, and early enough
- * that the push is not raced by A's answer (after which the runner starts a new query instead). A B that still
- * missed the query is counted, not timed. Samples are taken on several runners at once; each spends most of its
+ * B arrives between 20 ms and 1,020 ms after the query started: two whole active poll intervals of the baseline
+ * (500 ms), so every phase of its timer is sampled. The mock answers A after `delayMs` (1,500 ms), leaving 480 ms for
+ * B's push to beat A's answer (after which the runner starts a new query instead) even on a loaded machine. A B that
+ * still missed the query is counted, not timed. Samples are taken on several runners at once; each spends most of its
  * time waiting for the mock.
  */
 export interface FollowUpSamples {
@@ -20,7 +20,7 @@ export interface FollowUpSamples {
   delayMs: number;
 }
 
-export async function measureFollowUp(mode: WakeMode, samples: number, runners: number, delayMs = 1200): Promise<FollowUpSamples> {
+export async function measureFollowUp(mode: WakeMode, samples: number, runners: number, delayMs = 1500): Promise<FollowUpSamples> {
   const result: FollowUpSamples = { toPush: [], missed: 0, runners, delayMs };
   const sessions = await Promise.all(Array.from({ length: runners }, () => RunnerSession.start({ mode, delayMs })));
   try {
@@ -31,7 +31,7 @@ export async function measureFollowUp(mode: WakeMode, samples: number, runners: 
           taken += 1;
           const first = session.insertChat(`followup-${r}-${i}-first`);
           const started = await session.until('query start', () => session.recordFor(`followup-${r}-${i}-first`));
-          await sleep(started.at + uniform(20, delayMs - 200) - performance.now());
+          await sleep(started.at + uniform(20, 1020) - performance.now());
           const token = `followup-${r}-${i}-next`;
           const next = session.insertChat(token);
           const line = await session.until('follow-up seen', () => session.recordFor(token));
