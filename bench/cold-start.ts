@@ -1,26 +1,29 @@
-import type { WakeMode } from '../src/runner/wake.js';
-import { RunnerSession } from './runner-session.js';
+import type { ByMode } from './report.js';
+import { MODES, RunnerSession } from './runner-session.js';
 
 /**
  * Cold start: spawn → the runner logs `[runner] ready`, and spawn → the reply to a message that was already pending
- * when it started (what a user waits for when the host starts a runner for their message).
+ * when it started (what a user waits for when the host starts a runner for their message). The two modes take turns,
+ * so both see the same machine.
  */
 export interface ColdStartSamples {
   toReady: number[];
   toFirstReply: number[];
 }
 
-export async function measureColdStart(mode: WakeMode, samples: number): Promise<ColdStartSamples> {
-  const result: ColdStartSamples = { toReady: [], toFirstReply: [] };
+export async function measureColdStart(samples: number): Promise<ByMode<ColdStartSamples>> {
+  const result: ByMode<ColdStartSamples> = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] } };
   for (let i = 0; i < samples; i++) {
-    const session = await RunnerSession.start({ mode, pendingText: 'cold-start-end' });
-    try {
-      result.toReady.push(performance.now() - session.spawnedAt);
-      const [pending] = session.db.prepare('SELECT id FROM messages_in').all() as { id: string }[];
-      await session.until('first reply', () => session.hasReplyTo(pending!.id));
-      result.toFirstReply.push(performance.now() - session.spawnedAt);
-    } finally {
-      await session.close();
+    for (const mode of MODES) {
+      const session = await RunnerSession.start({ mode, pendingText: 'cold-start-end' });
+      try {
+        result[mode].toReady.push(performance.now() - session.spawnedAt);
+        const [pending] = session.db.prepare('SELECT id FROM messages_in').all() as { id: string }[];
+        await session.until('first reply', () => session.hasReplyTo(pending!.id));
+        result[mode].toFirstReply.push(performance.now() - session.spawnedAt);
+      } finally {
+        await session.close();
+      }
     }
   }
   return result;

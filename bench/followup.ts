@@ -6,9 +6,10 @@ import { RunnerSession, sleep, uniform } from './runner-session.js';
  * random moment while it runs, message B is inserted, and we time insert → B is pushed into the query (the mock
  * records `push()`).
  *
- * B arrives between 20 ms and 1,020 ms after the query started: two whole active poll intervals of the baseline
- * (500 ms), so every phase of its timer is sampled. The mock answers A after `delayMs` (1,500 ms), leaving 480 ms for
- * B's push to beat A's answer (after which the runner starts a new query instead) even on a loaded machine. A B that
+ * B arrives between 20 ms and 980 ms after the query started: nearly two whole active poll intervals of the
+ * baseline (500 ms), so every phase of its timer is sampled, and before its second look (at 1,000 ms and later). The
+ * mock answers A after `delayMs` (1,500 ms), so B's push beats A's answer (after which the runner starts a new query
+ * instead) by some 500 ms even on a loaded machine. A B that
  * still missed the query is counted, not timed. Samples are taken on several runners at once; each spends most of its
  * time waiting for the mock.
  */
@@ -31,7 +32,7 @@ export async function measureFollowUp(mode: WakeMode, samples: number, runners: 
           taken += 1;
           const first = session.insertChat(`followup-${r}-${i}-first`);
           const started = await session.until('query start', () => session.recordFor(`followup-${r}-${i}-first`));
-          await sleep(started.at + uniform(20, 1020) - performance.now());
+          await sleep(started.at + uniform(20, 980) - performance.now());
           const token = `followup-${r}-${i}-next`;
           const next = session.insertChat(token);
           const line = await session.until('follow-up seen', () => session.recordFor(token));

@@ -59,15 +59,16 @@ async function bothModes<T>(measure: (mode: WakeMode) => Promise<T>): Promise<By
 
 async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
   const results: BenchResults = {};
-  // The idle fleets start first and sit idle while the latency groups run (see idle.ts).
+  // The idle fleets start first and sit idle while the other groups run (see idle.ts); the groups that time
+  // milliseconds come after the bursts and cold starts, when the fleets' after-start work is over.
   const idle = only.has('idle') ? await timed(`starting ${size.fleet} idle runners of each mode`, () => startIdleFleets(size.fleet)) : undefined;
   try {
-    if (only.has('cold-start')) {
-      results.coldStart = await timed('cold start', () => bothModes((mode) => measureColdStart(mode, size.coldStart)));
-    }
     if (only.has('burst')) {
       results.burst15 = await timed('burst of 15', () => bothModes((mode) => measureBurst(mode, 15)));
       results.burst = await timed(`burst of ${size.burst}`, () => bothModes((mode) => measureBurst(mode, size.burst)));
+    }
+    if (only.has('cold-start')) {
+      results.coldStart = await timed('cold start', () => measureColdStart(size.coldStart));
     }
     if (only.has('follow-up')) {
       results.followUp = await timed('follow-up', () =>
