@@ -21,8 +21,8 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { coldStart: 6, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, idleMs: 30_000, sustained: 10_000, fleet: 50, mcp: 200 },
-  quick: { coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
+  full: { coldStart: 6, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 50, mcp: 200 },
+  quick: { coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
@@ -65,7 +65,7 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
   try {
     if (only.has('burst')) {
       results.burst15 = await timed('burst of 15', () => bothModes((mode) => measureBurst(mode, 15)));
-      results.burst = await timed(`burst of ${size.burst}`, () => bothModes((mode) => measureBurst(mode, size.burst)));
+      results.burst = await timed(`burst of ${size.burst}`, () => bothModes((mode) => measureBurst(mode, size.burst, size.burstRuns)));
     }
     if (only.has('cold-start')) {
       results.coldStart = await timed('cold start', () => measureColdStart(size.coldStart));
