@@ -1,0 +1,223 @@
+import type { McpStdioServerConfig, Options, Query, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import { AsyncQueue } from '../../shared/async-queue.js';
+import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
+import type { AgentProvider, AgentQuery, ContentBlock, McpServerConfig, ProviderEvent, QueryInput } from '../types.js';
+import { claudeProcessEnv, type ClaudeSettings } from './config.js';
+import { ModelDeadline } from './deadline.js';
+import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
+import { ClaudeEventTranslator, errorEvent } from './events.js';
+import { claudeHooks } from './hooks.js';
+
+/**
+ * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
+ * push-based message stream so follow-ups reach the running query. One Claude Code process per query.
+ *
+ * Contract kept here: `query()` never throws and never rejects later; every failure (an API error, a crash of the
+ * Claude Code process, a silent model) becomes exactly one `error` event, after which the event stream ends and the
+ * Claude Code process is stopped.
+ */
+
+/** The tools the agent may use without asking (the seed's allow-list), plus every tool of each MCP server given. */
+export const CLAUDE_TOOL_ALLOWLIST = [
+  'Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep', 'NotebookEdit', 'WebSearch', 'WebFetch',
+  'Task', 'TaskOutput', 'TaskStop', 'TodoWrite', 'ToolSearch', 'Skill', 'SendMessage', 'Monitor',
+] as const;
+
+/**
+ * Built-in tools that would live and die with one Claude Code process or need a terminal user; Pincer's MCP tools
+ * (`ask_user_question`, `schedule_task`) are the durable versions.
+ */
+export const CLAUDE_DISALLOWED_TOOLS = ['AskUserQuestion', 'CronCreate', 'CronDelete', 'CronList', 'ScheduleWakeup'] as const;
+
+type UserContent = Exclude<SDKUserMessage['message']['content'], string>;
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
+type ImageType = (typeof IMAGE_TYPES)[number];
+
+export class ClaudeProvider implements AgentProvider {
+  readonly nativeSlashCommands = ['/compact'] as const;
+  private readonly runs = new Set<ClaudeRun>();
+  private readonly log: Logger = createLogger('claude');
+
+  constructor(private readonly settings: ClaudeSettings) {}
+
+  query(input: QueryInput): AgentQuery {
+    const run = new ClaudeRun(input, this.settings, this.log);
+    this.runs.add(run);
+    void run.done.then(() => this.runs.delete(run));
+    return {
+      push: (message) => run.push(message),
+      end: () => run.end(),
+      abort: () => run.abort(),
+      events: run.events,
+    };
+  }
+
+  async close(): Promise<void> {
+    const runs = [...this.runs];
+    for (const run of runs) run.abort();
+    await Promise.all(runs.map((run) => run.done));
+  }
+}
+
+/** One query: the Claude Code process, its input stream, and the events it produces. */
+class ClaudeRun {
+  readonly events = new AsyncQueue<ProviderEvent>();
+  readonly done: Promise<void>;
+  private readonly prompts = new AsyncQueue<SDKUserMessage>();
+  private readonly deadline: ModelDeadline;
+  private readonly translator: ClaudeEventTranslator;
+  private readonly stderrTail: string[] = [];
+  private sdkQuery: Query | undefined;
+  private finished = false;
+
+  constructor(
+    input: QueryInput,
+    private readonly settings: ClaudeSettings,
+    private readonly log: Logger,
+  ) {
+    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL);
+    this.deadline = new ModelDeadline(settings.timeoutMs, (waited) =>
+      this.fail(new ClaudeProviderError('timeout', `the model did not answer within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`)),
+    );
+    this.prompts.push(userMessage(input.prompt, log));
+    this.done = this.run(input);
+  }
+
+  push(text: string): void {
+    if (this.finished) return;
+    this.deadline.promptSent();
+    this.prompts.push(userMessage(text, this.log));
+  }
+
+  end(): void {
+    this.prompts.end();
+  }
+
+  abort(): void {
+    this.finish();
+  }
+
+  private async run(input: QueryInput): Promise<void> {
+    try {
+      // Loaded on first use, so a runner on another provider never loads the SDK.
+      const { query } = await import('@anthropic-ai/claude-agent-sdk');
+      if (this.finished) return;
+      const resume = input.sessionId ? ` resuming ${input.sessionId}${input.resumeAt ? ` at ${input.resumeAt}` : ''}` : '';
+      this.log.info(`starting Claude Code${resume}`);
+      this.sdkQuery = query({ prompt: this.prompts, options: this.options(input) });
+      this.deadline.promptSent();
+      for await (const message of this.sdkQuery) {
+        this.deadline.observe(message);
+        for (const event of this.translator.translate(message)) this.emit(event);
+        if (this.finished) break;
+      }
+    } catch (err) {
+      if (!this.finished) this.fail(this.classifyThrown(err));
+    } finally {
+      this.finish();
+    }
+  }
+
+  private options(input: QueryInput): Options {
+    const mcpServers = toClaudeMcpServers(input.mcpServers);
+    return {
+      cwd: input.cwd,
+      resume: input.sessionId,
+      resumeSessionAt: input.sessionId ? input.resumeAt : undefined,
+      systemPrompt: { type: 'preset', preset: 'claude_code', ...(input.systemPrompt ? { append: input.systemPrompt } : {}) },
+      // The runner gives the whole system prompt (global + agent CLAUDE.md); no settings or CLAUDE.md from disk.
+      settingSources: [],
+      mcpServers,
+      strictMcpConfig: true,
+      // Over stdin, so MCP server env (database paths, tokens) stays off the command line.
+      mcpServersDelivery: 'initialize',
+      additionalDirectories: input.additionalDirectories,
+      env: claudeProcessEnv(input.env),
+      model: this.settings.model,
+      allowedTools: [...CLAUDE_TOOL_ALLOWLIST, ...Object.keys(mcpServers).map((name) => `mcp__${name}__*`)],
+      disallowedTools: [...CLAUDE_DISALLOWED_TOOLS],
+      permissionMode: 'bypassPermissions',
+      allowDangerouslySkipPermissions: true,
+      // Partial messages keep the deadline honest while a long answer streams.
+      includePartialMessages: true,
+      hooks: claudeHooks(input.cwd, input.env, this.log),
+      stderr: (data) => this.noteStderr(data),
+    };
+  }
+
+  private emit(event: ProviderEvent): void {
+    if (this.finished) return;
+    this.events.push(event);
+    if (event.type === 'error') {
+      this.log.warn(`${event.classification ?? 'error'}: ${event.message}`);
+      this.finish();
+    }
+  }
+
+  private fail(error: ClaudeProviderError): void {
+    this.emit(errorEvent(error));
+  }
+
+  /** Stop everything once: no more input, the Claude Code process closed, the event stream ended. */
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.deadline.stop();
+    this.prompts.end();
+    try {
+      this.sdkQuery?.close();
+    } catch (err) {
+      this.log.debug(`close: ${errorMessage(err)}`);
+    }
+    this.events.end();
+  }
+
+  private classifyThrown(err: unknown): ClaudeProviderError {
+    if (isClaudeProviderError(err)) return err;
+    const message = errorMessage(err);
+    const code = classifyErrorText(message);
+    const stderr = this.stderrTail.join('').trim();
+    const detail = stderr && code === 'crash' ? ` (Claude Code said: ${stderr.slice(-500)})` : '';
+    return new ClaudeProviderError(code === 'unknown' ? 'crash' : code, `${message}${detail}`);
+  }
+
+  private noteStderr(data: string): void {
+    this.stderrTail.push(data);
+    if (this.stderrTail.length > 20) this.stderrTail.shift();
+    this.log.debug(`cli: ${data.trimEnd()}`);
+  }
+}
+
+/** Pincer's normalised MCP servers as Claude Code stdio servers, always loaded (not hidden behind ToolSearch). */
+export function toClaudeMcpServers(servers: Record<string, McpServerConfig>): Record<string, McpStdioServerConfig> {
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, server]) => [
+      name,
+      { type: 'stdio', command: server.command, args: server.args, env: server.env, alwaysLoad: true },
+    ]),
+  );
+}
+
+/** A prompt as a Claude user message; content blocks become native image/document blocks (seed "媒体处理"). */
+export function userMessage(prompt: string | ContentBlock[], log: Logger): SDKUserMessage {
+  const content = typeof prompt === 'string' ? prompt : toClaudeContent(prompt, log);
+  return { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null };
+}
+
+function toClaudeContent(blocks: ContentBlock[], log: Logger): UserContent {
+  return blocks.map((block): UserContent[number] => {
+    if (block.type === 'text') return { type: 'text', text: block.text };
+    if (block.type === 'document') {
+      return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: block.source.data } };
+    }
+    const mediaType = block.source.media_type;
+    if (isImageType(mediaType)) return { type: 'image', source: { type: 'base64', media_type: mediaType, data: block.source.data } };
+    // The API takes only these image types; say what was left out rather than fail the whole prompt.
+    log.warn(`image of type ${mediaType} is not supported by Claude; sent as a note instead`);
+    return { type: 'text', text: `[an image of type ${mediaType} was attached but cannot be shown]` };
+  });
+}
+
+function isImageType(value: string): value is ImageType {
+  return (IMAGE_TYPES as readonly string[]).includes(value);
+}

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ClaudeProvider } from '../src/providers/claude/provider.js';
+import type { ContentBlock, ProviderEvent, QueryInput } from '../src/providers/types.js';
+import { claudeTestEnv, removeClaudeConfigDirs, settleClaudeProcesses } from './support/claude.js';
+import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+
+/**
+ * The Claude provider in-process with the real SDK and Claude Code binary against the fake model server, for what
+ * the runner cannot produce yet (content-block prompts) and for the provider's own deadline.
+ */
+const fakes: FakeAnthropic[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
+  expect(await settleClaudeProcesses()).toBe(0);
+  removeClaudeConfigDirs();
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function setUp(timeoutMs = 60_000): Promise<{ fake: FakeAnthropic; provider: ClaudeProvider; input: (prompt: QueryInput['prompt']) => QueryInput }> {
+  const fake = await startFakeAnthropic();
+  fakes.push(fake);
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-claude-cwd-'));
+  dirs.push(cwd);
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...claudeTestEnv(fake) };
+  const provider = new ClaudeProvider({ model: undefined, timeoutMs });
+  return { fake, provider, input: (prompt) => ({ prompt, cwd, env, mcpServers: {} }) };
+}
+
+async function collect(events: AsyncIterable<ProviderEvent>, onResult?: () => void): Promise<ProviderEvent[]> {
+  const seen: ProviderEvent[] = [];
+  for await (const event of events) {
+    seen.push(event);
+    if (event.type === 'result') onResult?.();
+  }
+  return seen;
+}
+
+// 1×1 transparent PNG.
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+describe('Claude provider (in-process, real SDK and binary, fake model server)', () => {
+  it('sends content-block prompts as native image and document blocks', async () => {
+    const { fake, provider, input } = await setUp();
+    fake.script({ text: 'a tiny image' });
+    const prompt: ContentBlock[] = [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+      { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: Buffer.from('%PDF-1.4 fake').toString('base64') } },
+      { type: 'text', text: 'what is in the picture?' },
+    ];
+    const query = provider.query(input(prompt));
+    const events = await collect(query.events, () => query.end());
+
+    expect(events.filter((e) => e.type === 'result')).toEqual([{ type: 'result', text: 'a tiny image', resumeAt: expect.any(String) }]);
+    const [request] = fake.modelRequests();
+    const blocks = request!.body.messages!.flatMap((m) => (typeof m.content === 'string' ? [] : m.content));
+    expect(blocks.find((b) => b.type === 'image')?.source).toEqual({ type: 'base64', media_type: 'image/png', data: PNG });
+    expect(blocks.find((b) => b.type === 'document')?.source?.media_type).toBe('application/pdf');
+    expect(request!.lastUserText).toContain('what is in the picture?');
+  });
+
+  it('ends a query whose model never answers with one timeout error (PINCER_PROVIDER_TIMEOUT_MS)', async () => {
+    const { fake, provider, input } = await setUp(1500);
+    fake.script({ stall: true });
+    const query = provider.query(input('hello?'));
+    const events = await collect(query.events);
+
+    expect(events.map((e) => e.type)).toEqual(['init', 'error']);
+    expect(events[1]).toMatchObject({ type: 'error', classification: 'timeout', retryable: true });
+    expect(fake.modelRequests()).toHaveLength(1);
+  });
+});
