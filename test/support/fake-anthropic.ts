@@ -18,7 +18,9 @@ export type FakeReply =
   /** fail with this HTTP status and an Anthropic-shaped error body. */
   | { status: number; message?: string }
   /** accept the request and never answer (until the server closes). */
-  | { stall: true };
+  | { stall: true }
+  /** hold the request until `until` resolves, then answer with `then` (a turn the test keeps running). */
+  | { until: Promise<unknown>; then: FakeReply };
 
 /** Decides the reply for one request; return undefined to take the next scripted reply instead. */
 export type FakeRule = (request: FakeRequest) => FakeReply | undefined;
@@ -168,6 +170,12 @@ const ERROR_TYPES: Record<number, string> = {
 
 function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply): void {
   if ('stall' in reply) return; // the socket stays open until the client gives up or the server closes
+  if ('until' in reply) {
+    void reply.until.then(() => {
+      if (!res.destroyed) answer(res, request, reply.then);
+    });
+    return;
+  }
   if ('status' in reply) {
     const type = ERROR_TYPES[reply.status] ?? 'api_error';
     res

@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { getSessionValue, readRunnerState } from '../src/db/state.js';
+import { claudeTestEnv, removeClaudeConfigDirs, settleClaudeProcesses } from './support/claude.js';
+import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The Claude provider end to end: the real `pincer runner` process, the real Claude Agent SDK and its Claude Code
+ * binary, and the scripted fake Anthropic server on 127.0.0.1.
+ */
+const fakes: FakeAnthropic[] = [];
+
+afterEach(async () => {
+  expect(await stopAllRunners()).toBe(0);
+  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
+  expect(await settleClaudeProcesses()).toBe(0);
+  removeClaudeConfigDirs();
+  cleanupSessions();
+});
+
+async function fakeServer(): Promise<FakeAnthropic> {
+  const fake = await startFakeAnthropic();
+  fakes.push(fake);
+  return fake;
+}
+
+async function claudeRunner(session: TestSession, env: Record<string, string>): Promise<RunnerHandle> {
+  const runner = startRunner(session.paths.root, env);
+  await runner.ready();
+  return runner;
+}
+
+const ROUTING = { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' };
+
+describe('pincer runner with the Claude provider', () => {
+  it('answers a chat message with the model text, routed to the message, and records the session', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer test agent NUMBER-SEVEN.');
+    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'claude-code' }));
+    fake.script({ text: 'Hello Alice!' });
+
+    const { id } = session.chat('hi, who are you?', ROUTING);
+    await waitFor('completed', () => session.inbound(id).status === 'completed', { timeoutMs: 20_000 });
+
+    const [reply, ...rest] = session.outbound();
+    expect(rest).toEqual([]);
+    expect(JSON.parse(reply!.content)).toEqual({ text: 'Hello Alice!' });
+    expect(reply).toMatchObject({ in_reply_to: id, platform_id: 'chat-42', channel_type: 'terminal', thread_id: 'thread-7' });
+    const [request] = fake.modelRequests();
+    expect(request!.system).toContain('NUMBER-SEVEN');
+    expect(request!.lastUserText).toContain('hi, who are you?</message>');
+    expect(request!.lastUserText).not.toContain('chat-42'); // routing never reaches the model
+    expect(getSessionValue(session.db, 'claude:session_id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(getSessionValue(session.db, 'claude:resume_at')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(runner.stderr()).toContain('[runner] ready: provider claude (configured)');
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('pushes a follow-up that arrives while the turn runs into the same query', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    fake.script({ until: gate, then: { toolUse: { name: 'Bash', input: { command: 'echo checked' } } } }, { text: 'both answered' });
+
+    const first = session.chat('first question');
+    await waitFor('the first model request', () => fake.modelRequests().length === 1, { timeoutMs: 20_000 });
+    const second = session.chat('second question, sent while the model thinks');
+    await waitFor('the follow-up pushed', () => runner.stderr().includes('pushed 1 follow-up'));
+    release();
+
+    await waitFor('both completed', () =>
+      [first.id, second.id].every((id) => session.inbound(id).status === 'completed'),
+    { timeoutMs: 20_000 });
+    const requests = fake.modelRequests();
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.allText).toContain('second question, sent while the model thinks');
+    expect(requests[1]!.allText).toContain('checked'); // the Bash tool result of the same turn
+    expect(session.outboundContents()).toEqual([{ text: 'both answered' }]);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('resumes the same Claude session after a runner restart, sending the earlier history', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const env = claudeTestEnv(fake);
+    fake.script({ text: 'The secret word is PAPAYA.' }, { text: 'You asked about the secret word.' });
+
+    const first = await claudeRunner(session, env);
+    const a = session.chat('remember a secret word for me');
+    await waitFor('first answer', () => session.inbound(a.id).status === 'completed', { timeoutMs: 20_000 });
+    const sessionId = getSessionValue(session.db, 'claude:session_id');
+    expect(await first.stop()).toBe(0);
+
+    const second = await claudeRunner(session, env);
+    const b = session.chat('what did I ask before?');
+    await waitFor('second answer', () => session.inbound(b.id).status === 'completed', { timeoutMs: 20_000 });
+
+    const resumed = fake.modelRequests()[1]!;
+    expect(resumed.allText).toContain('remember a secret word for me');
+    expect(resumed.allText).toContain('The secret word is PAPAYA.');
+    expect(resumed.lastUserText).toContain('what did I ask before?');
+    expect(getSessionValue(session.db, 'claude:session_id')).toBe(sessionId);
+    expect(second.stderr()).toContain(`resuming ${sessionId}`);
+    expect(await second.stop()).toBe(0);
+  });
+
+  it('runs Bash without the API key or other secrets in its environment', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const env = claudeTestEnv(fake, { PAYMENTS_API_TOKEN: 'tok-very-secret', HARMLESS_SETTING: 'visible-value' });
+    const runner = await claudeRunner(session, env);
+    const probe = 'echo "key=${ANTHROPIC_API_KEY:-none} token=${PAYMENTS_API_TOKEN:-none} other=${HARMLESS_SETTING:-none}"';
+    fake.script({ toolUse: { name: 'Bash', input: { command: probe } } }, { text: 'looked' });
+
+    const { id } = session.chat('check your environment');
+    await waitFor('completed', () => session.inbound(id).status === 'completed', { timeoutMs: 20_000 });
+
+    const toolResult = fake.modelRequests()[1]!.lastUserText;
+    expect(toolResult).toContain('key=none token=none other=visible-value');
+    expect(fake.modelRequests()[1]!.allText).not.toContain(env.ANTHROPIC_API_KEY);
+    expect(fake.requests[0]!.headers['x-api-key']).toBe(env.ANTHROPIC_API_KEY); // Claude Code itself still has it
+    expect(await runner.stop()).toBe(0);
+  });
+
+  const failures = [
+    { what: 'HTTP 500', reply: { status: 500 }, classification: 'server' },
+    { what: 'HTTP 401', reply: { status: 401 }, classification: 'auth' },
+    { what: 'HTTP 429', reply: { status: 429 }, classification: 'quota' },
+    { what: 'an unreachable server', reply: null, classification: 'transport' },
+    // the provider's own deadline, made short here; the others fail long before the default one
+    { what: 'a server that never answers', reply: { stall: true as const }, classification: 'timeout', timeoutMs: '1500' },
+  ];
+  it.each(failures)('ends a query on $what as a $classification error and keeps the batch for retry', async ({ reply, classification, timeoutMs }) => {
+    const fake = await fakeServer();
+    const url = reply ? fake.url : await closedPortUrl();
+    if (reply) fake.script(reply, reply, reply);
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv({ url }, timeoutMs ? { PINCER_PROVIDER_TIMEOUT_MS: timeoutMs } : {}));
+
+    const { id } = session.chat('are you there?');
+    const row = await waitFor('last_error', () => session.inbound(id).last_error && session.inbound(id), { timeoutMs: 20_000 });
+    expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
+    expect(row.status).toBe('processing'); // left for the host's sweep to retry
+    await waitFor('runner idle again', () => readRunnerState(session.db)?.state === 'idle');
+    expect(readRunnerState(session.db)?.batchIds).toEqual([]);
+    expect(runner.child.exitCode).toBeNull();
+    expect(session.outbound()).toEqual([]);
+    expect(await runner.stop()).toBe(0);
+  });
+});
+
+/** A loopback URL on which nothing listens: a server started and closed again. */
+async function closedPortUrl(): Promise<string> {
+  const server = await startFakeAnthropic();
+  await server.close();
+  return server.url;
+}
