@@ -162,3 +162,48 @@ async function closedPortUrl(): Promise<string> {
   await server.close();
   return server.url;
 }
+
+describe('Claude provider: compaction and configuration', () => {
+  it('archives the conversation to agent/conversations before /compact compacts it', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    fake.script({ text: 'Noted: the launch is on Friday.' });
+    const a = session.chat('the launch is on Friday, remember that');
+    await waitFor('first answer', () => session.inbound(a.id).status === 'completed', { timeoutMs: 20_000 });
+
+    fake.defaultText = 'Summary: the user said the launch is on Friday.';
+    const compact = session.chat('/compact');
+    await waitFor('compacted', () => session.inbound(compact.id).status === 'completed', { timeoutMs: 20_000 });
+
+    const dir = path.join(session.paths.agent, 'conversations');
+    const [file, ...others] = fs.readdirSync(dir);
+    expect(others).toEqual([]);
+    expect(file).toMatch(/^\d{4}-\d{2}-\d{2}-the-launch-is-on-friday-remember\.md$/);
+    const archive = fs.readFileSync(path.join(dir, file!), 'utf8');
+    expect(archive).toContain('## User');
+    expect(archive).toContain('the launch is on Friday, remember that');
+    expect(archive).toContain('## Assistant\n\nNoted: the launch is on Friday.');
+    expect(fake.modelRequests().at(-1)!.allText).toContain('the launch is on Friday'); // the summary request
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('fails closed with one clear line when claude is configured without credentials', async () => {
+    const session = createTestSession();
+    const env = claudeTestEnv({ url: 'http://127.0.0.1:9' });
+    delete env.ANTHROPIC_API_KEY;
+    const runner = startRunner(session.paths.root, env);
+    expect(await runner.exited).toBe(2);
+    expect(runner.stderr().trim()).toBe(
+      '[runner] error: provider "claude" needs credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (or use --provider mock)',
+    );
+  });
+
+  it('is what auto picks when an API key is present', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'auto' }));
+    expect(runner.stderr()).toContain('[runner] ready: provider claude (auto: credentials found)');
+    expect(await runner.stop()).toBe(0);
+  });
+});
