@@ -145,7 +145,10 @@ describe('pincer runner with the Claude provider', () => {
     const runner = await claudeRunner(session, claudeTestEnv({ url }, timeoutMs ? { PINCER_PROVIDER_TIMEOUT_MS: timeoutMs } : {}));
 
     const { id } = session.chat('are you there?');
-    const row = await waitFor('last_error', () => session.inbound(id).last_error && session.inbound(id), { timeoutMs: 20_000 });
+    const row = await waitFor('last_error', () => {
+      const row = session.inbound(id);
+      return row.last_error ? row : undefined;
+    }, { timeoutMs: 20_000 });
     expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
     expect(row.status).toBe('processing'); // left for the host's sweep to retry
     await waitFor('runner idle again', () => readRunnerState(session.db)?.state === 'idle');

@@ -35,6 +35,10 @@ type ImageType = (typeof IMAGE_TYPES)[number];
 
 export class ClaudeProvider implements AgentProvider {
   readonly nativeSlashCommands = ['/compact'] as const;
+  /** Images and PDFs go to Claude as native content blocks (seed "媒体处理"). */
+  readonly nativeMedia = ['image', 'pdf'] as const;
+  /** The PreCompact hook archives transcripts, so the runner does not. */
+  readonly archivesTranscripts = true;
   private readonly runs = new Set<ClaudeRun>();
   private readonly log: Logger = createLogger('claude');
 
