@@ -71,6 +71,7 @@ describe('Claude provider (in-process, real SDK and binary, fake model server)',
 
     expect(events.map((e) => e.type)).toEqual(['init', 'error']);
     expect(events[1]).toMatchObject({ type: 'error', classification: 'timeout', retryable: true });
+    expect((events[1] as { message: string }).message).toMatch(/^the model did not answer within 1500 ms/);
     expect(fake.modelRequests()).toHaveLength(1);
   });
 });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { getSessionValue, readRunnerState } from '../src/db/state.js';
 import { claudeTestEnv, removeClaudeConfigDirs, settleClaudeProcesses } from './support/claude.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -129,6 +130,29 @@ describe('pincer runner with the Claude provider', () => {
     expect(await runner.stop()).toBe(0);
   });
 
+  it('sends an image attachment to the model as a native image block', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    fake.script({ text: 'I see a one-pixel image.' });
+
+    const { id } = session.insert({
+      kind: 'chat',
+      content: { text: 'what is this?', sender: 'alice', attachments: [{ type: 'image', name: 'dot.png', data: FIXTURES.png.toString('base64') }] },
+    });
+    await waitFor('completed', () => session.inbound(id).status === 'completed', { timeoutMs: 20_000 });
+
+    const blocks = fake.modelRequests()[0]!.body.messages!.flatMap((m) => (typeof m.content === 'string' ? [] : m.content));
+    expect(blocks.find((b) => b.type === 'image')?.source).toEqual({
+      type: 'base64',
+      media_type: 'image/png',
+      data: FIXTURES.png.toString('base64'),
+    });
+    expect(fake.modelRequests()[0]!.lastUserText).toContain('what is this?');
+    expect(session.outboundContents()).toEqual([{ text: 'I see a one-pixel image.' }]);
+    expect(await runner.stop()).toBe(0);
+  });
+
   const failures = [
     { what: 'HTTP 500', reply: { status: 500 }, classification: 'server' },
     { what: 'HTTP 401', reply: { status: 401 }, classification: 'auth' },
@@ -184,9 +208,8 @@ describe('Claude provider: compaction and configuration', () => {
     expect(others).toEqual([]);
     expect(file).toMatch(/^\d{4}-\d{2}-\d{2}-the-launch-is-on-friday-remember\.md$/);
     const archive = fs.readFileSync(path.join(dir, file!), 'utf8');
-    expect(archive).toContain('## User');
-    expect(archive).toContain('the launch is on Friday, remember that');
-    expect(archive).toContain('## Assistant\n\nNoted: the launch is on Friday.');
+    expect(archive).toMatch(/## Prompt · [^\n]+\n\n`{3}text\n<context timezone="UTC"\/>[\s\S]*the launch is on Friday, remember that/);
+    expect(archive).toMatch(/## Agent · [^\n]+\n\n`{3}text\nNoted: the launch is on Friday.\n`{3}/);
     expect(fake.modelRequests().at(-1)!.allText).toContain('the launch is on Friday'); // the summary request
     expect(await runner.stop()).toBe(0);
   });

@@ -4,17 +4,20 @@ import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
  * The provider's own deadline for a silent model (Claude Code retries an unreachable or hanging server for minutes).
  * The clock runs only while the provider waits for the model: from a prompt, or from the last tool result, until
  * the model streams something. It stops while tools run (a Bash command or `ask_user_question` may take long) and
- * between turns, so only a model that says nothing for `timeoutMs` trips it.
+ * between turns, so only a model that says nothing for `timeoutMs` trips it. Until Claude Code's first message the
+ * clock allows `startupMs` more: starting the process is not the model's silence.
  */
 export class ModelDeadline {
   private timer: NodeJS.Timeout | undefined;
   private readonly toolsRunning = new Set<string>();
   private idle = false;
   private stopped = false;
+  private started = false;
 
   constructor(
     private readonly timeoutMs: number,
-    private readonly onTimeout: (waitedMs: number) => void,
+    private readonly onTimeout: (waitedMs: number, phase: 'startup' | 'model') => void,
+    private readonly startupMs = 30_000,
   ) {}
 
   /** A prompt was sent (the first, or a push): wait for the model unless a tool is running. */
@@ -27,6 +30,10 @@ export class ModelDeadline {
   /** Update the clock from one SDK message. */
   observe(message: SDKMessage): void {
     if (this.stopped) return;
+    if (!this.started) {
+      this.started = true;
+      if (this.timer) this.restart();
+    }
     if (message.type === 'result') {
       this.idle = true;
       this.toolsRunning.clear();
@@ -63,10 +70,12 @@ export class ModelDeadline {
   private restart(): void {
     if (this.stopped) return;
     this.clear();
+    const phase = this.started ? 'model' : 'startup';
+    const ms = this.started ? this.timeoutMs : this.timeoutMs + this.startupMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (!this.stopped) this.onTimeout(this.timeoutMs);
-    }, this.timeoutMs);
+      if (!this.stopped) this.onTimeout(ms, phase);
+    }, ms);
   }
 
   private clear(): void {

@@ -1,13 +1,13 @@
 import type { HookCallback, HookCallbackMatcher, HookEvent } from '@anthropic-ai/claude-agent-sdk';
-import path from 'node:path';
 import type { Logger } from '../../shared/log.js';
 import { CREDENTIAL_VARIABLES } from './config.js';
-import { archiveTranscript } from './transcript.js';
+import { archiveClaudeTranscript } from './transcript.js';
 
 /**
  * The two hooks the seed's Claude provider registers inside the SDK (they are Claude-only, so not part of the
  * provider interface):
- * - PreCompact archives the transcript to `<cwd>/conversations/{date}-{summary}.md` (cwd is the agent folder);
+ * - PreCompact archives the transcript to `<cwd>/conversations/{date}-{summary}.md` (cwd is the agent folder), in
+ *   the time zone of the runner (TZ);
  * - PreToolUse on Bash removes credentials from the command's environment. Claude Code needs the API key in its own
  *   environment and every Bash command inherits it, so the command is rewritten to `unset` them first.
  */
@@ -45,11 +45,11 @@ export function sanitizeBashHook(secretNames: string[]): HookCallback {
   };
 }
 
-export function preCompactHook(conversationsDir: string, log: Logger): HookCallback {
+export function preCompactHook(agentDir: string, timeZone: string, log: Logger): HookCallback {
   return async (input) => {
     if (input.hook_event_name !== 'PreCompact') return {};
     try {
-      const file = archiveTranscript(input.transcript_path, conversationsDir);
+      const file = archiveClaudeTranscript(input.transcript_path, agentDir, timeZone);
       if (file) log.info(`archived the conversation to ${file} before ${input.trigger} compaction`);
     } catch (err) {
       // Archiving must never block compaction; the transcript itself stays in Claude Code's config dir.
@@ -65,9 +65,13 @@ export function claudeHooks(
   log: Logger,
 ): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
   return {
-    PreCompact: [{ hooks: [preCompactHook(path.join(cwd, 'conversations'), log)] }],
+    PreCompact: [{ hooks: [preCompactHook(cwd, timeZoneOf(env), log)] }],
     PreToolUse: [{ matcher: 'Bash', hooks: [sanitizeBashHook(secretVariableNames(env))] }],
   };
+}
+
+function timeZoneOf(env: Record<string, string | undefined>): string {
+  return env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

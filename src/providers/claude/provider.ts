@@ -80,9 +80,10 @@ class ClaudeRun {
     private readonly log: Logger,
   ) {
     this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL);
-    this.deadline = new ModelDeadline(settings.timeoutMs, (waited) =>
-      this.fail(new ClaudeProviderError('timeout', `the model did not answer within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`)),
-    );
+    this.deadline = new ModelDeadline(settings.timeoutMs, (waited, phase) => {
+      const what = phase === 'startup' ? 'Claude Code did not start' : 'the model did not answer';
+      this.fail(new ClaudeProviderError('timeout', `${what} within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`));
+    });
     this.prompts.push(userMessage(input.prompt, log));
     this.done = this.run(input);
   }

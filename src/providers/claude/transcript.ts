@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
+import { archiveTranscript as writeArchive, Transcript } from '../../runner/archive.js';
 
 /**
- * Transcript archiving (seed "对话转录归档"): before Claude Code compacts a conversation, its JSONL transcript is
- * rendered as Markdown into `<agent folder>/conversations/{date}-{summary}.md`, so the full conversation stays
- * readable after the model only keeps a summary.
+ * Transcript archiving for Claude (seed "对话转录归档"): before Claude Code compacts a conversation, its JSONL
+ * transcript is read and written through the runner's archive writer, so Claude's archives look like every other
+ * provider's: `<agent folder>/conversations/{date}-{summary}.md`.
  */
 
 /** The parts of a transcript line we read; Claude Code writes many other kinds, which are skipped. */
@@ -24,7 +24,7 @@ const EntrySchema = z.looseObject({
   summary: z.string().optional(),
   title: z.string().optional(),
   customTitle: z.string().optional(),
-  message: z.looseObject({ role: z.string().optional(), content: z.union([z.string(), z.array(BlockSchema)]) }).optional(),
+  message: z.looseObject({ content: z.union([z.string(), z.array(BlockSchema)]) }).optional(),
 });
 type Entry = z.infer<typeof EntrySchema>;
 type Block = z.infer<typeof BlockSchema>;
@@ -32,6 +32,8 @@ type Block = z.infer<typeof BlockSchema>;
 export interface Turn {
   role: 'user' | 'assistant';
   text: string;
+  /** when Claude Code wrote it (ISO), if it said. */
+  at?: string;
 }
 
 export interface ParsedTranscript {
@@ -72,7 +74,7 @@ function toTurn(entry: Entry): Turn | undefined {
   const { content } = entry.message;
   const parts = typeof content === 'string' ? [content] : content.map(blockText);
   const text = parts.filter((part) => part.trim().length > 0).join('\n\n').trim();
-  return text ? { role: entry.type, text } : undefined;
+  return text ? { role: entry.type, text, at: entry.timestamp } : undefined;
 }
 
 function blockText(block: Block): string {
@@ -90,42 +92,23 @@ function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-/** `user`/`assistant` turns as Markdown; prompts keep their text, XML tags included, as the model saw them. */
-export function renderTranscript(transcript: ParsedTranscript, date: string): string {
-  const heading = transcript.title ? `# ${transcript.title}` : '# Conversation';
-  const body = transcript.turns
-    .map((turn) => `## ${turn.role === 'user' ? 'User' : 'Assistant'}\n\n${turn.text}`)
-    .join('\n\n');
-  return `${heading}\n\nArchived ${date} before the conversation was compacted.\n\n${body}\n`;
-}
-
-/** A file-name summary: the session title, else the first words of the first user prompt, without markup. */
-export function summarySlug(transcript: ParsedTranscript): string {
-  const source = transcript.title ?? transcript.turns.find((turn) => turn.role === 'user')?.text ?? '';
-  const words = source
-    .replace(/<[^>]*>/g, ' ')
-    .replace(/\[[^\]]*\]/g, ' ')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, ' ')
-    .trim()
-    .split(' ')
-    .filter(Boolean)
-    .slice(0, 6);
-  return words.join('-').slice(0, 60) || 'conversation';
+/** What the archive is named after: the session title, else the first user prompt without its markup. */
+export function summarySource(transcript: ParsedTranscript): string {
+  if (transcript.title) return transcript.title;
+  const first = transcript.turns.find((turn) => turn.role === 'user')?.text ?? '';
+  return first.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim() || 'conversation';
 }
 
 /**
- * Write the archive for `transcriptPath` into `conversationsDir`; returns the file written, or undefined when the
- * transcript has no turns. Never overwrites: a second archive on the same day gets `-2`, `-3`, ….
+ * Archive the transcript at `transcriptPath` into `<agentDir>/conversations/`; returns the file written, or undefined
+ * when the transcript has no turns. Never overwrites an earlier archive.
  */
-export function archiveTranscript(transcriptPath: string, conversationsDir: string, now = new Date()): string | undefined {
-  const transcript = parseTranscript(fs.readFileSync(transcriptPath, 'utf8'));
-  if (transcript.turns.length === 0) return undefined;
-  const date = now.toISOString().slice(0, 10);
-  fs.mkdirSync(conversationsDir, { recursive: true });
-  const base = `${date}-${summarySlug(transcript)}`;
-  let file = path.join(conversationsDir, `${base}.md`);
-  for (let n = 2; fs.existsSync(file); n += 1) file = path.join(conversationsDir, `${base}-${n}.md`);
-  fs.writeFileSync(file, renderTranscript(transcript, date), { flag: 'wx' });
-  return file;
+export function archiveClaudeTranscript(transcriptPath: string, agentDir: string, timeZone: string): string | undefined {
+  const parsed = parseTranscript(fs.readFileSync(transcriptPath, 'utf8'));
+  const transcript = new Transcript(summarySource(parsed));
+  const now = new Date().toISOString();
+  for (const turn of parsed.turns) {
+    transcript.turns.push({ at: turn.at ?? now, role: turn.role === 'user' ? 'prompt' : 'agent', text: turn.text });
+  }
+  return writeArchive(agentDir, transcript, timeZone);
 }
