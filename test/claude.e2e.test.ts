@@ -42,7 +42,7 @@ describe('pincer runner with the Claude provider', () => {
     const fake = await fakeServer();
     const session = createTestSession();
     fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer test agent NUMBER-SEVEN.');
-    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'claude-code' }));
+    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'claude-code', ANTHROPIC_MODEL: 'claude-fake-model-9' }));
     fake.script({ text: 'Hello Alice!' });
 
     const { id } = session.chat('hi, who are you?', ROUTING);
@@ -54,6 +54,7 @@ describe('pincer runner with the Claude provider', () => {
     expect(reply).toMatchObject({ in_reply_to: id, platform_id: 'chat-42', channel_type: 'terminal', thread_id: 'thread-7' });
     const [request] = fake.modelRequests();
     expect(request!.system).toContain('NUMBER-SEVEN');
+    expect(request!.body.model).toBe('claude-fake-model-9');
     expect(request!.lastUserText).toContain('hi, who are you?</message>');
     expect(request!.lastUserText).not.toContain('chat-42'); // routing never reaches the model
     expect(getSessionValue(session.db, 'claude:session_id')).toMatch(/^[0-9a-f-]{36}$/);
