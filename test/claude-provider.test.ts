@@ -4,26 +4,22 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClaudeProvider } from '../src/providers/claude/provider.js';
 import type { ContentBlock, ProviderEvent, QueryInput } from '../src/providers/types.js';
-import { claudeTestEnv, removeClaudeConfigDirs, settleClaudeProcesses } from './support/claude.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { claudeTestEnv, cleanupClaude, fakeAnthropic } from './support/claude.js';
+import type { FakeAnthropic } from './support/fake-anthropic.js';
 
 /**
  * The Claude provider in-process with the real SDK and Claude Code binary against the fake model server, for what
  * the runner cannot produce yet (content-block prompts) and for the provider's own deadline.
  */
-const fakes: FakeAnthropic[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-  expect(await settleClaudeProcesses()).toBe(0);
-  removeClaudeConfigDirs();
+  expect(await cleanupClaude()).toBe(0);
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function setUp(timeoutMs = 60_000): Promise<{ fake: FakeAnthropic; provider: ClaudeProvider; input: (prompt: QueryInput['prompt']) => QueryInput }> {
-  const fake = await startFakeAnthropic();
-  fakes.push(fake);
+  const fake = await fakeAnthropic();
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-claude-cwd-'));
   dirs.push(cwd);
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...claudeTestEnv(fake) };

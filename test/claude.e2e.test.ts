@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getSessionValue, readRunnerState } from '../src/db/state.js';
-import { claudeTestEnv, removeClaudeConfigDirs, settleClaudeProcesses } from './support/claude.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
+import { startFakeAnthropic } from './support/fake-anthropic.js';
 import { FIXTURES } from './support/media-fixtures.js';
-import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
+import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
@@ -13,27 +13,14 @@ import { waitFor } from './support/wait.js';
  * The Claude provider end to end: the real `pincer runner` process, the real Claude Agent SDK and its Claude Code
  * binary, and the scripted fake Anthropic server on 127.0.0.1.
  */
-const fakes: FakeAnthropic[] = [];
-
 afterEach(async () => {
   expect(await stopAllRunners()).toBe(0);
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-  expect(await settleClaudeProcesses()).toBe(0);
-  removeClaudeConfigDirs();
+  expect(await cleanupClaude()).toBe(0);
   cleanupSessions();
 });
 
-async function fakeServer(): Promise<FakeAnthropic> {
-  const fake = await startFakeAnthropic();
-  fakes.push(fake);
-  return fake;
-}
-
-async function claudeRunner(session: TestSession, env: Record<string, string>): Promise<RunnerHandle> {
-  const runner = startRunner(session.paths.root, env);
-  await runner.ready();
-  return runner;
-}
+const fakeServer = fakeAnthropic;
+const claudeRunner = (session: TestSession, env: Record<string, string>) => startClaudeRunner(session.paths.root, env);
 
 const ROUTING = { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' };
 

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { FakeAnthropic } from './fake-anthropic.js';
+import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
+import { startRunner, type RunnerHandle } from './runner-harness.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -10,6 +11,35 @@ import { waitFor } from './wait.js';
  * `leftoverClaudeProcesses()` finds any process still running with one of these config dirs (the CLI, MCP servers).
  */
 const configDirs: string[] = [];
+const fakes: FakeAnthropic[] = [];
+
+/** A fake Anthropic server closed by `cleanupClaude()`. */
+export async function fakeAnthropic(): Promise<FakeAnthropic> {
+  const fake = await startFakeAnthropic();
+  fakes.push(fake);
+  return fake;
+}
+
+/** Start the real runner on `workspace` with `env` (from claudeTestEnv) and wait until it is ready. */
+export async function startClaudeRunner(workspace: string, env: Record<string, string>): Promise<RunnerHandle> {
+  const runner = startRunner(workspace, env);
+  await runner.ready();
+  return runner;
+}
+
+/**
+ * For afterEach, after the runners are stopped: close the fake servers, wait for every Claude Code process of this
+ * file to be gone (returns how many had to be killed), remove the config dirs.
+ */
+export async function cleanupClaude(): Promise<number> {
+  const closing = fakes.splice(0);
+  await Promise.all(closing.map((fake) => fake.close()));
+  const left = await settleClaudeProcesses();
+  removeClaudeConfigDirs();
+  const stepErrors = closing.flatMap((fake) => fake.stepErrors);
+  if (stepErrors.length > 0) throw new Error(`a scripted model step failed: ${stepErrors.map((e) => e.message).join('; ')}`);
+  return left;
+}
 
 export function claudeTestEnv(fake: FakeAnthropic | { url: string }, extra: Record<string, string> = {}): Record<string, string> {
   const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-claude-config-'));

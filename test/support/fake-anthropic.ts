@@ -25,6 +25,9 @@ export type FakeReply =
 /** Decides the reply for one request; return undefined to take the next scripted reply instead. */
 export type FakeRule = (request: FakeRequest) => FakeReply | undefined;
 
+/** A scripted step: a reply, or a function of the request (e.g. to use an id a tool returned). */
+export type FakeStep = FakeReply | ((request: FakeRequest) => FakeReply);
+
 export interface FakeMessage {
   role: string;
   content: string | FakeBlock[];
@@ -60,6 +63,8 @@ export interface FakeRequest {
   toolNames: string[];
   /** the reply this request got. */
   reply?: FakeReply;
+  /** when the request arrived (Date.now()). */
+  receivedAt: number;
 }
 
 export interface FakeAnthropic {
@@ -67,11 +72,13 @@ export interface FakeAnthropic {
   url: string;
   requests: FakeRequest[];
   /** queue replies, taken one per request in order. */
-  script(...replies: FakeReply[]): void;
+  script(...steps: FakeStep[]): void;
   /** rules are asked first for every request, newest first (e.g. answer compaction requests specially). */
   rule(rule: FakeRule): void;
   /** what a request gets when the script is empty. */
   defaultText: string;
+  /** errors thrown by scripted steps or rules (the request got HTTP 500); `cleanupClaude` fails the test on any. */
+  stepErrors: Error[];
   /** requests that were sent messages (the model calls). */
   modelRequests(): FakeRequest[];
   /** stop listening and cut every open connection (stalled ones too). */
@@ -79,7 +86,7 @@ export interface FakeAnthropic {
 }
 
 export async function startFakeAnthropic(): Promise<FakeAnthropic> {
-  const replies: FakeReply[] = [];
+  const steps: FakeStep[] = [];
   const rules: FakeRule[] = [];
   const requests: FakeRequest[] = [];
   const sockets = new Set<Socket>();
@@ -95,8 +102,15 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: 10 }));
         return;
       }
-      const reply = rules.reduceRight<FakeReply | undefined>((found, rule) => found ?? rule(request), undefined) ??
-        replies.shift() ?? { text: fake.defaultText };
+      let reply: FakeReply;
+      try {
+        const ruled = rules.reduceRight<FakeReply | undefined>((found, rule) => found ?? rule(request), undefined);
+        const step = ruled ? undefined : steps.shift();
+        reply = ruled ?? (typeof step === 'function' ? step(request) : step) ?? { text: fake.defaultText };
+      } catch (err) {
+        fake.stepErrors.push(err instanceof Error ? err : new Error(String(err)));
+        reply = { status: 500, message: `scripted step failed: ${String(err)}` };
+      }
       request.reply = reply;
       answer(res, request, reply);
     });
@@ -112,7 +126,8 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     url: `http://127.0.0.1:${port}`,
     requests,
     defaultText: 'ok',
-    script: (...more) => void replies.push(...more),
+    stepErrors: [],
+    script: (...more) => void steps.push(...more),
     rule: (rule) => void rules.push(rule),
     modelRequests: () => requests.filter((r) => r.path.startsWith('/v1/messages') && (r.body.messages?.length ?? 0) > 0),
     close: async () => {
@@ -141,6 +156,7 @@ function parseRequest(req: http.IncomingMessage, raw: string): FakeRequest {
     lastUserText: lastUser ? messageText(lastUser) : '',
     allText: messages.map(messageText).join('\n'),
     toolNames: (body.tools ?? []).map((t) => t.name),
+    receivedAt: Date.now(),
   };
 }
 
