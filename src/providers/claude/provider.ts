@@ -1,12 +1,12 @@
-import type { McpStdioServerConfig, Options, Query, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { Query, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
 import { AsyncQueue } from '../../shared/async-queue.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
-import type { AgentProvider, AgentQuery, ContentBlock, McpServerConfig, ProviderEvent, QueryInput } from '../types.js';
-import { claudeProcessEnv, type ClaudeSettings } from './config.js';
+import type { AgentProvider, AgentQuery, ContentBlock, ProviderEvent, QueryInput } from '../types.js';
+import type { ClaudeSettings } from './config.js';
 import { ModelDeadline } from './deadline.js';
 import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
 import { ClaudeEventTranslator, errorEvent } from './events.js';
-import { claudeHooks } from './hooks.js';
+import { claudeOptions } from './options.js';
 
 /**
  * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
@@ -16,18 +16,6 @@ import { claudeHooks } from './hooks.js';
  * Claude Code process, a silent model) becomes exactly one `error` event, after which the event stream ends and the
  * Claude Code process is stopped.
  */
-
-/** The tools the agent may use without asking (the seed's allow-list), plus every tool of each MCP server given. */
-export const CLAUDE_TOOL_ALLOWLIST = [
-  'Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep', 'NotebookEdit', 'WebSearch', 'WebFetch',
-  'Task', 'TaskOutput', 'TaskStop', 'TodoWrite', 'ToolSearch', 'Skill', 'SendMessage', 'Monitor',
-] as const;
-
-/**
- * Built-in tools that would live and die with one Claude Code process or need a terminal user; Pincer's MCP tools
- * (`ask_user_question`, `schedule_task`) are the durable versions.
- */
-export const CLAUDE_DISALLOWED_TOOLS = ['AskUserQuestion', 'CronCreate', 'CronDelete', 'CronList', 'ScheduleWakeup'] as const;
 
 type UserContent = Exclude<SDKUserMessage['message']['content'], string>;
 const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
@@ -109,7 +97,7 @@ class ClaudeRun {
       if (this.finished) return;
       const resume = input.sessionId ? ` resuming ${input.sessionId}${input.resumeAt ? ` at ${input.resumeAt}` : ''}` : '';
       this.log.info(`starting Claude Code${resume}`);
-      this.sdkQuery = query({ prompt: this.prompts, options: this.options(input) });
+      this.sdkQuery = query({ prompt: this.prompts, options: claudeOptions(input, this.settings, this.log, (data) => this.noteStderr(data)) });
       this.deadline.promptSent();
       for await (const message of this.sdkQuery) {
         this.deadline.observe(message);
@@ -121,33 +109,6 @@ class ClaudeRun {
     } finally {
       this.finish();
     }
-  }
-
-  private options(input: QueryInput): Options {
-    const mcpServers = toClaudeMcpServers(input.mcpServers);
-    return {
-      cwd: input.cwd,
-      resume: input.sessionId,
-      resumeSessionAt: input.sessionId ? input.resumeAt : undefined,
-      systemPrompt: { type: 'preset', preset: 'claude_code', ...(input.systemPrompt ? { append: input.systemPrompt } : {}) },
-      // The runner gives the whole system prompt (global + agent CLAUDE.md); no settings or CLAUDE.md from disk.
-      settingSources: [],
-      mcpServers,
-      strictMcpConfig: true,
-      // Over stdin, so MCP server env (database paths, tokens) stays off the command line.
-      mcpServersDelivery: 'initialize',
-      additionalDirectories: input.additionalDirectories,
-      env: claudeProcessEnv(input.env),
-      model: this.settings.model,
-      allowedTools: [...CLAUDE_TOOL_ALLOWLIST, ...Object.keys(mcpServers).map((name) => `mcp__${name}__*`)],
-      disallowedTools: [...CLAUDE_DISALLOWED_TOOLS],
-      permissionMode: 'bypassPermissions',
-      allowDangerouslySkipPermissions: true,
-      // Partial messages keep the deadline honest while a long answer streams.
-      includePartialMessages: true,
-      hooks: claudeHooks(input.cwd, input.env, this.log),
-      stderr: (data) => this.noteStderr(data),
-    };
   }
 
   private emit(event: ProviderEvent): void {
@@ -191,16 +152,6 @@ class ClaudeRun {
     if (this.stderrTail.length > 20) this.stderrTail.shift();
     this.log.debug(`cli: ${data.trimEnd()}`);
   }
-}
-
-/** Pincer's normalised MCP servers as Claude Code stdio servers, always loaded (not hidden behind ToolSearch). */
-export function toClaudeMcpServers(servers: Record<string, McpServerConfig>): Record<string, McpStdioServerConfig> {
-  return Object.fromEntries(
-    Object.entries(servers).map(([name, server]) => [
-      name,
-      { type: 'stdio', command: server.command, args: server.args, env: server.env, alwaysLoad: true },
-    ]),
-  );
 }
 
 /** A prompt as a Claude user message; content blocks become native image/document blocks (seed "媒体处理"). */
