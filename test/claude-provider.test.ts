@@ -23,7 +23,7 @@ async function setUp(timeoutMs = 60_000): Promise<{ fake: FakeAnthropic; provide
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-claude-cwd-'));
   dirs.push(cwd);
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...claudeTestEnv(fake) };
-  const provider = new ClaudeProvider({ model: undefined, timeoutMs });
+  const provider = new ClaudeProvider({ model: undefined, timeoutMs, prewarm: false });
   return { fake, provider, input: (prompt) => ({ prompt, cwd, env, mcpServers: {} }) };
 }
 

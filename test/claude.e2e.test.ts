@@ -100,6 +100,23 @@ describe('pincer runner with the Claude provider', () => {
     expect(await second.stop()).toBe(0);
   });
 
+  it('with PINCER_CLAUDE_PREWARM=1 answers the next query from a prewarmed process, resumed where the last ended', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake, { PINCER_CLAUDE_PREWARM: '1' }));
+    fake.script({ text: 'first answer' }, { text: 'second answer' });
+
+    const a = session.chat('first question');
+    await waitFor('first answer', () => session.inbound(a.id).status === 'completed', { timeoutMs: 20_000 });
+    const b = session.chat('second question');
+    await waitFor('second answer', () => session.inbound(b.id).status === 'completed', { timeoutMs: 20_000 });
+
+    expect(runner.stderr()).toMatch(/\[claude\] using the prewarmed Claude Code resuming [0-9a-f-]{36} at [0-9a-f-]{36}/);
+    expect(fake.modelRequests()[1]!.allText).toContain('first answer');
+    expect(session.outboundContents()).toEqual([{ text: 'first answer' }, { text: 'second answer' }]);
+    expect(await runner.stop()).toBe(0);
+  });
+
   it('runs Bash without the API key or other secrets in its environment', async () => {
     const fake = await fakeServer();
     const session = createTestSession();

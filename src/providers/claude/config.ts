@@ -16,6 +16,8 @@ export interface ClaudeSettings {
    * query ends with a `timeout` error. Claude Code itself retries an unreachable server for minutes.
    */
   timeoutMs: number;
+  /** PINCER_CLAUDE_PREWARM=1: keep a warm Claude Code process for the next query (see spare.ts). */
+  prewarm: boolean;
 }
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -23,6 +25,7 @@ export const DEFAULT_TIMEOUT_MS = 120_000;
 const EnvSchema = z.object({
   PINCER_PROVIDER_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_TIMEOUT_MS),
   ANTHROPIC_MODEL: z.string().optional(),
+  PINCER_CLAUDE_PREWARM: z.enum(['0', '1', 'true', 'false', '']).optional(),
 });
 
 /** The variables that carry credentials Claude Code can use. */
@@ -56,7 +59,12 @@ export function loadClaudeSettings(env: Record<string, string | undefined>, mode
     const issues = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new ProviderError('unavailable', `provider "claude": bad environment: ${issues}`);
   }
-  return { model: model || parsed.data.ANTHROPIC_MODEL || undefined, timeoutMs: parsed.data.PINCER_PROVIDER_TIMEOUT_MS };
+  const { ANTHROPIC_MODEL, PINCER_PROVIDER_TIMEOUT_MS, PINCER_CLAUDE_PREWARM } = parsed.data;
+  return {
+    model: model || ANTHROPIC_MODEL || undefined,
+    timeoutMs: PINCER_PROVIDER_TIMEOUT_MS,
+    prewarm: PINCER_CLAUDE_PREWARM === '1' || PINCER_CLAUDE_PREWARM === 'true',
+  };
 }
 
 /**

@@ -4,10 +4,6 @@ import type { McpServerConfig, QueryInput } from '../types.js';
 import { claudeProcessEnv, type ClaudeSettings } from './config.js';
 import { claudeHooks } from './hooks.js';
 
-/**
- * The SDK options of one query (seed "Claude Provider"): resume point, Claude Code's system prompt with the runner's
- * appended, the MCP servers, extra directories, the environment, the tool allow-list, bypassed permissions, hooks.
- */
 /** The tools the agent may use without asking (the seed's allow-list), plus every tool of each MCP server given. */
 export const CLAUDE_TOOL_ALLOWLIST = [
   'Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep', 'NotebookEdit', 'WebSearch', 'WebFetch',
@@ -20,6 +16,10 @@ export const CLAUDE_TOOL_ALLOWLIST = [
  */
 export const CLAUDE_DISALLOWED_TOOLS = ['AskUserQuestion', 'CronCreate', 'CronDelete', 'CronList', 'ScheduleWakeup'] as const;
 
+/**
+ * The SDK options of one query (seed "Claude Provider"): resume point, Claude Code's system prompt with the runner's
+ * appended, the MCP servers, extra directories, the environment, the tool allow-list, bypassed permissions, hooks.
+ */
 export function claudeOptions(
   input: QueryInput,
   settings: ClaudeSettings,

@@ -7,6 +7,7 @@ import { ModelDeadline } from './deadline.js';
 import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
 import { ClaudeEventTranslator, errorEvent } from './events.js';
 import { claudeOptions } from './options.js';
+import { SpareProcess, spareKey } from './spare.js';
 
 /**
  * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
@@ -29,13 +30,35 @@ export class ClaudeProvider implements AgentProvider {
   readonly archivesTranscripts = true;
   private readonly runs = new Set<ClaudeRun>();
   private readonly log: Logger = createLogger('claude');
+  private spare: SpareProcess | undefined;
+  private closed = false;
 
   constructor(private readonly settings: ClaudeSettings) {}
 
+  /** The parked process if it was started for exactly this input; any other spare is closed. */
+  private takeSpare(input: QueryInput): SpareProcess | undefined {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (!spare) return undefined;
+    if (spare.key === spareKey(input)) return spare;
+    this.log.info('the prewarmed Claude Code does not fit this query; starting a new one');
+    spare.close();
+    return undefined;
+  }
+
+  private prewarmAfter(run: ClaudeRun): void {
+    if (!this.settings.prewarm || this.closed || this.runs.size > 0 || !run.succeeded) return;
+    const next = run.nextInput();
+    this.spare = new SpareProcess(spareKey(next), next, this.settings, this.log);
+  }
+
   query(input: QueryInput): AgentQuery {
-    const run = new ClaudeRun(input, this.settings, this.log);
+    const run = new ClaudeRun(input, this.settings, this.log, this.takeSpare(input));
     this.runs.add(run);
-    void run.done.then(() => this.runs.delete(run));
+    void run.done.then(() => {
+      this.runs.delete(run);
+      this.prewarmAfter(run);
+    });
     return {
       push: (message) => run.push(message),
       end: () => run.end(),
@@ -45,6 +68,9 @@ export class ClaudeProvider implements AgentProvider {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.spare?.close();
+    this.spare = undefined;
     const runs = [...this.runs];
     for (const run of runs) run.abort();
     await Promise.all(runs.map((run) => run.done));
@@ -61,11 +87,16 @@ class ClaudeRun {
   private readonly stderrTail: string[] = [];
   private sdkQuery: Query | undefined;
   private finished = false;
+  private failed = false;
+  private answered = false;
+  private sessionId: string | undefined;
+  private resumeAt: string | undefined;
 
   constructor(
-    input: QueryInput,
+    private readonly input: QueryInput,
     private readonly settings: ClaudeSettings,
     private readonly log: Logger,
+    private readonly spare: SpareProcess | undefined,
   ) {
     this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL);
     this.deadline = new ModelDeadline(settings.timeoutMs, (waited, phase) => {
@@ -73,7 +104,7 @@ class ClaudeRun {
       this.fail(new ClaudeProviderError('timeout', `${what} within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`));
     });
     this.prompts.push(userMessage(input.prompt, log));
-    this.done = this.run(input);
+    this.done = this.run();
   }
 
   push(text: string): void {
@@ -87,17 +118,40 @@ class ClaudeRun {
   }
 
   abort(): void {
+    this.failed = true;
     this.finish();
   }
 
-  private async run(input: QueryInput): Promise<void> {
+  /** The query answered and ended without an error or abort. */
+  get succeeded(): boolean {
+    return this.finished && this.answered && !this.failed;
+  }
+
+  /** What the runner will ask next if nothing changes: the same input, resuming where this query ended. */
+  nextInput(): QueryInput {
+    return { ...this.input, prompt: '', sessionId: this.sessionId ?? this.input.sessionId, resumeAt: this.resumeAt ?? this.input.resumeAt };
+  }
+
+  private async run(): Promise<void> {
+    const { input } = this;
     try {
       // Loaded on first use, so a runner on another provider never loads the SDK.
       const { query } = await import('@anthropic-ai/claude-agent-sdk');
-      if (this.finished) return;
+      const warm = await this.spare?.take();
+      if (this.finished) {
+        warm?.close();
+        return;
+      }
       const resume = input.sessionId ? ` resuming ${input.sessionId}${input.resumeAt ? ` at ${input.resumeAt}` : ''}` : '';
-      this.log.info(`starting Claude Code${resume}`);
-      this.sdkQuery = query({ prompt: this.prompts, options: claudeOptions(input, this.settings, this.log, (data) => this.noteStderr(data)) });
+      const onStderr = (data: string): void => this.noteStderr(data);
+      if (warm && this.spare) {
+        this.log.info(`using the prewarmed Claude Code${resume}`);
+        this.spare.stderrSink = onStderr;
+        this.sdkQuery = warm.query(this.prompts);
+      } else {
+        this.log.info(`starting Claude Code${resume}`);
+        this.sdkQuery = query({ prompt: this.prompts, options: claudeOptions(input, this.settings, this.log, onStderr) });
+      }
       this.deadline.promptSent();
       for await (const message of this.sdkQuery) {
         this.deadline.observe(message);
@@ -114,7 +168,13 @@ class ClaudeRun {
   private emit(event: ProviderEvent): void {
     if (this.finished) return;
     this.events.push(event);
+    if (event.type === 'init') this.sessionId = event.sessionId;
+    if (event.type === 'result') {
+      this.answered = true;
+      if (event.resumeAt) this.resumeAt = event.resumeAt;
+    }
     if (event.type === 'error') {
+      this.failed = true;
       this.log.warn(`${event.classification ?? 'error'}: ${event.message}`);
       this.finish();
     }
