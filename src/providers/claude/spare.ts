@@ -43,8 +43,10 @@ export class SpareProcess {
     try {
       const { startup } = await import('@anthropic-ai/claude-agent-sdk');
       const options = claudeOptions(input, settings, this.log, (data) => this.stderrSink(data));
+      const started = Date.now();
       const warm = await startup({ options, initializeTimeoutMs: 60_000 });
       if (this.closed) warm.close();
+      else this.log.info(`prewarmed Claude Code ready in ${Date.now() - started} ms`);
       return warm;
     } catch (err) {
       this.log.warn(`could not prewarm Claude Code: ${(err as Error).message}`);
