@@ -70,4 +70,20 @@ describe('Claude provider (in-process, real SDK and binary, fake model server)',
     expect((events[1] as { message: string }).message).toMatch(/^the model did not answer within 1500 ms/);
     expect(fake.modelRequests()).toHaveLength(1);
   });
+
+  it('turns an API error that Claude Code does not retry (an is_error result, then a throw) into exactly one error', async () => {
+    const { fake, provider, input } = await setUp();
+    fake.script({ status: 500, message: 'boom' });
+    const extra = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-claude-extra-'));
+    dirs.push(extra);
+    const base = input('hello?');
+    const query = provider.query({ ...base, env: { ...base.env, CLAUDE_CODE_MAX_RETRIES: '0' }, additionalDirectories: [extra] });
+    const events = await collect(query.events);
+
+    expect(events.map((e) => e.type)).toEqual(['init', 'error']);
+    expect(events[1]).toMatchObject({ type: 'error', classification: 'server', retryable: true });
+    expect((events[1] as { message: string }).message).toContain('API Error: 500');
+    expect(fake.modelRequests()).toHaveLength(1);
+    expect(JSON.stringify(fake.modelRequests()[0]!.body)).toContain(extra); // the additional directory is the agent's
+  });
 });
