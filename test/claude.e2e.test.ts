@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getSessionValue, readRunnerState } from '../src/db/state.js';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
+import { claudeTestEnv, cleanupClaude, fakeAnthropic, leftoverClaudeProcesses, startClaudeRunner } from './support/claude.js';
 import { startFakeAnthropic } from './support/fake-anthropic.js';
 import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
@@ -156,6 +156,19 @@ describe('pincer runner with the Claude provider', () => {
     expect(fake.modelRequests()[0]!.lastUserText).toContain('what is this?');
     expect(session.outboundContents()).toEqual([{ text: 'I see a one-pixel image.' }]);
     expect(await runner.stop()).toBe(0);
+  });
+
+  it('leaves no Claude Code process behind when the runner is killed mid-turn', async () => {
+    const fake = await fakeServer();
+    const session = createTestSession();
+    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    fake.script({ stall: true });
+    session.chat('a question the model will never answer');
+    await waitFor('the model request', () => fake.modelRequests().length === 1, { timeoutMs: 20_000 });
+    expect(leftoverClaudeProcesses().length).toBeGreaterThan(1); // the runner and its Claude Code
+
+    expect(await runner.kill('SIGKILL')).toBe('SIGKILL');
+    await waitFor('Claude Code to notice and exit', () => leftoverClaudeProcesses().length === 0, { timeoutMs: 15_000, intervalMs: 50 });
   });
 
   const failures = [

@@ -3,6 +3,7 @@ import type { Logger } from '../../shared/log.js';
 import type { McpServerConfig, QueryInput } from '../types.js';
 import { claudeProcessEnv, type ClaudeSettings } from './config.js';
 import { claudeHooks } from './hooks.js';
+import { claudeSpawner } from './spawn.js';
 
 /** The tools the agent may use without asking (the seed's allow-list), plus every tool of each MCP server given. */
 export const CLAUDE_TOOL_ALLOWLIST = [
@@ -49,6 +50,7 @@ export function claudeOptions(
     includePartialMessages: true,
     hooks: claudeHooks(input.cwd, input.env, log),
     stderr: onStderr,
+    spawnClaudeCodeProcess: claudeSpawner(input.env, onStderr),
   };
 }
 
