@@ -1,5 +1,7 @@
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
 import { initRunnerState } from '../db/state.js';
+import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
+import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { createProvider, isProviderError, resolveProvider } from '../providers/registry.js';
 import { createLogger, errorMessage } from '../shared/log.js';
@@ -38,9 +40,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     provider,
     waker,
     log,
-    systemPrompt: loadSystemPrompt(config.paths),
+    systemPrompt: [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS].filter(Boolean).join('\n\n'),
     additionalDirectories: discoverExtraDirectories(config.paths),
-    mcpServers: {},
+    mcpServers: { [MCP_SERVER_NAME]: pincerMcpServer(config.paths.root, config.timeZone, env) },
     providerEnv: { ...env },
   });
   const stop = (): void => runner.stop();
