@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getSessionValue, readRunnerState } from '../src/db/state.js';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, leftoverClaudeProcesses, startClaudeRunner } from './support/claude.js';
+import { claudeTestEnv, cleanupClaude, fakeAnthropic, leftoverClaudeProcesses, processesWithEnv, startClaudeRunner } from './support/claude.js';
 import { startFakeAnthropic } from './support/fake-anthropic.js';
 import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
@@ -167,8 +167,12 @@ describe('pincer runner with the Claude provider', () => {
     await waitFor('the model request', () => fake.modelRequests().length === 1, { timeoutMs: 20_000 });
     expect(leftoverClaudeProcesses().length).toBeGreaterThan(1); // the runner and its Claude Code
 
+    const mcpServers = () => processesWithEnv([`PINCER_WORKSPACE=${session.paths.root}`]);
+    expect(mcpServers().length).toBeGreaterThan(1); // the runner and the pincer MCP server
+
     expect(await runner.kill('SIGKILL')).toBe('SIGKILL');
-    await waitFor('Claude Code to notice and exit', () => leftoverClaudeProcesses().length === 0, { timeoutMs: 15_000, intervalMs: 50 });
+    await waitFor('Claude Code to exit with its runner', () => leftoverClaudeProcesses().length === 0, { timeoutMs: 15_000, intervalMs: 50 });
+    await waitFor('the MCP server to exit', () => mcpServers().length === 0, { timeoutMs: 15_000, intervalMs: 50 });
   });
 
   const failures = [

@@ -58,8 +58,13 @@ export function claudeTestEnv(fake: FakeAnthropic | { url: string }, extra: Reco
 
 /** pids of live processes whose environment names one of this file's config dirs. */
 export function leftoverClaudeProcesses(): number[] {
-  if (configDirs.length === 0) return [];
-  const markers = configDirs.map((dir) => `CLAUDE_CONFIG_DIR=${dir}\0`);
+  return processesWithEnv(configDirs.map((dir) => `CLAUDE_CONFIG_DIR=${dir}`));
+}
+
+/** pids of live processes (other than this one) whose environment has one of `entries` (`NAME=value`). */
+export function processesWithEnv(entries: string[]): number[] {
+  if (entries.length === 0) return [];
+  const markers = entries.map((entry) => `${entry}\0`);
   const pids: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
