@@ -8,8 +8,9 @@ import { archiveClaudeTranscript } from './transcript.js';
  * provider interface):
  * - PreCompact archives the transcript to `<cwd>/conversations/{date}-{summary}.md` (cwd is the agent folder), in
  *   the time zone of the runner (TZ);
- * - PreToolUse on Bash removes credentials from the command's environment. Claude Code needs the API key in its own
- *   environment and every Bash command inherits it, so the command is rewritten to `unset` them first.
+ * - PreToolUse on Bash (and Monitor, which also runs a shell command) removes credentials from the command's
+ *   environment. Claude Code needs the API key in its own environment and every command it runs inherits it, so the
+ *   command is rewritten to `unset` them first.
  */
 
 /** Names that look like credentials: `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_CREDENTIALS`. */
@@ -66,7 +67,7 @@ export function claudeHooks(
 ): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
   return {
     PreCompact: [{ hooks: [preCompactHook(cwd, timeZoneOf(env), log)] }],
-    PreToolUse: [{ matcher: 'Bash', hooks: [sanitizeBashHook(secretVariableNames(env))] }],
+    PreToolUse: [{ matcher: 'Bash|Monitor', hooks: [sanitizeBashHook(secretVariableNames(env))] }],
   };
 }
 
