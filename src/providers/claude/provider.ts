@@ -11,7 +11,8 @@ import { SpareProcess, spareKey } from './spare.js';
 
 /**
  * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
- * push-based message stream so follow-ups reach the running query. One Claude Code process per query.
+ * push-based message stream so follow-ups reach the running query. One Claude Code process per query (with
+ * PINCER_CLAUDE_PREWARM, started ahead of it: see spare.ts).
  *
  * Contract kept here: `query()` never throws and never rejects later; every failure (an API error, a crash of the
  * Claude Code process, a silent model) becomes exactly one `error` event, after which the event stream ends and the
@@ -35,23 +36,6 @@ export class ClaudeProvider implements AgentProvider {
 
   constructor(private readonly settings: ClaudeSettings) {}
 
-  /** The parked process if it was started for exactly this input; any other spare is closed. */
-  private takeSpare(input: QueryInput): SpareProcess | undefined {
-    const spare = this.spare;
-    this.spare = undefined;
-    if (!spare) return undefined;
-    if (spare.key === spareKey(input)) return spare;
-    this.log.info('the prewarmed Claude Code does not fit this query; starting a new one');
-    spare.close();
-    return undefined;
-  }
-
-  private prewarmAfter(run: ClaudeRun): void {
-    if (!this.settings.prewarm || this.closed || this.runs.size > 0 || !run.succeeded) return;
-    const next = run.nextInput();
-    this.spare = new SpareProcess(spareKey(next), next, this.settings, this.log);
-  }
-
   query(input: QueryInput): AgentQuery {
     const run = new ClaudeRun(input, this.settings, this.log, this.takeSpare(input));
     this.runs.add(run);
@@ -69,11 +53,28 @@ export class ClaudeProvider implements AgentProvider {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.spare?.close();
+    const spare = this.spare;
     this.spare = undefined;
     const runs = [...this.runs];
     for (const run of runs) run.abort();
-    await Promise.all(runs.map((run) => run.done));
+    await Promise.all([spare?.close(), ...runs.map((run) => run.done)]);
+  }
+
+  /** The parked process if it was started for exactly this input; any other spare is closed. */
+  private takeSpare(input: QueryInput): SpareProcess | undefined {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (!spare) return undefined;
+    if (spare.key === spareKey(input)) return spare;
+    this.log.info('the prewarmed Claude Code does not fit this query; starting a new one');
+    void spare.close();
+    return undefined;
+  }
+
+  private prewarmAfter(run: ClaudeRun): void {
+    if (!this.settings.prewarm || this.closed || this.runs.size > 0 || !run.succeeded) return;
+    const next = run.nextInput();
+    this.spare = new SpareProcess(spareKey(next), next, this.settings, this.log);
   }
 }
 

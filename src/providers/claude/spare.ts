@@ -33,10 +33,12 @@ export class SpareProcess {
     return this.warm;
   }
 
-  close(): void {
+  /** Stop the parked process (unless a query took it); resolves once it has been told to exit. */
+  async close(): Promise<void> {
     if (this.closed || this.taken) return;
     this.closed = true;
-    void this.warm.then((warm) => warm?.close());
+    const warm = await this.warm;
+    warm?.close();
   }
 
   private async start(input: QueryInput, settings: ClaudeSettings): Promise<WarmQuery | undefined> {
