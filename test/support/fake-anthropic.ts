@@ -15,8 +15,8 @@ export type FakeReply =
   | { text: string }
   /** call a tool (stop_reason tool_use); `text` is said before the call. The CLI sends the result in a new request. */
   | { toolUse: { name: string; input: Record<string, unknown> }; text?: string }
-  /** fail with this HTTP status and an Anthropic-shaped error body. */
-  | { status: number; message?: string }
+  /** fail with this HTTP status and an Anthropic-shaped error body (and extra response headers). */
+  | { status: number; message?: string; headers?: Record<string, string> }
   /** accept the request and never answer (until the server closes). */
   | { stall: true }
   /** hold the request until `until` resolves, then answer with `then` (a turn the test keeps running). */
@@ -195,7 +195,7 @@ function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply
   if ('status' in reply) {
     const type = ERROR_TYPES[reply.status] ?? 'api_error';
     res
-      .writeHead(reply.status, { 'content-type': 'application/json', 'request-id': `req_${randomUUID()}` })
+      .writeHead(reply.status, { 'content-type': 'application/json', 'request-id': `req_${randomUUID()}`, ...reply.headers })
       .end(JSON.stringify({ type: 'error', error: { type, message: reply.message ?? `fake ${type}` } }));
     return;
   }
