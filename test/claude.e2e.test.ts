@@ -246,6 +246,8 @@ describe('Claude provider: compaction and configuration', () => {
     expect(archive).toMatch(/## Prompt · [^\n]+\n\n`{3}text\n<context timezone="UTC"\/>[\s\S]*the launch is on Friday, remember that/);
     expect(archive).toMatch(/## Agent · [^\n]+\n\n`{3}text\nNoted: the launch is on Friday.\n`{3}/);
     expect(fake.modelRequests().at(-1)!.allText).toContain('the launch is on Friday'); // the summary request
+    expect(session.outboundContents()).toEqual([{ text: 'Noted: the launch is on Friday.' }, { text: 'Conversation compacted.' }]);
+    expect(session.outbound()[1]!.in_reply_to).toBe(compact.id);
     expect(await runner.stop()).toBe(0);
   });
 

@@ -10,11 +10,14 @@ import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeEr
  * - system/api_retry → retryable `error` classified by the API error (Claude Code would retry; the host does);
  * - rate_limit_event with status `rejected` → `error` classified `quota`;
  * - system/task_notification → `progress`;
+ * - system/compact_boundary of a `/compact` → its otherwise empty result says "Conversation compacted.";
  * - everything else → logged only.
  */
 export class ClaudeEventTranslator {
   private announced = false;
   private lastAssistantUuid: string | undefined;
+  /** a manual compaction (`/compact`) happened in the current turn. */
+  private compacted = false;
 
   constructor(
     private readonly log: Logger,
@@ -64,6 +67,11 @@ export class ClaudeEventTranslator {
       const what = message.error_status === null ? `no answer from ${this.apiUrl ?? 'the model API'}` : `HTTP ${message.error_status}`;
       return [errorEvent(new ClaudeProviderError(code, `model API request failed (${what}, ${message.error}); attempt ${message.attempt} of ${message.max_retries + 1}`))];
     }
+    if (message.subtype === 'compact_boundary') {
+      this.log.info(`conversation compacted (${message.compact_metadata.trigger}, ${message.compact_metadata.pre_tokens} tokens before)`);
+      if (message.compact_metadata.trigger === 'manual') this.compacted = true;
+      return [];
+    }
     if (message.subtype === 'task_notification') {
       return [{ type: 'progress', message: `task ${message.task_id} ${message.status}: ${message.summary}` }];
     }
@@ -72,8 +80,12 @@ export class ClaudeEventTranslator {
   }
 
   private result(message: SDKResultMessage): ProviderEvent {
+    const compacted = this.compacted;
+    this.compacted = false;
     if (message.subtype === 'success' && !message.is_error) {
-      return { type: 'result', text: message.result || null, resumeAt: this.lastAssistantUuid };
+      // `/compact` answers with no text; say that it happened rather than leave the user without a reply.
+      const text = message.result || (compacted ? 'Conversation compacted.' : null);
+      return { type: 'result', text, resumeAt: this.lastAssistantUuid };
     }
     if (message.subtype === 'success') {
       // An API error ends the turn as an `is_error` result whose text Claude Code wrote (`API Error: 500 …`).
