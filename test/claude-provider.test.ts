@@ -86,4 +86,16 @@ describe('Claude provider (in-process, real SDK and binary, fake model server)',
     expect(fake.modelRequests()).toHaveLength(1);
     expect(JSON.stringify(fake.modelRequests()[0]!.body)).toContain(extra); // the additional directory is the agent's
   });
+
+  it('starts a new conversation when the session to resume is gone from the config dir', async () => {
+    const { fake, provider, input } = await setUp();
+    fake.script({ text: 'hello again' });
+    const lost = '3f0e7a36-1111-4222-8333-944455556666';
+    const query = provider.query({ ...input('hello?'), sessionId: lost, resumeAt: '0b7c43a1-1111-4222-8333-944455556666' });
+    const events = await collect(query.events, () => query.end());
+
+    expect(events.map((e) => e.type)).toEqual(['init', 'result']);
+    expect(events[0]).toMatchObject({ type: 'init', sessionId: expect.not.stringMatching(lost) });
+    expect(events[1]).toMatchObject({ type: 'result', text: 'hello again' });
+  });
 });

@@ -43,8 +43,22 @@ export function hasClaudeKey(env: Record<string, string | undefined>): boolean {
 export function hasClaudeCredentials(env: Record<string, string | undefined>): boolean {
   if (hasClaudeKey(env)) return true;
   if (CLOUD_SWITCHES.some((name) => env[name] && env[name] !== '0')) return true;
-  const configDir = env.CLAUDE_CONFIG_DIR || path.join(env.HOME || os.homedir(), '.claude');
-  return fs.existsSync(path.join(configDir, '.credentials.json'));
+  return fs.existsSync(path.join(claudeConfigDir(env), '.credentials.json'));
+}
+
+/** Where Claude Code keeps its state: CLAUDE_CONFIG_DIR, else ~/.claude. */
+export function claudeConfigDir(env: Record<string, string | undefined>): string {
+  return env.CLAUDE_CONFIG_DIR || path.join(env.HOME || os.homedir(), '.claude');
+}
+
+/**
+ * Whether Claude Code still has the session: its transcript `projects/<project>/<session id>.jsonl` in the config
+ * dir (any project: Claude Code resumes a session from another working directory too).
+ */
+export function claudeSessionExists(env: Record<string, string | undefined>, sessionId: string): boolean {
+  const projects = path.join(claudeConfigDir(env), 'projects');
+  if (!fs.existsSync(projects)) return false;
+  return fs.readdirSync(projects).some((project) => fs.existsSync(path.join(projects, project, `${sessionId}.jsonl`)));
 }
 
 export function loadClaudeSettings(env: Record<string, string | undefined>, model: string | undefined): ClaudeSettings {

@@ -2,7 +2,7 @@ import type { Query, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
 import { AsyncQueue } from '../../shared/async-queue.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
 import type { AgentProvider, AgentQuery, ContentBlock, ProviderEvent, QueryInput } from '../types.js';
-import type { ClaudeSettings } from './config.js';
+import { claudeConfigDir, claudeSessionExists, type ClaudeSettings } from './config.js';
 import { ModelDeadline } from './deadline.js';
 import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
 import { ClaudeEventTranslator, errorEvent } from './events.js';
@@ -134,7 +134,7 @@ class ClaudeRun {
   }
 
   private async run(): Promise<void> {
-    const { input } = this;
+    const input = this.resumable(this.input);
     try {
       // Loaded on first use, so a runner on another provider never loads the SDK.
       const { query } = await import('@anthropic-ai/claude-agent-sdk');
@@ -164,6 +164,16 @@ class ClaudeRun {
     } finally {
       this.finish();
     }
+  }
+
+  /**
+   * The input with its resume point only if Claude Code still has that session. A config dir that did not survive a
+   * container restart would otherwise fail every query of the session for good ("No conversation found").
+   */
+  private resumable(input: QueryInput): QueryInput {
+    if (!input.sessionId || claudeSessionExists(input.env, input.sessionId)) return input;
+    this.log.warn(`session ${input.sessionId} is not in ${claudeConfigDir(input.env)}; starting a new conversation`);
+    return { ...input, sessionId: undefined, resumeAt: undefined };
   }
 
   private emit(event: ProviderEvent): void {
