@@ -98,4 +98,22 @@ describe('Claude provider (in-process, real SDK and binary, fake model server)',
     expect(events[0]).toMatchObject({ type: 'init', sessionId: expect.not.stringMatching(lost) });
     expect(events[1]).toMatchObject({ type: 'result', text: 'hello again' });
   });
+
+  it('resumes from the end of the session when the stored resume point is no longer on its conversation', async () => {
+    const { fake, provider, input } = await setUp();
+    fake.script({ text: 'first answer' }, { text: 'second answer' });
+    const first = provider.query(input('first question'));
+    const firstEvents = await collect(first.events, () => first.end());
+    const sessionId = (firstEvents[0] as { sessionId: string }).sessionId;
+
+    const stale = '0b7c43a1-1111-4222-8333-944455556666';
+    const second = provider.query({ ...input('second question'), sessionId, resumeAt: stale });
+    const events = await collect(second.events, () => second.end());
+
+    expect(events).toEqual([
+      { type: 'init', sessionId },
+      { type: 'result', text: 'second answer', resumeAt: expect.any(String) },
+    ]);
+    expect(fake.modelRequests()[1]!.allText).toContain('first answer');
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyApiError, classifyErrorText } from '../src/providers/claude/errors.js';
 import { scrubCommand, secretVariableNames } from '../src/providers/claude/hooks.js';
-import { parseTranscript, summarySource } from '../src/providers/claude/transcript.js';
+import { isOnResumeChain, parseTranscript, summarySource } from '../src/providers/claude/transcript.js';
 
 /** The Claude provider's pure pieces: error classification, secret scrubbing, transcript naming. */
 describe('Claude error classification', () => {
@@ -64,5 +64,29 @@ describe('transcript archive names', () => {
       { role: 'assistant', text: 'Sure.', at: undefined },
     ]);
     expect(summarySource(transcript)).toBe('Plan the Q3 offsite, please!');
+  });
+});
+
+describe('resume points', () => {
+  const line = (uuid: string, parentUuid: string | null, extra: Record<string, unknown> = {}) => JSON.stringify({ type: 'user', uuid, parentUuid, ...extra });
+  const jsonl = [
+    line('a', null),
+    line('b', 'a'),
+    line('side', 'b', { isSidechain: true }),
+    line('boundary', null, { type: 'system', subtype: 'compact_boundary' }),
+    line('summary', 'boundary'),
+    line('c', 'summary'),
+    '{"type":"last-prompt","lastPrompt":"x"}',
+  ].join('\n');
+
+  it.each([
+    ['c', true],
+    ['summary', true],
+    ['boundary', true],
+    ['b', false], // compacted away
+    ['side', false],
+    ['unknown', false],
+  ] as const)('%s is on the chain Claude Code resumes: %s', (uuid, expected) => {
+    expect(isOnResumeChain(jsonl, uuid)).toBe(expected);
   });
 });

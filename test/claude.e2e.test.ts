@@ -96,7 +96,8 @@ describe('pincer runner with the Claude provider', () => {
     expect(resumed.allText).toContain('The secret word is PAPAYA.');
     expect(resumed.lastUserText).toContain('what did I ask before?');
     expect(getSessionValue(session.db, 'claude:session_id')).toBe(sessionId);
-    expect(second.stderr()).toContain(`resuming ${sessionId}`);
+    expect(second.stderr()).toMatch(new RegExp(`resuming ${sessionId} at [0-9a-f-]{36}`));
+    expect(second.stderr()).not.toContain('[claude] warn');
     expect(await second.stop()).toBe(0);
   });
 
@@ -248,6 +249,16 @@ describe('Claude provider: compaction and configuration', () => {
     expect(fake.modelRequests().at(-1)!.allText).toContain('the launch is on Friday'); // the summary request
     expect(session.outboundContents()).toEqual([{ text: 'Noted: the launch is on Friday.' }, { text: 'Conversation compacted.' }]);
     expect(session.outbound()[1]!.in_reply_to).toBe(compact.id);
+
+    // the next query goes on from the compacted conversation, not from before it
+    fake.script({ text: 'Still Friday.' });
+    const b = session.chat('when is the launch?');
+    await waitFor('answer after compaction', () => session.inbound(b.id).status === 'completed', { timeoutMs: 20_000 });
+    const after = fake.modelRequests().at(-1)!;
+    expect(after.lastUserText).toContain('when is the launch?');
+    expect(after.allText).toContain('Summary: the user said the launch is on Friday.');
+    expect(after.allText).not.toContain('Noted: the launch is on Friday.');
+    expect(runner.stderr()).not.toContain('[claude] warn'); // resumed at the compacted conversation's last entry
     expect(await runner.stop()).toBe(0);
   });
 

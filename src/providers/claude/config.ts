@@ -52,13 +52,16 @@ export function claudeConfigDir(env: Record<string, string | undefined>): string
 }
 
 /**
- * Whether Claude Code still has the session: its transcript `projects/<project>/<session id>.jsonl` in the config
- * dir (any project: Claude Code resumes a session from another working directory too).
+ * The transcript of a session Claude Code still has: `projects/<project>/<session id>.jsonl` in the config dir (any
+ * project: Claude Code resumes a session from another working directory too); undefined when it is gone.
  */
-export function claudeSessionExists(env: Record<string, string | undefined>, sessionId: string): boolean {
+export function findSessionTranscript(env: Record<string, string | undefined>, sessionId: string): string | undefined {
   const projects = path.join(claudeConfigDir(env), 'projects');
-  if (!fs.existsSync(projects)) return false;
-  return fs.readdirSync(projects).some((project) => fs.existsSync(path.join(projects, project, `${sessionId}.jsonl`)));
+  if (!fs.existsSync(projects)) return undefined;
+  return fs
+    .readdirSync(projects)
+    .map((project) => path.join(projects, project, `${sessionId}.jsonl`))
+    .find((file) => fs.existsSync(file));
 }
 
 export function loadClaudeSettings(env: Record<string, string | undefined>, model: string | undefined): ClaudeSettings {

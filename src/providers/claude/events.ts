@@ -6,7 +6,9 @@ import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeEr
 /**
  * `translateClaudeEvents` of the seed, one SDK message at a time:
  * - system/init → `init` (once per query; Claude Code repeats it every turn);
- * - result → `result` with the last top-level assistant message uuid as `resumeAt`; an `is_error` result → `error`;
+ * - result → `result` with the uuid of the last entry of the conversation seen (an assistant message, a tool result,
+ *   after `/compact` the summary) as `resumeAt`: resuming at an older entry would fail once the conversation is
+ *   compacted ("No message found"); an `is_error` result → `error`;
  * - system/api_retry → retryable `error` classified by the API error (Claude Code would retry; the host does);
  * - rate_limit_event with status `rejected` → `error` classified `quota`;
  * - system/task_notification → `progress`;
@@ -15,7 +17,8 @@ import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeEr
  */
 export class ClaudeEventTranslator {
   private announced = false;
-  private lastAssistantUuid: string | undefined;
+  /** the last top-level transcript entry seen: where the next query resumes. */
+  private lastEntryUuid: string | undefined;
   /** a manual compaction (`/compact`) happened in the current turn. */
   private compacted = false;
 
@@ -30,8 +33,12 @@ export class ClaudeEventTranslator {
       case 'system':
         return this.system(message);
       case 'assistant':
-        if (message.parent_tool_use_id === null && !message.error) this.lastAssistantUuid = message.uuid;
+        if (message.parent_tool_use_id === null && !message.error) this.lastEntryUuid = message.uuid;
         this.log.debug(`assistant: ${message.message.content.map((block) => block.type).join(', ')}`);
+        return [];
+      case 'user':
+        // tool results, and the summary a compaction leaves: entries of the conversation too
+        if (message.parent_tool_use_id === null && message.uuid) this.lastEntryUuid = message.uuid;
         return [];
       case 'result':
         return [this.result(message)];
@@ -70,6 +77,7 @@ export class ClaudeEventTranslator {
     if (message.subtype === 'compact_boundary') {
       this.log.info(`conversation compacted (${message.compact_metadata.trigger}, ${message.compact_metadata.pre_tokens} tokens before)`);
       if (message.compact_metadata.trigger === 'manual') this.compacted = true;
+      this.lastEntryUuid = message.uuid;
       return [];
     }
     if (message.subtype === 'task_notification') {
@@ -85,7 +93,7 @@ export class ClaudeEventTranslator {
     if (message.subtype === 'success' && !message.is_error) {
       // `/compact` answers with no text; say that it happened rather than leave the user without a reply.
       const text = message.result || (compacted ? 'Conversation compacted.' : null);
-      return { type: 'result', text, resumeAt: this.lastAssistantUuid };
+      return { type: 'result', text, resumeAt: this.lastEntryUuid };
     }
     if (message.subtype === 'success') {
       // An API error ends the turn as an `is_error` result whose text Claude Code wrote (`API Error: 500 …`).

@@ -1,13 +1,15 @@
 import type { Query, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import fs from 'node:fs';
 import { AsyncQueue } from '../../shared/async-queue.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
 import type { AgentProvider, AgentQuery, ContentBlock, ProviderEvent, QueryInput } from '../types.js';
-import { claudeConfigDir, claudeSessionExists, type ClaudeSettings } from './config.js';
+import { claudeConfigDir, findSessionTranscript, type ClaudeSettings } from './config.js';
 import { ModelDeadline } from './deadline.js';
 import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
 import { ClaudeEventTranslator, errorEvent } from './events.js';
 import { claudeOptions } from './options.js';
 import { SpareProcess, spareKey } from './spare.js';
+import { isOnResumeChain } from './transcript.js';
 
 /**
  * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
@@ -167,13 +169,23 @@ class ClaudeRun {
   }
 
   /**
-   * The input with its resume point only if Claude Code still has that session. A config dir that did not survive a
-   * container restart would otherwise fail every query of the session for good ("No conversation found").
+   * The input with its resume point only where Claude Code can resume it, else a warning: a session gone from the
+   * config dir (one that did not survive a container restart) starts a new conversation, and a resume point no longer
+   * on the conversation (compacted away after a failed query) resumes from the end. Either would otherwise fail every
+   * query of the session for good.
    */
   private resumable(input: QueryInput): QueryInput {
-    if (!input.sessionId || claudeSessionExists(input.env, input.sessionId)) return input;
-    this.log.warn(`session ${input.sessionId} is not in ${claudeConfigDir(input.env)}; starting a new conversation`);
-    return { ...input, sessionId: undefined, resumeAt: undefined };
+    if (!input.sessionId) return input;
+    const transcript = findSessionTranscript(input.env, input.sessionId);
+    if (!transcript) {
+      this.log.warn(`session ${input.sessionId} is not in ${claudeConfigDir(input.env)}; starting a new conversation`);
+      return { ...input, sessionId: undefined, resumeAt: undefined };
+    }
+    if (input.resumeAt && !isOnResumeChain(fs.readFileSync(transcript, 'utf8'), input.resumeAt)) {
+      this.log.warn(`resume point ${input.resumeAt} is no longer in session ${input.sessionId}; resuming from its end`);
+      return { ...input, resumeAt: undefined };
+    }
+    return input;
   }
 
   private emit(event: ProviderEvent): void {

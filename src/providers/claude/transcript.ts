@@ -92,6 +92,32 @@ function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
+/**
+ * Whether `uuid` is on the chain Claude Code resumes: from the newest main-chain entry back through `parentUuid` to
+ * the start, or to the last compaction (whose boundary has no parent). Resuming at an entry off that chain fails with
+ * "No message found with message.uuid".
+ */
+export function isOnResumeChain(jsonl: string, uuid: string): boolean {
+  const parents = new Map<string, string | null>();
+  let leaf: string | undefined;
+  for (const line of jsonl.split('\n')) {
+    if (!line.includes('"uuid"')) continue;
+    let entry: { uuid?: unknown; parentUuid?: unknown; isSidechain?: unknown };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue;
+    }
+    if (typeof entry.uuid !== 'string' || entry.isSidechain === true) continue;
+    parents.set(entry.uuid, typeof entry.parentUuid === 'string' ? entry.parentUuid : null);
+    leaf = entry.uuid;
+  }
+  for (let at = leaf, steps = 0; at && steps <= parents.size; at = parents.get(at) ?? undefined, steps++) {
+    if (at === uuid) return true;
+  }
+  return false;
+}
+
 /** What the archive is named after: the session title, else the first user prompt without its markup. */
 export function summarySource(transcript: ParsedTranscript): string {
   if (transcript.title) return transcript.title;
