@@ -4,9 +4,10 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * A scripted fake of the Anthropic Messages API on 127.0.0.1, good enough for the real Claude Code CLI (which calls
- * only `POST /v1/messages?beta=true` with `stream: true`). Each request takes the next scripted reply: text, a
- * `tool_use` of a named tool, an HTTP error status, or a stall that never answers. When the script is empty it answers
- * `defaultText`. Every request is recorded, parsed, so tests can assert what the model was sent.
+ * only `POST /v1/messages?beta=true` with `stream: true`, SSE). Each request takes the next scripted step: text, a
+ * `tool_use` of a named tool, an HTTP error status, a stall that never answers, a reply held until the test lets it
+ * go, or a function of the request. When the script is empty it answers `defaultText`. Every request is recorded,
+ * parsed, so tests can assert what the model was sent (system prompt, history on resume, tool results).
  *
  * Not a mock of the SDK: the real SDK and binary talk HTTP to it exactly as they would to the real API.
  */
@@ -21,9 +22,6 @@ export type FakeReply =
   | { stall: true }
   /** hold the request until `until` resolves, then answer with `then` (a turn the test keeps running). */
   | { until: Promise<unknown>; then: FakeReply };
-
-/** Decides the reply for one request; return undefined to take the next scripted reply instead. */
-export type FakeRule = (request: FakeRequest) => FakeReply | undefined;
 
 /** A scripted step: a reply, or a function of the request (e.g. to use an id a tool returned). */
 export type FakeStep = FakeReply | ((request: FakeRequest) => FakeReply);
@@ -73,11 +71,9 @@ export interface FakeAnthropic {
   requests: FakeRequest[];
   /** queue replies, taken one per request in order. */
   script(...steps: FakeStep[]): void;
-  /** rules are asked first for every request, newest first (e.g. answer compaction requests specially). */
-  rule(rule: FakeRule): void;
   /** what a request gets when the script is empty. */
   defaultText: string;
-  /** errors thrown by scripted steps or rules (the request got HTTP 500); `cleanupClaude` fails the test on any. */
+  /** errors thrown by scripted steps (the request got HTTP 500); `cleanupClaude` fails the test on any. */
   stepErrors: Error[];
   /** requests that were sent messages (the model calls). */
   modelRequests(): FakeRequest[];
@@ -87,7 +83,6 @@ export interface FakeAnthropic {
 
 export async function startFakeAnthropic(): Promise<FakeAnthropic> {
   const steps: FakeStep[] = [];
-  const rules: FakeRule[] = [];
   const requests: FakeRequest[] = [];
   const sockets = new Set<Socket>();
 
@@ -98,15 +93,14 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
       const request = parseRequest(req, Buffer.concat(chunks).toString('utf8'));
       requests.push(request);
       if (!request.path.startsWith('/v1/messages') || request.path.startsWith('/v1/messages/count_tokens')) {
-        // Anything else the CLI might ask (token counting, …) gets a harmless answer, and is recorded.
+        // Anything else Claude Code might ask (token counting, …) gets a harmless answer, and is recorded.
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: 10 }));
         return;
       }
       let reply: FakeReply;
       try {
-        const ruled = rules.reduceRight<FakeReply | undefined>((found, rule) => found ?? rule(request), undefined);
-        const step = ruled ? undefined : steps.shift();
-        reply = ruled ?? (typeof step === 'function' ? step(request) : step) ?? { text: fake.defaultText };
+        const step = steps.shift();
+        reply = (typeof step === 'function' ? step(request) : step) ?? { text: fake.defaultText };
       } catch (err) {
         fake.stepErrors.push(err instanceof Error ? err : new Error(String(err)));
         reply = { status: 500, message: `scripted step failed: ${String(err)}` };
@@ -128,7 +122,6 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     defaultText: 'ok',
     stepErrors: [],
     script: (...more) => void steps.push(...more),
-    rule: (rule) => void rules.push(rule),
     modelRequests: () => requests.filter((r) => r.path.startsWith('/v1/messages') && (r.body.messages?.length ?? 0) > 0),
     close: async () => {
       for (const socket of sockets) socket.destroy();
