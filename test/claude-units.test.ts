@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ModelDeadline } from '../src/providers/claude/deadline.js';
 import { classifyApiError, classifyErrorText } from '../src/providers/claude/errors.js';
 import { scrubCommand, secretVariableNames } from '../src/providers/claude/hooks.js';
 import { isOnResumeChain, parseTranscript, summarySource } from '../src/providers/claude/transcript.js';
@@ -88,5 +90,48 @@ describe('resume points', () => {
     ['unknown', false],
   ] as const)('%s is on the chain Claude Code resumes: %s', (uuid, expected) => {
     expect(isOnResumeChain(jsonl, uuid)).toBe(expected);
+  });
+});
+
+describe('the model deadline', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  // Just the fields the deadline reads, in the SDK's message shapes.
+  const message = (value: object): SDKMessage => value as SDKMessage;
+  const init = message({ type: 'system', subtype: 'init' });
+  const toolCall = message({ type: 'assistant', parent_tool_use_id: null, message: { content: [{ type: 'tool_use', id: 't1' }] } });
+  const toolResult = message({ type: 'user', parent_tool_use_id: null, message: { content: [{ type: 'tool_result', tool_use_id: 't1' }] } });
+  const result = message({ type: 'result' });
+
+  it('runs while the model is awaited, not while a tool runs or between turns', () => {
+    vi.useFakeTimers();
+    const timeouts: string[] = [];
+    const deadline = new ModelDeadline(100, (ms, phase) => timeouts.push(`${phase} ${ms}`), 1000);
+    deadline.promptSent();
+    vi.advanceTimersByTime(1050); // starting Claude Code gets the start-up allowance
+    deadline.observe(init);
+    deadline.observe(toolCall);
+    vi.advanceTimersByTime(5000); // a long tool
+    deadline.promptSent(); // a follow-up pushed while the tool runs does not start the clock
+    vi.advanceTimersByTime(5000);
+    expect(timeouts).toEqual([]);
+    deadline.observe(toolResult);
+    deadline.observe(result);
+    vi.advanceTimersByTime(5000); // idle between turns
+    expect(timeouts).toEqual([]);
+    deadline.promptSent();
+    vi.advanceTimersByTime(100);
+    expect(timeouts).toEqual(['model 100']);
+    deadline.stop();
+  });
+
+  it('allows the start-up time before the first message', () => {
+    vi.useFakeTimers();
+    const timeouts: string[] = [];
+    const deadline = new ModelDeadline(100, (ms, phase) => timeouts.push(`${phase} ${ms}`), 1000);
+    deadline.promptSent();
+    vi.advanceTimersByTime(1100);
+    expect(timeouts).toEqual(['startup 1100']);
   });
 });
