@@ -207,6 +207,13 @@ describe('Claude provider: compaction and configuration', () => {
     );
   });
 
+  it('fails closed with one clear line on a bad provider setting', async () => {
+    const session = createTestSession();
+    const runner = startRunner(session.paths.root, claudeTestEnv({ url: 'http://127.0.0.1:9' }, { PINCER_PROVIDER_TIMEOUT_MS: 'soon' }));
+    expect(await runner.exited).toBe(2);
+    expect(runner.stderr().trim()).toMatch(/^\[runner\] error: provider "claude": bad environment: PINCER_PROVIDER_TIMEOUT_MS: [^\n]+$/);
+  });
+
   it('is what auto picks when an API key is present', async () => {
     const fake = await fakeServer();
     const session = createTestSession();
