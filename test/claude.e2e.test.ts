@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { getSessionValue } from '../src/db/state.js';
+import { getSessionValue, readRunnerState } from '../src/db/state.js';
 import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
 import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
@@ -60,7 +60,7 @@ describe('pincer runner with the Claude provider', () => {
     const first = session.chat('first question');
     await waitFor('the first model request', () => fake.modelRequests().length === 1, { timeoutMs: 20_000 });
     const second = session.chat('second question, sent while the model thinks');
-    await waitFor('the follow-up pushed', () => runner.stderr().includes('pushed 1 follow-up'));
+    await waitFor('the follow-up pushed', () => readRunnerState(session.db)?.batchIds.includes(second.id));
     release();
 
     await waitFor('both completed', () =>
