@@ -12,9 +12,10 @@ import { waitFor } from './support/wait.js';
  * a runner killed mid-turn takes its Claude Code and MCP server with it.
  */
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  expect(await cleanupClaude()).toBe(0);
+  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
+  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
   cleanupSessions();
+  expect(left).toEqual({ runners: 0, claude: 0 });
 });
 
 const fakeServer = fakeAnthropic;

@@ -10,9 +10,10 @@ import { waitFor } from './support/wait.js';
  * from the rows' own timestamps. Run with `PINCER_MEASURE=1 npx vitest run test/claude-latency.test.ts`.
  */
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  expect(await cleanupClaude()).toBe(0);
+  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
+  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
   cleanupSessions();
+  expect(left).toEqual({ runners: 0, claude: 0 });
 });
 
 describe.runIf(process.env.PINCER_MEASURE === '1')('Claude provider latency', () => {

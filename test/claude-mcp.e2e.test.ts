@@ -15,9 +15,10 @@ import { waitFor } from './support/wait.js';
  * the scripted model calls `mcp__pincer__<tool>`, and the tool writes its rows with the routing of the batch in flight.
  */
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  expect(await cleanupClaude()).toBe(0);
+  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
+  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
   cleanupSessions();
+  expect(left).toEqual({ runners: 0, claude: 0 });
 });
 
 const ROUTING = { platformId: 'C-100', channelType: 'slack', threadId: '1700000000.5' };

@@ -14,8 +14,9 @@ import type { FakeAnthropic } from './support/fake-anthropic.js';
 const dirs: string[] = [];
 
 afterEach(async () => {
-  expect(await cleanupClaude()).toBe(0);
+  const left = await cleanupClaude();
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  expect(left).toBe(0);
 });
 
 async function setUp(timeoutMs = 60_000): Promise<{ fake: FakeAnthropic; provider: ClaudeProvider; input: (prompt: QueryInput['prompt']) => QueryInput }> {

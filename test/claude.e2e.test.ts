@@ -13,9 +13,10 @@ import { waitFor } from './support/wait.js';
  * binary, and the scripted fake Anthropic server on 127.0.0.1.
  */
 afterEach(async () => {
-  expect(await stopAllRunners()).toBe(0);
-  expect(await cleanupClaude()).toBe(0);
+  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
+  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
   cleanupSessions();
+  expect(left).toEqual({ runners: 0, claude: 0 });
 });
 
 const fakeServer = fakeAnthropic;

@@ -36,6 +36,7 @@ export async function cleanupClaude(): Promise<number> {
   await Promise.all(closing.map((fake) => fake.close()));
   const left = await settleClaudeProcesses();
   removeClaudeConfigDirs();
+  // a failing step is reported after everything is cleaned up
   const stepErrors = closing.flatMap((fake) => fake.stepErrors);
   if (stepErrors.length > 0) throw new Error(`a scripted model step failed: ${stepErrors.map((e) => e.message).join('; ')}`);
   return left;
