@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
+import { registerContainerCommands } from './container.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 
@@ -30,5 +31,6 @@ program
 registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
+registerContainerCommands(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,53 @@
+import type { Command } from 'commander';
+import path from 'node:path';
+
+/**
+ * `pincer container …`: build the runner image (Docker runners, PINCER_RUNNER=docker) and clear runner containers
+ * left behind. Loaded only when chosen, like the other long commands.
+ */
+export function registerContainerCommands(program: Command): void {
+  const container = program.command('container').description('runners in Docker containers');
+
+  container
+    .command('image')
+    .description("build the runner image from this machine's own Node (no registry needed); does nothing if it is current")
+    .option('--image <name>', 'image name (default PINCER_DOCKER_IMAGE, else pincer-runner)')
+    .option('--force', 'rebuild even if the image is current')
+    .action(async (options: { image?: string; force?: boolean }) => reportErrors(async () => {
+      const { ensureRunnerImage, loadLauncherConfig } = await import('../container/index.js');
+      const { checkDockerDaemon } = await import('../container/docker-cli.js');
+      const config = loadLauncherConfig(process.env);
+      await checkDockerDaemon(config.docker.cliEnv);
+      const sqlite = path.join(config.docker.appRoot, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+      const result = await ensureRunnerImage({
+        image: options.image ?? config.docker.image,
+        cliEnv: config.docker.cliEnv,
+        libraryUsers: [sqlite],
+        force: options.force,
+      });
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+    }));
+
+  container
+    .command('clean')
+    .description('remove every Pincer runner container on the daemon (running or not)')
+    .action(async () => reportErrors(async () => {
+      const { listRunnerContainers, loadLauncherConfig, removeRunnerContainers } = await import('../container/index.js');
+      const { cliEnv } = loadLauncherConfig(process.env).docker;
+      const names = await listRunnerContainers(cliEnv);
+      await removeRunnerContainers(names, cliEnv);
+      process.stdout.write(`${JSON.stringify({ removed: names })}\n`);
+    }));
+}
+
+/** A `ContainerError` is one clear line and exit code 2; anything else is a bug and keeps its stack. */
+async function reportErrors(action: () => Promise<void>): Promise<void> {
+  const { isContainerError } = await import('../container/errors.js');
+  try {
+    await action();
+  } catch (err) {
+    if (!isContainerError(err)) throw err;
+    process.stderr.write(`pincer: ${err.message}\n`);
+    process.exitCode = 2;
+  }
+}

@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import { createLogger, errorMessage } from '../shared/log.js';
+import { docker, removeContainer } from './docker-cli.js';
+import { containerNameFor, dockerRunArgs, RUNNER_LABEL } from './docker-args.js';
+import { runnerEnvironment } from './env.js';
+import { launchedRunner, runnerStdio } from './handle.js';
+import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
+import { resolveFolders } from './workspace.js';
+
+const log = createLogger('container');
+
+/**
+ * Runners in Docker containers through the docker CLI (no SDK: `docker run` attached is the simplest handle whose
+ * exit is the container's). The CLI is the local child; the container is named, labelled and always removed:
+ * `stop()` is `docker stop` (SIGTERM via tini, SIGKILL after the grace), `kill()` is `docker rm -f`, and whenever
+ * the CLI ends — even if it was SIGKILLed and the container still runs — `docker rm -f` runs before `exited` resolves.
+ */
+export class DockerLauncher implements RunnerLauncher {
+  readonly kind = 'docker' as const;
+
+  constructor(
+    private readonly settings: DockerSettings,
+    private readonly cliEntry: string,
+  ) {}
+
+  launch(options: LaunchOptions): LaunchedRunner {
+    const folders = resolveFolders(options);
+    const env = runnerEnvironment(options.env, this.settings.extraEnv);
+    const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
+    const args = dockerRunArgs(this.settings, { containerName, folders, cliEntry: this.cliEntry, envNames: Object.keys(env) });
+    const cliEnv = this.settings.cliEnv;
+    const stdio = runnerStdio(options);
+    const child = spawn('docker', args, { env: { ...cliEnv, ...env }, stdio: stdio.stdio });
+    stdio.close();
+    log.info(`started ${containerName} (image ${this.settings.image}, user ${this.settings.user ?? folders.owner}, ${Object.keys(env).length} variables)`);
+    const remove = (): Promise<void> =>
+      removeContainer(containerName, cliEnv).catch((err: unknown) => log.warn(`cannot remove ${containerName}: ${errorMessage(err)}`));
+    let killing = false;
+    return launchedRunner('docker', child, {
+      containerName,
+      terminate: (graceMs) => {
+        docker(['stop', '--time', String(Math.max(1, Math.ceil(graceMs / 1000))), containerName], cliEnv, graceMs + 30_000).catch(
+          // not created yet (or already gone): the CLI forwards SIGTERM to the container once it runs.
+          () => child.kill('SIGTERM'),
+        );
+      },
+      forceKill: () => {
+        if (killing) return;
+        killing = true;
+        // `rm -f` kills and removes; the attached CLI then exits. If the CLI hangs, it goes too.
+        void remove().then(() => {
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+          child.once('exit', () => clearTimeout(timer));
+          if (child.exitCode !== null || child.signalCode !== null) clearTimeout(timer);
+        });
+      },
+      killMarginMs: 5000,
+      afterExit: remove,
+    });
+  }
+}
+
+/** Names of the runner containers on the daemon (running or not), e.g. those left by a host that died. */
+export async function listRunnerContainers(cliEnv: NodeJS.ProcessEnv): Promise<string[]> {
+  const out = await docker(['ps', '-a', '--filter', `label=${RUNNER_LABEL}`, '--format', '{{.Names}}'], cliEnv);
+  return out.split('\n').filter(Boolean).sort();
+}
+
+/** Remove runner containers by name (`docker rm -f`); a host calls it at start for its sessions' names. */
+export async function removeRunnerContainers(names: string[], cliEnv: NodeJS.ProcessEnv): Promise<void> {
+  await Promise.all(names.map((name) => removeContainer(name, cliEnv)));
+}
