@@ -1,0 +1,206 @@
+import net from 'node:net';
+import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DockerLauncher, ensureRunnerImage, isContainerError, listRunnerContainers } from '../src/container/index.js';
+import { packageRoot } from '../src/container/config.js';
+import type { DockerSettings } from '../src/container/types.js';
+import { readRunnerState } from '../src/db/state.js';
+import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
+import { killAllLaunched, launchTracked } from './support/launched-runners.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * Runners in real containers on a private dockerd (started here, stopped at the end): the mock provider answers
+ * through the bind-mounted session DB, stop and kill leave no container, the sandbox has no network and none of the
+ * host's secrets.
+ */
+const skip = dockerdUnavailable();
+if (skip) console.warn(`[container] skipping Docker tests: ${skip}`);
+
+const IMAGE = 'pincer-runner-test';
+let daemon: PrivateDockerd;
+let settings: DockerSettings;
+
+describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
+  beforeAll(async () => {
+    daemon = await startPrivateDockerd();
+    const appRoot = packageRoot(BUILT_CLI);
+    await ensureRunnerImage({
+      image: IMAGE,
+      cliEnv: daemon.cliEnv,
+      libraryUsers: [path.join(appRoot, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')],
+    });
+    settings = {
+      image: IMAGE,
+      appRoot,
+      cliEnv: daemon.cliEnv,
+      extraEnv: [],
+      memory: '512m',
+      cpus: '1',
+      pids: 256,
+      network: 'none',
+    };
+  }, 120_000);
+
+  afterEach(async () => {
+    expect(await killAllLaunched()).toBe(0);
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+    cleanupSessions();
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    expect(daemon.process.exitCode ?? daemon.process.signalCode).not.toBeNull();
+    expect(fs.existsSync(daemon.dir)).toBe(false);
+  }, 60_000);
+
+  const launcher = (): DockerLauncher => new DockerLauncher(settings, BUILT_CLI);
+  // the idle fallback poll is a minute: a reply within the test's deadlines proves the inotify wake crossed the mount.
+  const env = { AGENT_PROVIDER: 'mock', TZ: 'UTC', PINCER_POLL_IDLE_MS: '60000' };
+
+  async function replyTo(s: TestSession, text: string): Promise<{ latencyMs: number; text: string }> {
+    const { id } = s.chat(text);
+    const row = await waitFor(`reply to ${text}`, () => s.outbound().find((r) => r.in_reply_to === id));
+    return { latencyMs: Date.parse(row.timestamp) - Date.parse(s.inbound(id).timestamp), text: String(JSON.parse(row.content).text) };
+  }
+
+  it('answers messages through the bind-mounted session DB, woken by inotify, and stops cleanly on SIGTERM', async () => {
+    const s = createTestSession();
+    const started = performance.now();
+    const runner = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'e2e-1' });
+    await runner.ready();
+    const startToReadyMs = performance.now() - started;
+    const first = await replyTo(s, 'hello from the host');
+    expect(first.text).toMatch(/^echo: <context timezone="UTC"\/>\n<messages>\n<message id="1" sender="alice"[^>]*>hello from the host<\/message>/);
+    const latencies: number[] = [];
+    for (let i = 0; i < 20; i++) latencies.push((await replyTo(s, `m${i}`)).latencyMs);
+    latencies.sort((a, b) => a - b);
+    console.log(
+      `[container] docker: start → ready ${Math.round(startToReadyMs)} ms; insert → reply p50 ${latencies[10]} ms, max ${latencies.at(-1)} ms (20 messages, bind mount)`,
+    );
+    expect(readRunnerState(s.db)?.provider).toBe('mock');
+    expect(runner.handle.containerName).toBe('pincer-runner-e2e-1');
+    expect(await runner.handle.stop()).toBe(0);
+    expect(runner.stderr()).toContain('[runner] stopped');
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+  });
+
+  it('runs as the owner of the session folder, with a read-only root and a writable /tmp', async () => {
+    const s = createTestSession();
+    // a non-root owner: the runner must still write session.db and its WAL files through the mount.
+    fs.chownSync(s.paths.root, 4242, 4242);
+    for (const name of fs.readdirSync(s.paths.root)) fs.chownSync(path.join(s.paths.root, name), 4242, 4242);
+    const runner = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'owner' });
+    await runner.ready();
+    expect((await replyTo(s, 'as 4242')).text).toContain('as 4242');
+    const probe = await exec(runner.handle.containerName!, [
+      'const fs = require("fs"); const out = {uid: process.getuid(), gid: process.getgid()};',
+      'try { fs.writeFileSync("/usr/x", "x"); out.root = "writable"; } catch (e) { out.root = e.code; }',
+      'fs.writeFileSync("/tmp/x", "x"); out.tmp = "writable";',
+      'console.log(JSON.stringify(out));',
+    ]);
+    expect(JSON.parse(probe)).toEqual({ uid: 4242, gid: 4242, root: 'EROFS', tmp: 'writable' });
+    expect(await runner.handle.stop()).toBe(0);
+  });
+
+  it('has no network and none of the host secrets; values never appear on the docker command line', async () => {
+    const s = createTestSession();
+    const server = net.createServer((socket) => socket.end('reached'));
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const hostAddress = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    try {
+      const runner = launchTracked(launcher(), {
+        workspace: s.paths.root,
+        env: { ...env, MOCK_DELAY_MS: '0', PINCER_HTTP_TOKEN: 'http-secret', HOST_DB_PASSWORD: 'db-secret', ANTHROPIC_API_KEY: 'sk-not-for-mock', PINCER_LOG_LEVEL: 'info' },
+        name: 'sealed',
+      });
+      await runner.ready();
+      const pid = readRunnerState(s.db)!.pid;
+      const probe = await exec(runner.handle.containerName!, [
+        `const env = require("fs").readFileSync("/proc/${pid}/environ", "utf8").split("\\0").filter(Boolean).map((e) => e.split("=")[0]).sort();`,
+        'const interfaces = Object.keys(require("os").networkInterfaces()).sort();',
+        `const target = ${JSON.stringify(hostAddress ?? '192.0.2.1')};`,
+        `const sock = require("net").connect({ host: target, port: ${port}, timeout: 3000 });`,
+        'const done = (net) => { console.log(JSON.stringify({ env, interfaces, net })); process.exit(0); };',
+        'sock.on("data", () => done("reached")); sock.on("error", (e) => done(e.code)); sock.on("timeout", () => done("timeout"));',
+      ]);
+      const seen = JSON.parse(probe) as { env: string[]; interfaces: string[]; net: string };
+      // exactly the runner's own settings, plus what docker and the image set (HOSTNAME, PATH, HOME, the fingerprint).
+      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE', 'TZ']);
+      for (const name of ['AGENT_PROVIDER', 'TZ', 'MOCK_DELAY_MS', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE']) expect(seen.env).toContain(name);
+      for (const name of ['PINCER_HTTP_TOKEN', 'HOST_DB_PASSWORD', 'ANTHROPIC_API_KEY', 'DOCKER_HOST']) expect(seen.env).not.toContain(name);
+      expect(seen.interfaces).toEqual(['lo']);
+      expect(seen.net).not.toBe('reached');
+      expect(runner.handle.child.spawnargs.join(' ')).not.toMatch(/http-secret|db-secret|sk-not-for-mock/);
+      expect((await dockerCli(['inspect', '--format', '{{.HostConfig.NetworkMode}}', runner.handle.containerName!], daemon.cliEnv)).trim()).toBe('none');
+      expect(await runner.handle.stop()).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it.each([
+    ['kill()', (r: { handle: { kill(): Promise<unknown> } }) => r.handle.kill()],
+    ['docker kill from outside', (r: { handle: { containerName: string | undefined } }) => dockerCli(['kill', r.handle.containerName!], daemon.cliEnv)],
+    ['SIGKILL of the docker CLI', (r: { handle: { child: { kill(s: NodeJS.Signals): boolean } } }) => r.handle.child.kill('SIGKILL')],
+  ])('%s mid-query loses no message and leaves no container', async (_how, killIt) => {
+    const s = createTestSession();
+    const runner = launchTracked(launcher(), { workspace: s.paths.root, env: { ...env, MOCK_DELAY_MS: '60000' }, name: 'killed' });
+    await runner.ready();
+    const { id } = s.chat('survive this');
+    await waitFor('processing', () => s.inbound(id).status === 'processing');
+    await killIt(runner as never);
+    const code = await runner.handle.exited;
+    expect(code).not.toBe(0);
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+    // the row is still there, in flight, never completed and never dropped; the host's sweep would make it pending.
+    expect(s.inbound(id)).toMatchObject({ status: 'processing', tries: 1 });
+    expect(s.outbound()).toEqual([]);
+    s.db.prepare("UPDATE messages_in SET status = 'pending' WHERE id = ?").run(id);
+    const again = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'killed' });
+    await waitFor('completed after restart', () => s.inbound(id).status === 'completed', { timeoutMs: 30_000 });
+    expect(String(s.outboundContents()[0]?.text)).toContain('survive this');
+    expect(await again.handle.stop()).toBe(0);
+  });
+
+  it('SIGTERM during a query lets the batch finish, then the container is gone', async () => {
+    const s = createTestSession();
+    const runner = launchTracked(launcher(), { workspace: s.paths.root, env: { ...env, MOCK_DELAY_MS: '1000', PINCER_STOP_GRACE_MS: '4000' }, name: 'busy' });
+    await runner.ready();
+    const { id } = s.chat('finish me');
+    await waitFor('processing', () => s.inbound(id).status === 'processing');
+    expect(await runner.handle.stop(8000)).toBe(0);
+    expect(s.inbound(id).status).toBe('completed');
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+  });
+
+  it('fails clearly: a missing session folder at launch, a missing image when the container starts', async () => {
+    expect(() => launcher().launch({ workspace: '/nonexistent/session', env })).toThrowError(/session folder not found: \/nonexistent\/session/);
+    try {
+      launcher().launch({ workspace: '/nonexistent/session', env });
+    } catch (err) {
+      expect(isContainerError(err, 'workspace')).toBe(true);
+    }
+    const s = createTestSession();
+    const runner = launchTracked(new DockerLauncher({ ...settings, image: 'pincer-no-such-image' }, BUILT_CLI), { workspace: s.paths.root, env });
+    expect(await runner.handle.exited).toBe(125);
+    expect(runner.stderr()).toMatch(/No such image|not found/i);
+  });
+
+  it('builds the image once: a second call with the same inputs does nothing', async () => {
+    const again = await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, libraryUsers: [] });
+    // the library set differs (no better-sqlite3 addon) only if it links something node does not: it does not.
+    expect(again.built).toBe(false);
+  });
+
+  async function exec(container: string, lines: string[]): Promise<string> {
+    return dockerCli(['exec', container, '/usr/local/bin/node', '-e', lines.join('\n')], daemon.cliEnv);
+  }
+});
