@@ -79,7 +79,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
  * The runner under a bwrap pid: the first descendant that is not bwrap itself (bwrap → bwrap as the sandbox's init →
  * node). Deeper processes (a provider's CLI, the MCP server) are the runner's own children and are not chosen.
  */
-function runnerUnder(pid: number): number | undefined {
+export function runnerUnder(pid: number): number | undefined {
   const children = new Map<number, Array<{ pid: number; comm: string }>>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
