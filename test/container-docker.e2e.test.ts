@@ -29,11 +29,7 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
   beforeAll(async () => {
     daemon = await startPrivateDockerd();
     const appRoot = packageRoot(BUILT_CLI);
-    await ensureRunnerImage({
-      image: IMAGE,
-      cliEnv: daemon.cliEnv,
-      libraryUsers: [path.join(appRoot, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')],
-    });
+    await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, appRoot });
     settings = {
       image: IMAGE,
       appRoot,
@@ -194,10 +190,18 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     expect(runner.stderr()).toMatch(/No such image|not found/i);
   });
 
-  it('builds the image once: a second call with the same inputs does nothing', async () => {
-    const again = await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, libraryUsers: [] });
-    // the library set differs (no better-sqlite3 addon) only if it links something node does not: it does not.
+  it('builds the image once; other inputs (a tool for the agent) make another image in which the tool runs', async () => {
+    const again = await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, appRoot: settings.appRoot });
     expect(again.built).toBe(false);
+    const withCat = await ensureRunnerImage({ image: `${IMAGE}-cat`, cliEnv: daemon.cliEnv, appRoot: settings.appRoot, tools: ['cat'] });
+    expect(withCat.built).toBe(true);
+    expect(withCat.fingerprint).not.toBe(again.fingerprint);
+    const passwd = await dockerCli(['run', '--rm', '--network', 'none', `${IMAGE}-cat`, 'cat', '/etc/passwd'], daemon.cliEnv);
+    expect(passwd).toMatch(/^root:x:0:0:/);
+    await expect(new DockerLauncher(settings, BUILT_CLI).check()).resolves.toBeUndefined();
+    await expect(new DockerLauncher({ ...settings, image: 'pincer-missing' }, BUILT_CLI).check()).rejects.toThrow(
+      'runner image "pincer-missing" not found: build it with `pincer container image`',
+    );
   });
 
   async function exec(container: string, lines: string[]): Promise<string> {

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import path from 'node:path';
 
 /**
  * `pincer container …`: build the runner image (Docker runners, PINCER_RUNNER=docker) and clear runner containers
@@ -13,16 +12,17 @@ export function registerContainerCommands(program: Command): void {
     .description("build the runner image from this machine's own Node (no registry needed); does nothing if it is current")
     .option('--image <name>', 'image name (default PINCER_DOCKER_IMAGE, else pincer-runner)')
     .option('--force', 'rebuild even if the image is current')
-    .action(async (options: { image?: string; force?: boolean }) => reportErrors(async () => {
+    .option('--with <commands>', 'comma-separated host commands to copy in for the agent (e.g. ls,cat,grep)')
+    .action(async (options: { image?: string; force?: boolean; with?: string }) => reportErrors(async () => {
       const { ensureRunnerImage, loadLauncherConfig } = await import('../container/index.js');
       const { checkDockerDaemon } = await import('../container/docker-cli.js');
       const config = loadLauncherConfig(process.env);
       await checkDockerDaemon(config.docker.cliEnv);
-      const sqlite = path.join(config.docker.appRoot, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
       const result = await ensureRunnerImage({
         image: options.image ?? config.docker.image,
         cliEnv: config.docker.cliEnv,
-        libraryUsers: [sqlite],
+        appRoot: config.docker.appRoot,
+        tools: (options.with ?? '').split(',').map((name) => name.trim()).filter(Boolean),
         force: options.force,
       });
       process.stdout.write(`${JSON.stringify(result)}\n`);

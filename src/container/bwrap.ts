@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../shared/log.js';
 import { runnerEnvironment } from './env.js';
+import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders, type RunnerFolders } from './workspace.js';
@@ -22,6 +23,11 @@ export class BwrapLauncher implements RunnerLauncher {
     private readonly settings: BwrapSettings,
     private readonly cliEntry: string,
   ) {}
+
+  async check(): Promise<void> {
+    const found = (process.env.PATH ?? '').split(path.delimiter).some((dir) => fs.existsSync(path.join(dir, 'bwrap')));
+    if (!found) throw new ContainerError('bwrap-unavailable', 'bwrap not found on PATH (install bubblewrap)');
+  }
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);

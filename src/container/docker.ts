@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import { createLogger, errorMessage } from '../shared/log.js';
-import { docker, removeContainer } from './docker-cli.js';
+import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
 import { containerNameFor, dockerRunArgs, RUNNER_LABEL } from './docker-args.js';
 import { runnerEnvironment } from './env.js';
+import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
@@ -23,6 +24,15 @@ export class DockerLauncher implements RunnerLauncher {
     private readonly settings: DockerSettings,
     private readonly cliEntry: string,
   ) {}
+
+  async check(): Promise<void> {
+    await checkDockerDaemon(this.settings.cliEnv);
+    try {
+      await docker(['image', 'inspect', '--format', '{{.Id}}', this.settings.image], this.settings.cliEnv, 30_000);
+    } catch {
+      throw new ContainerError('docker-failed', `runner image "${this.settings.image}" not found: build it with \`pincer container image\``);
+    }
+  }
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);

@@ -7,6 +7,7 @@ import { createLogger } from '../shared/log.js';
 import { docker } from './docker-cli.js';
 import { CONTAINER_NODE } from './docker-args.js';
 import { ContainerError } from './errors.js';
+import { nativeFilesUnder } from './native-files.js';
 
 const log = createLogger('container');
 
@@ -20,10 +21,14 @@ export interface ImageOptions {
   /** the Node binary to copy (default: the one running this). */
   node?: string;
   /**
-   * more host binaries whose shared libraries must be in the image (native addons such as better-sqlite3's
-   * `.node`, which is mounted with the app but loads libraries from the image). Only their libraries are copied.
+   * the app that will be mounted at /app: its native files (addons, SDK binaries) are found under node_modules and
+   * their shared libraries go into the image. A library one of them lacks on the host is left out with a warning.
    */
+  appRoot?: string;
+  /** more host binaries whose shared libraries must be in the image (only their libraries are copied; strict). */
   libraryUsers?: string[];
+  /** host commands to copy into /usr/bin with their libraries (e.g. `ls`, `cat`, `grep`) for the agent's shell. */
+  tools?: string[];
   /** rebuild even if an image with the same fingerprint exists. */
   force?: boolean;
 }
@@ -45,25 +50,40 @@ interface ImageFile {
 
 /**
  * Build the runner's base image from the host's own Node (CONTAINER-NOTES.md: there is no registry). Node, bash (task
- * pre-scripts run in bash) and every library `ldd` lists for them and for `libraryUsers` go into an empty root, which
- * `docker import` turns into an image. The app itself is not in the image: it is mounted read-only at run time.
- * Idempotent: the image carries a fingerprint of its inputs and is rebuilt only when they change.
+ * pre-scripts run in bash), the requested tools and every library `ldd` lists for them and for the app's native files
+ * go into an empty root, which `docker import` turns into an image. The app itself is not in the image: it is mounted
+ * read-only at run time. Idempotent: the image carries a fingerprint of its inputs (paths, sizes, modification
+ * times) and is rebuilt only when they change or with `force`.
  */
 export async function ensureRunnerImage(options: ImageOptions): Promise<ImageResult> {
   const started = Date.now();
   const node = fs.realpathSync(options.node ?? process.execPath);
-  const bash = findOnPath('bash');
-  const files: ImageFile[] = [{ from: node, to: CONTAINER_NODE }];
-  if (bash) files.push({ from: fs.realpathSync(bash), to: '/usr/bin/bash' });
-  const libraries = new Set<string>();
-  for (const binary of [node, ...(bash ? [bash] : []), ...(options.libraryUsers ?? [])]) {
-    for (const lib of sharedLibraries(binary)) libraries.add(lib);
+  const binaries: ImageFile[] = [{ from: node, to: CONTAINER_NODE }];
+  for (const name of ['bash', ...(options.tools ?? [])]) {
+    const found = findOnPath(name);
+    if (!found) throw new ContainerError('image', `${name} not found on PATH, cannot copy it into the image`);
+    binaries.push({ from: fs.realpathSync(found), to: `/usr/bin/${name}` });
   }
-  for (const lib of [...libraries].sort()) files.push({ from: lib, to: lib });
-  const fingerprint = fingerprintOf(files);
+  const strict = [...binaries.map((b) => b.from), ...(options.libraryUsers ?? [])];
+  const lenient = options.appRoot ? nativeFilesUnder(options.appRoot) : [];
+  const fingerprint = fingerprintOf([
+    ...binaries.map((b): [string, string] => [`copy ${b.to}`, b.from]),
+    ...strict.map((file): [string, string] => ['libraries of', file]),
+    ...lenient.map((file): [string, string] => ['native', file]),
+  ]);
   if (!options.force && (await imageFingerprint(options.image, options.cliEnv)) === fingerprint) {
     return { image: options.image, built: false, fingerprint, ms: Date.now() - started };
   }
+  const libraries = new Set<string>();
+  for (const binary of strict) for (const lib of sharedLibraries(binary)) libraries.add(lib);
+  for (const file of lenient) {
+    try {
+      for (const lib of sharedLibraries(file)) libraries.add(lib);
+    } catch (err) {
+      log.warn(`leaving out the libraries of ${file}: ${(err as Error).message}`);
+    }
+  }
+  const files = [...binaries, ...[...libraries].sort().map((lib) => ({ from: lib, to: lib }))];
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-image-'));
   try {
     for (const file of files) {
@@ -74,10 +94,8 @@ export async function ensureRunnerImage(options: ImageOptions): Promise<ImageRes
     }
     for (const dir of ['tmp', 'workspace', 'app', 'bin', 'etc']) fs.mkdirSync(path.join(root, dir), { recursive: true });
     fs.chmodSync(path.join(root, 'tmp'), 0o1777);
-    if (bash) {
-      fs.symlinkSync('/usr/bin/bash', path.join(root, 'bin/bash'));
-      fs.symlinkSync('/usr/bin/bash', path.join(root, 'bin/sh'));
-    }
+    fs.symlinkSync('/usr/bin/bash', path.join(root, 'bin/bash'));
+    fs.symlinkSync('/usr/bin/bash', path.join(root, 'bin/sh'));
     // a passwd with root and nobody only: the runner runs as the session folder's uid, which need not be listed.
     fs.writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/bin/sh\n');
     fs.writeFileSync(path.join(root, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
@@ -113,12 +131,12 @@ function findOnPath(name: string): string | undefined {
   return undefined;
 }
 
-/** Same inputs (paths, sizes, modification times, layout version) → same fingerprint. */
-function fingerprintOf(files: ImageFile[]): string {
+/** Same inputs (what, path, size, modification time; layout version) → same fingerprint. */
+function fingerprintOf(inputs: Array<[what: string, file: string]>): string {
   const hash = crypto.createHash('sha256').update(`layout ${LAYOUT_VERSION}\n`);
-  for (const file of files) {
-    const stat = fs.statSync(file.from);
-    hash.update(`${file.from} ${file.to} ${stat.size} ${stat.mtimeMs}\n`);
+  for (const [what, file] of inputs) {
+    const stat = fs.statSync(file);
+    hash.update(`${what} ${file} ${stat.size} ${stat.mtimeMs}\n`);
   }
   return hash.digest('hex').slice(0, 16);
 }

@@ -12,6 +12,8 @@ export class ProcessLauncher implements RunnerLauncher {
 
   constructor(private readonly cliEntry: string = CLI_ENTRY) {}
 
+  async check(): Promise<void> {}
+
   launch(options: LaunchOptions): LaunchedRunner {
     const stdio = runnerStdio(options);
     const child = spawn(process.execPath, [this.cliEntry, 'runner'], {

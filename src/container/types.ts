@@ -61,6 +61,11 @@ export interface LaunchedRunner {
 export interface RunnerLauncher {
   readonly kind: RunnerKind;
   launch(options: LaunchOptions): LaunchedRunner;
+  /**
+   * Resolves when runners can be started now (docker: the daemon answers and the image exists; bwrap: installed);
+   * rejects with a `ContainerError` that says what to do. A host calls it once at start to fail fast.
+   */
+  check(): Promise<void>;
 }
 
 /** Resource limits and isolation settings of a sandboxed runner (from the environment, `loadLauncherConfig`). */
