@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DockerLauncher, ensureRunnerImage, isContainerError, listRunnerContainers } from '../src/container/index.js';
 import { packageRoot } from '../src/container/config.js';
@@ -22,6 +24,7 @@ const skip = dockerdUnavailable();
 if (skip) console.warn(`[container] skipping Docker tests: ${skip}`);
 
 const IMAGE = 'pincer-runner-test';
+const HOST_SCRIPT = fileURLToPath(new URL('./support/launcher-host.mjs', import.meta.url));
 let daemon: PrivateDockerd;
 let settings: DockerSettings;
 
@@ -129,7 +132,7 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       ]);
       const seen = JSON.parse(probe) as { env: string[]; interfaces: string[]; net: string };
       // exactly the runner's own settings, plus what docker and the image set (HOSTNAME, PATH, HOME, the fingerprint).
-      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE', 'TZ']);
+      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'TZ']);
       for (const name of ['AGENT_PROVIDER', 'TZ', 'MOCK_DELAY_MS', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE']) expect(seen.env).toContain(name);
       for (const name of ['PINCER_HTTP_TOKEN', 'HOST_DB_PASSWORD', 'ANTHROPIC_API_KEY', 'DOCKER_HOST']) expect(seen.env).not.toContain(name);
       expect(seen.interfaces).toEqual(['lo']);
@@ -164,6 +167,26 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     await waitFor('completed after restart', () => s.inbound(id).status === 'completed', { timeoutMs: 30_000 });
     expect(String(s.outboundContents()[0]?.text)).toContain('survive this');
     expect(await again.handle.stop()).toBe(0);
+  });
+
+  it('a host that dies (SIGKILL) takes its container with it: the runner sees stdin close and stops cleanly', async () => {
+    const s = createTestSession();
+    const logFile = path.join(s.paths.root, 'runner.log');
+    const host = spawn(process.execPath, [HOST_SCRIPT, JSON.stringify({ kind: 'docker', settings, cliEntry: BUILT_CLI, workspace: s.paths.root, logFile, name: 'orphan' })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const hostExited = new Promise((resolve) => host.once('exit', resolve));
+    try {
+      await waitFor('runner ready in the container', () => fs.existsSync(logFile) && fs.readFileSync(logFile, 'utf8').includes('[runner] ready'), { timeoutMs: 30_000 });
+      expect(await listRunnerContainers(daemon.cliEnv)).toEqual(['pincer-runner-orphan']);
+      host.kill('SIGKILL');
+      await hostExited;
+      await waitFor('the orphaned container gone', async () => (await listRunnerContainers(daemon.cliEnv)).length === 0, { timeoutMs: 20_000, intervalMs: 100 });
+      expect(fs.readFileSync(logFile, 'utf8')).toContain('[runner] stopped');
+    } finally {
+      host.kill('SIGKILL');
+      await dockerCli(['rm', '-f', 'pincer-runner-orphan'], daemon.cliEnv).catch(() => undefined);
+    }
   });
 
   it('SIGTERM during a query lets the batch finish, then the container is gone', async () => {

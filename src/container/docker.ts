@@ -5,7 +5,7 @@ import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
 import { containerNameFor, dockerRunArgs, RUNNER_LABEL } from './docker-args.js';
 import { runnerEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
-import { launchedRunner, runnerStdio } from './handle.js';
+import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
 
@@ -36,7 +36,7 @@ export class DockerLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = runnerEnvironment(options.env, this.settings.extraEnv);
+    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...LIFELINE_ENV };
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const args = dockerRunArgs(this.settings, { containerName, folders, cliEntry: this.cliEntry, envNames: Object.keys(env) });
     const cliEnv = this.settings.cliEnv;

@@ -15,13 +15,20 @@ export interface EndHooks {
   afterExit?(): Promise<void>;
 }
 
-/** The stdio of a launched runner: stdin and stdout unused, stderr to the log file, inherited, or piped. */
-export function runnerStdio(options: LaunchOptions): { stdio: ['ignore', 'ignore', 'inherit' | 'pipe' | number]; close(): void } {
+/** The runner's variable that turns its stdin into a lifeline (see `runnerStdio`). */
+export const LIFELINE_ENV = { PINCER_STOP_ON_STDIN_EOF: '1' };
+
+/**
+ * The stdio of a launched runner: stdin a pipe we hold open and never write (the lifeline: if the host dies, the pipe
+ * closes and the runner stops cleanly, through `docker run -i` too), stdout unused, stderr to the log file,
+ * inherited, or piped.
+ */
+export function runnerStdio(options: LaunchOptions): { stdio: ['pipe', 'ignore', 'inherit' | 'pipe' | number]; close(): void } {
   if (options.logFile) {
     const fd = fs.openSync(options.logFile, 'a');
-    return { stdio: ['ignore', 'ignore', fd], close: () => fs.closeSync(fd) };
+    return { stdio: ['pipe', 'ignore', fd], close: () => fs.closeSync(fd) };
   }
-  return { stdio: ['ignore', 'ignore', options.stderr ?? 'inherit'], close: () => undefined };
+  return { stdio: ['pipe', 'ignore', options.stderr ?? 'inherit'], close: () => undefined };
 }
 
 export function launchedRunner(kind: RunnerKind, child: ChildProcess, hooks: EndHooks): LaunchedRunner {

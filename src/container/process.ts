@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CLI_ENTRY } from '../host/runner-process.js';
-import { launchedRunner, runnerStdio } from './handle.js';
+import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 
 /**
@@ -17,7 +17,7 @@ export class ProcessLauncher implements RunnerLauncher {
   launch(options: LaunchOptions): LaunchedRunner {
     const stdio = runnerStdio(options);
     const child = spawn(process.execPath, [this.cliEntry, 'runner'], {
-      env: { ...options.env, PINCER_WORKSPACE: options.workspace },
+      env: { ...options.env, ...LIFELINE_ENV, PINCER_WORKSPACE: options.workspace },
       stdio: stdio.stdio,
     });
     stdio.close();
