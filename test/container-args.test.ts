@@ -43,6 +43,7 @@ describe('docker run arguments', () => {
     const root = session();
     const args = dockerRunArgs(settings, {
       containerName: 'pincer-runner-s1',
+      launchId: 'launch-1',
       folders: resolveFolders({ workspace: root, env: {} }),
       cliEntry: '/opt/pincer/dist/src/cli/main.js',
       envNames: ['TZ', 'AGENT_PROVIDER'],
@@ -50,6 +51,8 @@ describe('docker run arguments', () => {
     expect(args.slice(0, 6)).toEqual(['run', '-i', '--rm', '--init', '--pull', 'never']);
     for (const flag of ['--read-only', '--init', '--rm']) expect(args).toContain(flag);
     expect(values(args, '--network')).toEqual(['none']);
+    expect(values(args, '--name')).toEqual(['pincer-runner-s1']);
+    expect(values(args, '--label')).toEqual(['io.pincer.runner=1', 'io.pincer.launch=launch-1']);
     expect(values(args, '--cap-drop')).toEqual(['ALL']);
     expect(values(args, '--security-opt')).toEqual(['no-new-privileges']);
     expect(values(args, '--tmpfs')).toEqual(['/tmp']);
@@ -74,7 +77,7 @@ describe('docker run arguments', () => {
     const global = session();
     const args = dockerRunArgs(
       { ...settings, user: '1000:1000', network: 'pincer-egress' },
-      { containerName: 'n', folders: resolveFolders({ workspace: root, agentDir: agent, globalDir: global, env: {} }), cliEntry: '/opt/pincer/dist/src/cli/main.js', envNames: [] },
+      { containerName: 'n', launchId: 'l', folders: resolveFolders({ workspace: root, agentDir: agent, globalDir: global, env: {} }), cliEntry: '/opt/pincer/dist/src/cli/main.js', envNames: [] },
     );
     expect(values(args, '--mount')).toContain(`type=bind,src=${agent},dst=/workspace/agent`);
     expect(values(args, '--mount')).toContain(`type=bind,src=${global},dst=/workspace/global,readonly`);

@@ -189,6 +189,26 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     }
   });
 
+  it('one container per name: launching a name that still runs replaces the old container', async () => {
+    const s = createTestSession();
+    const first = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'dup' });
+    await first.ready();
+    const second = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'dup' });
+    expect(await first.handle.exited).not.toBe(0);
+    await second.ready();
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual(['pincer-runner-dup']);
+    expect((await replyTo(s, 'only one of us')).text).toContain('only one of us');
+    expect(await second.handle.stop()).toBe(0);
+  });
+
+  it.each([0, 50, 150])('stop() %i ms after launch, before the runner is up, leaves no container', async (delayMs) => {
+    const s = createTestSession();
+    const runner = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'early' });
+    await new Promise((resolve) => setTimeout(resolve, delayMs)); // the point to stop at, not a wait for a condition
+    await runner.handle.stop();
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+  });
+
   it('SIGTERM during a query lets the batch finish, then the container is gone', async () => {
     const s = createTestSession();
     const runner = launchTracked(launcher(), { workspace: s.paths.root, env: { ...env, MOCK_DELAY_MS: '1000', PINCER_STOP_GRACE_MS: '4000' }, name: 'busy' });

@@ -9,6 +9,8 @@ export const CONTAINER_NODE = '/usr/local/bin/node';
 
 /** Labels on every runner container, so leftovers can be found (`listRunnerContainers`). */
 export const RUNNER_LABEL = 'io.pincer.runner';
+/** One launch's own label: stop and cleanup find exactly its container, never a newer one of the same name. */
+export const LAUNCH_LABEL = 'io.pincer.launch';
 
 /** Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; anything else in a session id becomes `-`. */
 export function containerNameFor(name: string): string {
@@ -17,6 +19,8 @@ export function containerNameFor(name: string): string {
 
 export interface DockerRunPlan {
   containerName: string;
+  /** unique per launch (`LAUNCH_LABEL`). */
+  launchId: string;
   folders: RunnerFolders;
   /** the compiled CLI on the host, inside `settings.appRoot`. */
   cliEntry: string;
@@ -41,6 +45,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     'run', '-i', '--rm', '--init', '--pull', 'never',
     '--name', plan.containerName,
     '--label', `${RUNNER_LABEL}=1`,
+    '--label', `${LAUNCH_LABEL}=${plan.launchId}`,
     '--network', settings.network,
     '--user', settings.user ?? folders.owner,
     '--read-only', '--tmpfs', '/tmp',

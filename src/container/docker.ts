@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
-import { containerNameFor, dockerRunArgs, RUNNER_LABEL } from './docker-args.js';
+import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL } from './docker-args.js';
 import { runnerEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
@@ -38,23 +38,48 @@ export class DockerLauncher implements RunnerLauncher {
     const folders = resolveFolders(options);
     const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...LIFELINE_ENV };
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
-    const args = dockerRunArgs(this.settings, { containerName, folders, cliEntry: this.cliEntry, envNames: Object.keys(env) });
+    const launchId = crypto.randomUUID();
+    const args = dockerRunArgs(this.settings, { containerName, launchId, folders, cliEntry: this.cliEntry, envNames: Object.keys(env) });
     const cliEnv = this.settings.cliEnv;
     const stdio = runnerStdio(options);
-    const child = spawn('docker', args, { env: { ...cliEnv, ...env }, stdio: stdio.stdio });
+    // One container per name: a leftover of the same name (a host that died, a run cut short between create and
+    // start) is removed first. `exec` keeps the pid: the child is the docker CLI itself, so signals reach it.
+    const child = spawn('/bin/sh', ['-c', 'docker rm -f "$0" >/dev/null 2>&1; exec docker "$@"', containerName, ...args], {
+      env: { ...cliEnv, ...env },
+      stdio: stdio.stdio,
+    });
     stdio.close();
     log.info(`started ${containerName} (image ${this.settings.image}, user ${this.settings.user ?? folders.owner}, ${Object.keys(env).length} variables)`);
-    const remove = (): Promise<void> =>
-      removeContainer(containerName, cliEnv).catch((err: unknown) => log.warn(`cannot remove ${containerName}: ${errorMessage(err)}`));
+    // By this launch's label, not by name: once this one is gone, a new runner of the same session may hold the name.
+    const ours = async (): Promise<string[]> =>
+      (await docker(['ps', '-aq', '--filter', `label=${LAUNCH_LABEL}=${launchId}`], cliEnv, 30_000)).split('\n').filter(Boolean);
+    const remove = async (): Promise<void> => {
+      try {
+        const ids = await ours();
+        if (ids.length > 0) await docker(['rm', '-f', ...ids], cliEnv, 30_000);
+      } catch (err) {
+        log.warn(`cannot remove ${containerName}: ${errorMessage(err)}`);
+      }
+    };
+    const ended = (): boolean => child.exitCode !== null || child.signalCode !== null;
+    // Signalling the CLI before its container exists could cut it off between create and start and leave a container
+    // nobody removes, so wait for the container (or the CLI's end) and stop the container itself.
+    const stopWhenCreated = async (graceMs: number): Promise<void> => {
+      const seconds = String(Math.max(1, Math.ceil(graceMs / 1000)));
+      const deadline = Date.now() + graceMs;
+      while (!ended() && Date.now() < deadline) {
+        const ids = await ours().catch(() => []);
+        if (ids.length > 0) {
+          await docker(['stop', '--time', seconds, ...ids], cliEnv, graceMs + 30_000).catch(() => undefined);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
     let killing = false;
     return launchedRunner('docker', child, {
       containerName,
-      terminate: (graceMs) => {
-        docker(['stop', '--time', String(Math.max(1, Math.ceil(graceMs / 1000))), containerName], cliEnv, graceMs + 30_000).catch(
-          // not created yet (or already gone): the CLI forwards SIGTERM to the container once it runs.
-          () => child.kill('SIGTERM'),
-        );
-      },
+      terminate: (graceMs) => void stopWhenCreated(graceMs),
       forceKill: () => {
         if (killing) return;
         killing = true;
