@@ -106,6 +106,41 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     expect(await runner.handle.stop()).toBe(0);
   });
 
+  it('reads config.json, agent/CLAUDE.md and a read-only global/CLAUDE.md from separate host folders through the mounts', async () => {
+    const s = createTestSession();
+    const groupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-group-'));
+    const globalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-global-'));
+    try {
+      fs.writeFileSync(path.join(groupDir, 'CLAUDE.md'), 'You are the group agent.');
+      fs.writeFileSync(path.join(globalDir, 'CLAUDE.md'), 'Shared rules for all.');
+      fs.writeFileSync(path.join(s.paths.root, 'config.json'), JSON.stringify({ timezone: 'Asia/Tokyo', assistantName: 'Pinchy' }));
+      const { TZ: _tz, ...noTz } = env;
+      const runner = launchTracked(launcher(), {
+        workspace: s.paths.root,
+        agentDir: groupDir,
+        globalDir,
+        env: { ...noTz, MOCK_RECORD_FILE: '/workspace/mock-record.jsonl' },
+        name: 'mounts',
+      });
+      await runner.ready();
+      expect((await replyTo(s, 'what zone?')).text).toMatch(/^echo: <context timezone="Asia\/Tokyo"\/>/);
+      const record = JSON.parse(fs.readFileSync(path.join(s.paths.root, 'mock-record.jsonl'), 'utf8').split('\n')[0]!) as { systemPrompt?: string };
+      expect(record.systemPrompt).toContain('Shared rules for all.\n\nYou are the group agent.');
+      const probe = await exec(runner.handle.containerName!, [
+        'const fs = require("fs"); const out = {};',
+        'try { fs.writeFileSync("/workspace/global/x", "x"); out.global = "writable"; } catch (e) { out.global = e.code; }',
+        'fs.writeFileSync("/workspace/agent/notes.md", "x"); out.agent = "writable";',
+        'console.log(JSON.stringify(out));',
+      ]);
+      expect(JSON.parse(probe)).toEqual({ global: 'EROFS', agent: 'writable' });
+      expect(fs.existsSync(path.join(groupDir, 'notes.md'))).toBe(true);
+      expect(await runner.handle.stop()).toBe(0);
+    } finally {
+      fs.rmSync(groupDir, { recursive: true, force: true });
+      fs.rmSync(globalDir, { recursive: true, force: true });
+    }
+  });
+
   it('has no network and none of the host secrets; values never appear on the docker command line', async () => {
     const s = createTestSession();
     const server = net.createServer((socket) => socket.end('reached'));
@@ -138,7 +173,18 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       expect(seen.interfaces).toEqual(['lo']);
       expect(seen.net).not.toBe('reached');
       expect(runner.handle.child.spawnargs.join(' ')).not.toMatch(/http-secret|db-secret|sk-not-for-mock/);
-      expect((await dockerCli(['inspect', '--format', '{{.HostConfig.NetworkMode}}', runner.handle.containerName!], daemon.cliEnv)).trim()).toBe('none');
+      const hostConfig = JSON.parse(await dockerCli(['inspect', '--format', '{{json .HostConfig}}', runner.handle.containerName!], daemon.cliEnv)) as Record<string, unknown>;
+      expect(hostConfig).toMatchObject({
+        NetworkMode: 'none',
+        ReadonlyRootfs: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        PidsLimit: 256,
+        Memory: 512 * 1024 * 1024,
+        NanoCpus: 1e9,
+        Init: true,
+        AutoRemove: true,
+      });
       expect(await runner.handle.stop()).toBe(0);
     } finally {
       server.close();

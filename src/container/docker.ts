@@ -13,9 +13,10 @@ const log = createLogger('container');
 
 /**
  * Runners in Docker containers through the docker CLI (no SDK: `docker run` attached is the simplest handle whose
- * exit is the container's). The CLI is the local child; the container is named, labelled and always removed:
- * `stop()` is `docker stop` (SIGTERM via tini, SIGKILL after the grace), `kill()` is `docker rm -f`, and whenever
- * the CLI ends — even if it was SIGKILLed and the container still runs — `docker rm -f` runs before `exited` resolves.
+ * exit is the container's). The CLI is the local child. The container is named after the session (one per name: a
+ * leftover of that name is removed before the run) and carries a per-launch label by which it is always removed:
+ * `stop()` is `docker stop` (SIGTERM via tini, SIGKILL after the grace), `kill()` is `docker rm -f`, and whenever the
+ * CLI ends — even if it was SIGKILLed and the container still runs — `docker rm -f` runs before `exited` resolves.
  */
 export class DockerLauncher implements RunnerLauncher {
   readonly kind = 'docker' as const;
