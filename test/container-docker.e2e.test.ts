@@ -24,6 +24,7 @@ const skip = dockerdUnavailable();
 if (skip) console.warn(`[container] skipping Docker tests: ${skip}`);
 
 const IMAGE = 'pincer-runner-test';
+const FAULT_RUNS = Number(process.env.PINCER_CONTAINER_FAULT_RUNS ?? 8);
 const HOST_SCRIPT = fileURLToPath(new URL('./support/launcher-host.mjs', import.meta.url));
 let daemon: PrivateDockerd;
 let settings: DockerSettings;
@@ -254,6 +255,37 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     await runner.handle.stop();
     expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
   });
+
+  it(`docker kill at random points, ${FAULT_RUNS} times, loses no message`, async () => {
+    const s = createTestSession();
+    const ids: string[] = [];
+    let inFlight = 0;
+    for (let run = 0; run < FAULT_RUNS; run++) {
+      // a slow agent, so that most kills land with a batch in flight (docker kill itself takes some 100 ms)
+      const runner = launchTracked(launcher(), { workspace: s.paths.root, env: { ...env, MOCK_DELAY_MS: '200' }, name: 'fault' });
+      await runner.ready();
+      for (let i = 0; i < 3; i++) ids.push(s.chat(`run ${run} message ${i}`).id);
+      const killAt = Date.now() + Math.floor(Math.random() * 150);
+      await waitFor('kill time', () => Date.now() >= killAt, { intervalMs: 1 });
+      // alternately from outside (as an operator or the OOM killer would) and through the handle
+      if (run % 2 === 0) await dockerCli(['kill', runner.handle.containerName!], daemon.cliEnv).catch(() => undefined);
+      else await runner.handle.kill();
+      await runner.handle.exited;
+      const rows = s.allInbound();
+      expect(rows).toHaveLength(ids.length);
+      for (const row of rows) expect(['pending', 'processing', 'completed']).toContain(row.status);
+      if (rows.some((row) => row.status === 'processing')) inFlight += 1;
+      s.db.prepare(`UPDATE messages_in SET status = 'pending' WHERE status = 'processing'`).run(); // the host's sweep
+    }
+    const last = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'fault' });
+    await last.ready();
+    await waitFor('every message completed', () => s.allInbound().every((row) => row.status === 'completed'), { timeoutMs: 60_000, intervalMs: 20 });
+    const texts = s.outboundContents().map((c) => String(c.text)).join('\n');
+    for (const id of ids) expect(texts).toContain(`${String(JSON.parse(s.inbound(id).content).text)}</message>`);
+    console.log(`[container] ${FAULT_RUNS} container kills: ${inFlight} with a batch in flight; 0 lost`);
+    expect(inFlight).toBeGreaterThan(0); // the kills really landed mid-batch
+    expect(await last.handle.stop()).toBe(0);
+  }, 300_000);
 
   it('SIGTERM during a query lets the batch finish, then the container is gone', async () => {
     const s = createTestSession();
