@@ -325,6 +325,30 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     );
   });
 
+  it('pincer container image builds once, then reports the image current; pincer container clean removes leftovers', async () => {
+    const cli = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+      new Promise((resolve) => {
+        const child = spawn(process.execPath, [BUILT_CLI, 'container', ...args], { env: { ...daemon.cliEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.once('exit', (code) => resolve({ code, stdout, stderr }));
+      });
+    const first = await cli(['image', '--image', 'pincer-cli-image']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ image: 'pincer-cli-image', built: true });
+    const second = await cli(['image', '--image', 'pincer-cli-image']);
+    expect(JSON.parse(second.stdout)).toMatchObject({ image: 'pincer-cli-image', built: false });
+    // a leftover: a runner container whose host is gone (created, never started)
+    await dockerCli(['create', '--label', 'io.pincer.runner=1', '--name', 'pincer-runner-leftover', IMAGE, 'node'], daemon.cliEnv);
+    const clean = await cli(['clean']);
+    expect(JSON.parse(clean.stdout)).toEqual({ removed: ['pincer-runner-leftover'] });
+    expect(await listRunnerContainers(daemon.cliEnv)).toEqual([]);
+    const bad = await cli(['image', '--image', 'Bad Name!']);
+    expect(bad).toMatchObject({ code: 2, stderr: 'pincer: bad image name "Bad Name!" (lower case letters, digits, . _ - / :)\n' });
+  });
+
   async function exec(container: string, lines: string[]): Promise<string> {
     return dockerCli(['exec', container, '/usr/local/bin/node', '-e', lines.join('\n')], daemon.cliEnv);
   }

@@ -17,6 +17,11 @@ export function registerContainerCommands(program: Command): void {
       const { ensureRunnerImage, loadLauncherConfig } = await import('../container/index.js');
       const { checkDockerDaemon } = await import('../container/docker-cli.js');
       const config = loadLauncherConfig(process.env);
+      const { ContainerError } = await import('../container/errors.js');
+      const { IMAGE_NAME } = await import('../container/config.js');
+      if (options.image !== undefined && !IMAGE_NAME.test(options.image)) {
+        throw new ContainerError('config', `bad image name "${options.image}" (lower case letters, digits, . _ - / :)`);
+      }
       await checkDockerDaemon(config.docker.cliEnv);
       const result = await ensureRunnerImage({
         image: options.image ?? config.docker.image,

@@ -11,6 +11,8 @@ import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
 export const DEFAULT_IMAGE = 'pincer-runner';
+/** A docker image reference as Pincer accepts it: lower case, `name[:tag]`, optional path. */
+export const IMAGE_NAME = /^[a-z0-9][a-z0-9_.\-/:]*$/;
 
 const names = z
   .string()
@@ -20,7 +22,7 @@ const names = z
 /** The launcher's variables (README "Runners in containers"); explicit bad values fail with the variable named. */
 const EnvSchema = z.object({
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
-  PINCER_DOCKER_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9_.\-/:]*$/, 'a docker image name').default(DEFAULT_IMAGE),
+  PINCER_DOCKER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),
   PINCER_CONTAINER_MEMORY: z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'),
   PINCER_CONTAINER_CPUS: z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'),
   PINCER_CONTAINER_PIDS: z.coerce.number().int().positive().default(512),
