@@ -8,6 +8,7 @@ import { containerNameFor, dockerRunArgs } from '../src/container/docker-args.js
 import { dockerCliEnvironment, providerFamily, runnerEnvironment } from '../src/container/env.js';
 import { isContainerError } from '../src/container/errors.js';
 import type { DockerSettings } from '../src/container/types.js';
+import { identityFiles } from '../src/container/identity.js';
 import { resolveFolders } from '../src/container/workspace.js';
 
 const dirs: string[] = [];
@@ -77,8 +78,17 @@ describe('docker run arguments', () => {
     const global = session();
     const args = dockerRunArgs(
       { ...settings, user: '1000:1000', network: 'pincer-egress' },
-      { containerName: 'n', launchId: 'l', folders: resolveFolders({ workspace: root, agentDir: agent, globalDir: global, env: {} }), cliEntry: '/opt/pincer/dist/src/cli/main.js', envNames: [] },
+      {
+        containerName: 'n',
+        launchId: 'l',
+        folders: resolveFolders({ workspace: root, agentDir: agent, globalDir: global, env: {} }),
+        cliEntry: '/opt/pincer/dist/src/cli/main.js',
+        envNames: [],
+        identity: { passwd: '/tmp/id/passwd', group: '/tmp/id/group' },
+      },
     );
+    expect(values(args, '--mount')).toContain('type=bind,src=/tmp/id/passwd,dst=/etc/passwd,readonly');
+    expect(values(args, '--mount')).toContain('type=bind,src=/tmp/id/group,dst=/etc/group,readonly');
     expect(values(args, '--mount')).toContain(`type=bind,src=${agent},dst=/workspace/agent`);
     expect(values(args, '--mount')).toContain(`type=bind,src=${global},dst=/workspace/global,readonly`);
     expect(values(args, '--user')).toEqual(['1000:1000']);
@@ -257,5 +267,23 @@ describe('bwrap arguments', () => {
     expect(args.slice(-3)).toEqual([expect.stringMatching(/node$/), '/app/dist/src/cli/main.js', 'runner']);
     const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js', {});
     expect(shared).toContain('--share-net');
+  });
+});
+
+describe('identity files for the container user', () => {
+  it('name the runner uid, are shared per uid:gid, and refuse a folder that is not private', () => {
+    const root = path.join(session(), 'identity');
+    const files = identityFiles('4242:4343', root);
+    expect(fs.readFileSync(files.passwd, 'utf8')).toContain('pincer:x:4242:4343:pincer runner:/tmp:/bin/sh\n');
+    expect(fs.readFileSync(files.group, 'utf8')).toContain('pincer:x:4343:\n');
+    expect(identityFiles('4242:4343', root)).toEqual(files);
+    expect(fs.readFileSync(identityFiles('0:0', root).passwd, 'utf8')).not.toContain('pincer:');
+    const open = path.join(session(), 'open');
+    fs.mkdirSync(open, { mode: 0o777 });
+    fs.chmodSync(open, 0o777);
+    expect(() => identityFiles('1:1', open)).toThrowError(/is not a private folder of this user/);
+    const link = path.join(session(), 'link');
+    fs.symlinkSync(root, link);
+    expect(() => identityFiles('1:1', link)).toThrowError(/is not a private folder of this user/);
   });
 });

@@ -98,12 +98,12 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     await runner.ready();
     expect((await replyTo(s, 'as 4242')).text).toContain('as 4242');
     const probe = await exec(runner.handle.containerName!, [
-      'const fs = require("fs"); const out = {uid: process.getuid(), gid: process.getgid()};',
+      'const fs = require("fs"); const os = require("os"); const out = {uid: process.getuid(), gid: process.getgid(), name: os.userInfo().username};',
       'try { fs.writeFileSync("/usr/x", "x"); out.root = "writable"; } catch (e) { out.root = e.code; }',
       'fs.writeFileSync("/tmp/x", "x"); out.tmp = "writable";',
       'console.log(JSON.stringify(out));',
     ]);
-    expect(JSON.parse(probe)).toEqual({ uid: 4242, gid: 4242, root: 'EROFS', tmp: 'writable' });
+    expect(JSON.parse(probe)).toEqual({ uid: 4242, gid: 4242, name: 'pincer', root: 'EROFS', tmp: 'writable' });
     expect(await runner.handle.stop()).toBe(0);
   });
 

@@ -26,6 +26,8 @@ export interface DockerRunPlan {
   cliEntry: string;
   /** names of the runner's variables; their values travel in the docker CLI's environment, never in argv. */
   envNames: string[];
+  /** host files mounted read-only at /etc/passwd and /etc/group (naming the runner's uid). */
+  identity?: { passwd: string; group: string };
 }
 
 /**
@@ -40,6 +42,10 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
   if (folders.agentDir) mounts.push(`type=bind,src=${folders.agentDir},dst=${CONTAINER_WORKSPACE}/agent`);
   if (folders.globalDir) mounts.push(`type=bind,src=${folders.globalDir},dst=${CONTAINER_WORKSPACE}/global,readonly`);
   mounts.push(`type=bind,src=${settings.appRoot},dst=${CONTAINER_APP},readonly`);
+  if (plan.identity) {
+    mounts.push(`type=bind,src=${plan.identity.passwd},dst=/etc/passwd,readonly`);
+    mounts.push(`type=bind,src=${plan.identity.group},dst=/etc/group,readonly`);
+  }
   const entry = path.posix.join(CONTAINER_APP, path.relative(settings.appRoot, plan.cliEntry).split(path.sep).join('/'));
   return [
     'run', '-i', '--rm', '--init', '--pull', 'never',
@@ -47,7 +53,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     '--label', `${RUNNER_LABEL}=1`,
     '--label', `${LAUNCH_LABEL}=${plan.launchId}`,
     '--network', settings.network,
-    '--user', settings.user ?? folders.owner,
+    '--user', runnerUser(settings, folders),
     '--read-only', '--tmpfs', '/tmp',
     '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
     '--pids-limit', String(settings.pids),
@@ -61,4 +67,9 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     settings.image,
     CONTAINER_NODE, entry, 'runner',
   ];
+}
+
+/** `--user`: the configured one, else the session folder's owner (who must be able to write its DB files). */
+export function runnerUser(settings: DockerSettings, folders: RunnerFolders): string {
+  return settings.user ?? folders.owner;
 }

@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
-import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL } from './docker-args.js';
+import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL, runnerUser } from './docker-args.js';
 import { runnerEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
+import { identityFiles } from './identity.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
 
@@ -40,7 +41,9 @@ export class DockerLauncher implements RunnerLauncher {
     const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...LIFELINE_ENV };
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const launchId = crypto.randomUUID();
-    const args = dockerRunArgs(this.settings, { containerName, launchId, folders, cliEntry: this.cliEntry, envNames: Object.keys(env) });
+    const user = runnerUser(this.settings, folders);
+    const identity = identityFiles(user);
+    const args = dockerRunArgs(this.settings, { containerName, launchId, folders, cliEntry: this.cliEntry, envNames: Object.keys(env), identity });
     const cliEnv = this.settings.cliEnv;
     const stdio = runnerStdio(options);
     // One container per name: a leftover of the same name (a host that died, a run cut short between create and
@@ -50,7 +53,7 @@ export class DockerLauncher implements RunnerLauncher {
       stdio: stdio.stdio,
     });
     stdio.close();
-    log.info(`started ${containerName} (image ${this.settings.image}, user ${this.settings.user ?? folders.owner}, ${Object.keys(env).length} variables)`);
+    log.info(`started ${containerName} (image ${this.settings.image}, user ${user}, ${Object.keys(env).length} variables)`);
     // By this launch's label, not by name: once this one is gone, a new runner of the same session may hold the name.
     const ours = async (): Promise<string[]> =>
       (await docker(['ps', '-aq', '--filter', `label=${LAUNCH_LABEL}=${launchId}`], cliEnv, 30_000)).split('\n').filter(Boolean);
