@@ -262,6 +262,9 @@ describe('bwrap arguments', () => {
     expect(joined).toContain(`--ro-bind ${root}/global /workspace/global`);
     expect(joined).toContain('--ro-bind /opt/pincer /app');
     expect(joined).toContain('--ro-bind /usr /usr');
+    expect(joined).toContain('--cap-drop ALL');
+    expect(joined).toContain('--ro-bind-try /etc/passwd /etc/passwd');
+    expect(joined).not.toMatch(/--ro-bind \/etc \/etc|shadow/);
     expect(joined).toContain('--setenv AGENT_PROVIDER mock');
     expect(joined).toContain('--setenv PINCER_WORKSPACE /workspace');
     expect(args.slice(-3)).toEqual([expect.stringMatching(/node$/), '/app/dist/src/cli/main.js', 'runner']);

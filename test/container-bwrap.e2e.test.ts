@@ -57,7 +57,7 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
     expect(alive(pid)).toBe(false);
   });
 
-  it('sees only loopback and only the runner environment', async () => {
+  it('sees only loopback, only the runner environment, and has no capabilities', async () => {
     const s = createTestSession();
     const runner = launchTracked(launcher, { workspace: s.paths.root, env: { ...env, PINCER_HTTP_TOKEN: 'secret', OPENAI_API_KEY: 'sk-x' } });
     await runner.ready();
@@ -71,6 +71,12 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
     expect(interfaces).toEqual(['lo']);
     const names = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => e.split('=')[0]).sort();
     expect(names).toEqual(['AGENT_PROVIDER', 'HOME', 'PATH', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE', 'PWD', 'TZ']);
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    expect(/^CapEff:\s*(\w+)$/m.exec(status)?.[1]).toBe('0000000000000000');
+    expect(/^NoNewPrivs:\s*(\d)$/m.exec(status)?.[1]).toBe('1');
+    // the host's /etc is not there, only a few files of it
+    expect(fs.readdirSync(`/proc/${pid}/root/etc`).sort()).not.toContain('shadow');
+    expect(fs.existsSync(`/proc/${pid}/root/etc/passwd`)).toBe(true);
     expect(await runner.handle.stop()).toBe(0);
   });
 

@@ -12,8 +12,8 @@ const log = createLogger('container');
 
 /**
  * Runners in a bubblewrap sandbox (CONTAINER-NOTES.md): no daemon, ~0.14 s to start, works as non-root. A tmpfs root
- * with the host's /usr and /etc read-only, the session at /workspace, the app read-only at /app, new namespaces
- * (only loopback inside unless PINCER_BWRAP_NETWORK=host), a clean environment, and `--die-with-parent` so a runner
+ * with the host's /usr and a few files of /etc read-only, the session at /workspace, the app read-only at /app, new namespaces
+ * (only loopback inside unless PINCER_BWRAP_NETWORK=host), no capabilities, a clean environment, and `--die-with-parent` so a runner
  * never outlives its host. bwrap does not forward SIGTERM, so `stop()` signals the runner's Node process directly.
  */
 export class BwrapLauncher implements RunnerLauncher {
@@ -48,11 +48,14 @@ export class BwrapLauncher implements RunnerLauncher {
   }
 }
 
+const ETC_ENTRIES = ['passwd', 'group', 'hosts', 'resolv.conf', 'nsswitch.conf', 'localtime', 'ssl', 'ca-certificates', 'alternatives'];
+
 /** The bwrap arguments (pure, for tests). Host paths are never exposed beyond the listed binds. */
 export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEntry: string, env: Record<string, string>): string[] {
   const args = ['--unshare-all'];
   if (!settings.isolateNetwork) args.push('--share-net');
-  args.push('--die-with-parent', '--new-session', '--clearenv');
+  // run by root, bwrap keeps every capability inside unless told otherwise
+  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--clearenv');
   const setenv = { ...env, PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', PINCER_WORKSPACE: '/workspace' };
   for (const [name, value] of Object.entries(setenv).sort(([a], [b]) => a.localeCompare(b))) args.push('--setenv', name, value);
   args.push(
@@ -61,12 +64,13 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
     '--symlink', 'usr/lib64', '/lib64',
     '--symlink', 'usr/bin', '/bin',
     '--symlink', 'usr/sbin', '/sbin',
-    '--ro-bind', '/etc', '/etc',
     '--dev', '/dev',
     '--proc', '/proc',
     '--tmpfs', '/tmp',
     '--bind', folders.workspace, '/workspace',
   );
+  // only the parts of /etc a runner and its tools use: never the whole folder (shadow, keys, host config)
+  for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   args.push('--ro-bind', settings.appRoot, '/app');
