@@ -131,6 +131,7 @@ describe('the runner environment in a sandbox', () => {
     PINCER_HTTP_TOKEN: 'secret-http',
     PINCER_RUNNER: 'docker',
     PINCER_DOCKER_IMAGE: 'x',
+    PINCER_CONTAINER_IMAGE: 'y',
     PINCER_SOMETHING_TOKEN: 'secret-2',
     DOCKER_HOST: 'unix:///x.sock',
     ANTHROPIC_API_KEY: 'sk-ant',
@@ -169,7 +170,7 @@ describe('the runner environment in a sandbox', () => {
   it('passes extra names asked for, and nothing of the host otherwise', () => {
     const env = runnerEnvironment({ ...host, AGENT_PROVIDER: 'mock', HTTPS_PROXY: 'http://proxy:3128' }, ['HTTPS_PROXY']);
     expect(env.HTTPS_PROXY).toBe('http://proxy:3128');
-    for (const name of ['PATH', 'HOME', 'PINCER_HOME', 'PINCER_HTTP_TOKEN', 'PINCER_RUNNER', 'PINCER_DOCKER_IMAGE', 'PINCER_SOMETHING_TOKEN', 'DOCKER_HOST', 'AWS_SECRET_ACCESS_KEY', 'EMPTY']) {
+    for (const name of ['PATH', 'HOME', 'PINCER_HOME', 'PINCER_HTTP_TOKEN', 'PINCER_RUNNER', 'PINCER_DOCKER_IMAGE', 'PINCER_CONTAINER_IMAGE', 'PINCER_SOMETHING_TOKEN', 'DOCKER_HOST', 'AWS_SECRET_ACCESS_KEY', 'EMPTY']) {
       expect(env).not.toHaveProperty(name);
     }
   });
@@ -195,7 +196,7 @@ describe('launcher configuration', () => {
   it('defaults to a child process; docker settings have safe defaults', () => {
     const config = loadLauncherConfig({ PATH: '/usr/bin', DOCKER_HOST: 'unix:///d.sock', PINCER_HTTP_TOKEN: 't' }, cli);
     expect(config.kind).toBe('process');
-    expect(config.docker).toMatchObject({ image: 'pincer-runner', memory: '2g', cpus: '1', pids: 512, network: 'none', extraEnv: [] });
+    expect(config.docker).toMatchObject({ image: 'pincer-node', memory: '2g', cpus: '1', pids: 512, network: 'none', extraEnv: [] });
     expect(config.docker.appRoot).toBe(path.resolve('.'));
     expect(config.docker.cliEnv).toEqual({ PATH: '/usr/bin', DOCKER_HOST: 'unix:///d.sock' });
     expect(createLauncher(config).kind).toBe('process');
@@ -205,7 +206,7 @@ describe('launcher configuration', () => {
     const config = loadLauncherConfig(
       {
         PINCER_RUNNER: 'docker',
-        PINCER_DOCKER_IMAGE: 'pincer/runner:2',
+        PINCER_CONTAINER_IMAGE: 'pincer/runner:2',
         PINCER_CONTAINER_MEMORY: '768m',
         PINCER_CONTAINER_CPUS: '0.5',
         PINCER_CONTAINER_PIDS: '64',
@@ -228,7 +229,7 @@ describe('launcher configuration', () => {
     [{ PINCER_CONTAINER_CPUS: 'two' }, /PINCER_CONTAINER_CPUS/],
     [{ PINCER_CONTAINER_PIDS: '-1' }, /PINCER_CONTAINER_PIDS/],
     [{ PINCER_CONTAINER_USER: 'root' }, /PINCER_CONTAINER_USER: uid or uid:gid/],
-    [{ PINCER_DOCKER_IMAGE: 'Bad Name' }, /PINCER_DOCKER_IMAGE/],
+    [{ PINCER_CONTAINER_IMAGE: 'Bad Name' }, /PINCER_CONTAINER_IMAGE/],
   ])('fails closed on %j', (env, message) => {
     let caught: unknown;
     try {

@@ -10,7 +10,7 @@ export function registerContainerCommands(program: Command): void {
   container
     .command('image')
     .description("build the runner image from this machine's own Node (no registry needed); does nothing if it is current")
-    .option('--image <name>', 'image name (default PINCER_DOCKER_IMAGE, else pincer-runner)')
+    .option('--image <name>', 'image name (default PINCER_CONTAINER_IMAGE, else pincer-node)')
     .option('--force', 'rebuild even if the image is current')
     .option('--with <commands>', 'comma-separated host commands to copy in for the agent (e.g. ls,cat,grep)')
     .action(async (options: { image?: string; force?: boolean; with?: string }) => reportErrors(async () => {

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
 import { registerContainerCommands } from './container.js';
+import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 
@@ -31,6 +32,7 @@ program
 registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
+registerHostCommand(program);
 registerContainerCommands(program);
 
 await program.parseAsync(process.argv);

@@ -10,7 +10,11 @@ import { ContainerError } from './errors.js';
 import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
-export const DEFAULT_IMAGE = 'pincer-runner';
+/**
+ * The base image (the host's Node and libraries; the app is mounted). Not `PINCER_DOCKER_IMAGE`: the host's own Docker
+ * runner (src/host/runner-docker.ts) reads that one for an image with the app inside, a different kind of image.
+ */
+export const DEFAULT_IMAGE = 'pincer-node';
 /** A docker image reference as Pincer accepts it: lower case, `name[:tag]`, optional path. */
 export const IMAGE_NAME = /^[a-z0-9][a-z0-9_.\-/:]*$/;
 
@@ -22,7 +26,7 @@ const names = z
 /** The launcher's variables (README "Runners in containers"); explicit bad values fail with the variable named. */
 const EnvSchema = z.object({
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
-  PINCER_DOCKER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),
+  PINCER_CONTAINER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),
   PINCER_CONTAINER_MEMORY: z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'),
   PINCER_CONTAINER_CPUS: z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'),
   PINCER_CONTAINER_PIDS: z.coerce.number().int().positive().default(512),
@@ -45,7 +49,7 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
     kind: e.PINCER_RUNNER,
     cliEntry,
     docker: {
-      image: e.PINCER_DOCKER_IMAGE,
+      image: e.PINCER_CONTAINER_IMAGE,
       appRoot,
       cliEnv: dockerCliEnvironment(env),
       user: e.PINCER_CONTAINER_USER,

@@ -32,6 +32,8 @@ export const ConfigFileSchema = z.strictObject({
   model: z.string().optional(),
   provider: z.string().optional(),
   timezone: z.string().optional(),
+  /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
+  generation: z.number().int().nonnegative().optional(),
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
