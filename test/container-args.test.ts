@@ -69,7 +69,8 @@ describe('docker run arguments', () => {
     ]);
     // values never on the command line: only names, sorted, plus the two fixed settings
     expect(values(args, '-e')).toEqual(['PINCER_WORKSPACE=/workspace', 'HOME=/tmp', 'AGENT_PROVIDER', 'TZ']);
-    expect(args.slice(-4)).toEqual(['pincer-runner', '/usr/local/bin/node', '/app/dist/src/cli/main.js', 'runner']);
+    // the same V8 flags as a process runner
+    expect(args.slice(-5)).toEqual(['pincer-runner', '/usr/local/bin/node', '--max-semi-space-size=1', '/app/dist/src/cli/main.js', 'runner']);
   });
 
   it('mount a separate agent folder and global folder, and honour an explicit user and network', () => {
@@ -268,7 +269,7 @@ describe('bwrap arguments', () => {
     expect(joined).not.toMatch(/--ro-bind \/etc \/etc|shadow/);
     expect(joined).toContain('--setenv AGENT_PROVIDER mock');
     expect(joined).toContain('--setenv PINCER_WORKSPACE /workspace');
-    expect(args.slice(-3)).toEqual([expect.stringMatching(/node$/), '/app/dist/src/cli/main.js', 'runner']);
+    expect(args.slice(-4)).toEqual([expect.stringMatching(/node$/), '--max-semi-space-size=1', '/app/dist/src/cli/main.js', 'runner']);
     const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js', {});
     expect(shared).toContain('--share-net');
   });

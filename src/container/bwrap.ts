@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../shared/log.js';
+import { RUNNER_NODE_FLAGS } from '../host/runner-process.js';
 import { runnerEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
@@ -81,7 +82,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
     node = path.join('/opt/pincer-node', path.basename(node));
   }
   const entry = path.posix.join('/app', path.relative(settings.appRoot, cliEntry).split(path.sep).join('/'));
-  args.push('--chdir', '/workspace', node, entry, 'runner');
+  args.push('--chdir', '/workspace', node, ...RUNNER_NODE_FLAGS, entry, 'runner');
   return args;
 }
 

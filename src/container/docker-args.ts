@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { RUNNER_NODE_FLAGS } from '../host/runner-process.js';
 import type { DockerSettings } from './types.js';
 import type { RunnerFolders } from './workspace.js';
 
@@ -65,7 +66,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     '-e', 'HOME=/tmp',
     ...[...plan.envNames].sort().flatMap((name) => ['-e', name]),
     settings.image,
-    CONTAINER_NODE, entry, 'runner',
+    CONTAINER_NODE, ...RUNNER_NODE_FLAGS, entry, 'runner',
   ];
 }
 
