@@ -319,6 +319,11 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     expect(withCat.fingerprint).not.toBe(again.fingerprint);
     const passwd = await dockerCli(['run', '--rm', '--network', 'none', `${IMAGE}-cat`, 'cat', '/etc/passwd'], daemon.cliEnv);
     expect(passwd).toMatch(/^root:x:0:0:/);
+    // docker import refusing the name at once (its stdin closed under tar) is a clear error, and no build root is left
+    const buildRoots = (): string[] => fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('pincer-image-'));
+    const before = buildRoots();
+    await expect(ensureRunnerImage({ image: 'Not Valid!', cliEnv: daemon.cliEnv })).rejects.toThrow(/docker import of Not Valid! failed/);
+    expect(buildRoots()).toEqual(before);
     await expect(new DockerLauncher(settings, BUILT_CLI).check()).resolves.toBeUndefined();
     await expect(new DockerLauncher({ ...settings, image: 'pincer-missing' }, BUILT_CLI).check()).rejects.toThrow(
       'runner image "pincer-missing" not found: build it with `pincer container image`',

@@ -170,11 +170,20 @@ function importRoot(root: string, image: string, fingerprint: string, cliEnv: No
     let errors = '';
     tar.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     importer.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    // An importer that gives up early (a bad name, no daemon) closes its stdin: the EPIPE is expected, its exit code
+    // tells what happened, and tar must not be left writing.
+    importer.stdin.on('error', () => tar.kill());
+    tar.stdout.on('error', () => undefined);
     tar.stdout.pipe(importer.stdin);
+    tar.on('error', (err) => reject(new ContainerError('image', `tar: ${err.message}`)));
     importer.on('error', (err) => reject(new ContainerError('docker-unavailable', `docker CLI: ${err.message}`)));
     importer.on('exit', (code) => {
-      if (code === 0) resolve();
-      else reject(new ContainerError('image', `docker import of ${image} failed (${code}): ${errors.trim()}`));
+      if (code === 0) {
+        resolve();
+        return;
+      }
+      tar.kill();
+      reject(new ContainerError('image', `docker import of ${image} failed (${code}): ${errors.trim()}`));
     });
   });
 }
