@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { bwrapArgs } from '../src/container/bwrap.js';
 import { createLauncher, loadLauncherConfig, packageRoot } from '../src/container/config.js';
 import { containerNameFor, dockerRunArgs } from '../src/container/docker-args.js';
-import { dockerCliEnvironment, providerFamily, runnerEnvironment } from '../src/container/env.js';
+import { dockerCliEnvironment, providerFamily, runnerEnvironment, sandboxProviderDefaults } from '../src/container/env.js';
 import { isContainerError } from '../src/container/errors.js';
 import type { DockerSettings } from '../src/container/types.js';
 import { identityFiles } from '../src/container/identity.js';
@@ -174,6 +174,15 @@ describe('the runner environment in a sandbox', () => {
     for (const name of ['PATH', 'HOME', 'PINCER_HOME', 'PINCER_HTTP_TOKEN', 'PINCER_RUNNER', 'PINCER_DOCKER_IMAGE', 'PINCER_CONTAINER_IMAGE', 'PINCER_SOMETHING_TOKEN', 'DOCKER_HOST', 'AWS_SECRET_ACCESS_KEY', 'EMPTY']) {
       expect(env).not.toHaveProperty(name);
     }
+  });
+
+  it.each([
+    ['claude', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
+    ['auto', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
+    ['mock', {}],
+  ])('keeps %s state in the session folder, never at a host path', (provider, expected) => {
+    expect(sandboxProviderDefaults({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).toEqual(expected);
+    expect(runnerEnvironment({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).not.toHaveProperty('CLAUDE_CONFIG_DIR');
   });
 
   it('gives the docker CLI its connection settings only', () => {

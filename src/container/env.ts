@@ -54,6 +54,16 @@ export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string
   return out;
 }
 
+/**
+ * Settings a sandbox adds for the provider. HOME is a tmpfs there, so Claude Code's state (sessions, transcripts)
+ * would die with the sandbox and a restarted runner could not resume: keep it in the session folder instead. A host
+ * path given by the host would mean nothing inside, so the host's CLAUDE_CONFIG_DIR is never passed.
+ */
+export function sandboxProviderDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
+  const family = providerFamily(env.AGENT_PROVIDER);
+  return family === 'claude' || family === 'auto' ? { CLAUDE_CONFIG_DIR: '/workspace/.claude' } : {};
+}
+
 /** What the `docker` CLI itself needs from the host's environment (and nothing that goes into the container). */
 export function dockerCliEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
