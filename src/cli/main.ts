@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
+import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
@@ -32,5 +33,6 @@ registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
 registerHostCommand(program);
+registerContainerCommands(program);
 
 await program.parseAsync(process.argv);
