@@ -59,4 +59,22 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
     stream.close();
     expect(await host.stop()).toBe(0);
   }, 120_000);
+
+  it('removes the container of one of its sessions left by an earlier host when it starts', async () => {
+    const env = { PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon.host };
+    const first = await startHost(env);
+    const stream = first.stream('leftover');
+    const res = await first.request('POST', '/v1/conversations/leftover/messages', { text: 'hello' });
+    const { sessionId } = res.body as { sessionId: string };
+    await stream.waitFor('the reply', (e) => e.event === 'chat');
+    stream.close();
+    expect(await first.stop()).toBe(0);
+    // a container of that session's name that no host holds, as a host that died could leave
+    const name = `pincer-runner-${sessionId}`;
+    await dockerCli(['run', '-d', '--name', name, '--label', 'io.pincer.runner=1', '--network', 'none', IMAGE, '/usr/local/bin/node', '-e', 'setInterval(() => {}, 1000)'], daemon.cliEnv);
+    expect((await dockerCli(['ps', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe(name);
+    const second = await startHost(env, first.home);
+    expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
+    expect(await second.stop()).toBe(0);
+  }, 120_000);
 });
