@@ -250,16 +250,17 @@ describe('pincer runner with the mock provider', () => {
     const s = createTestSession();
     const runner = startRunner(s.paths.root, { PINCER_BUSY_TIMEOUT_MS: '5000', PINCER_POLL_IDLE_MS: '200' });
     await runner.ready();
-    const { id } = s.chat('behind a lock', { processAfter: new Date(Date.now() + 300).toISOString() });
+    // the lock is taken microseconds after the insert, long before the message falls due
     const locker = openSessionDb(s.paths.db);
+    const { id } = s.chat('behind a lock', { processAfter: new Date(Date.now() + 1500).toISOString() });
     locker.exec('BEGIN IMMEDIATE');
-    await waitFor('the runner hit the lock', () => /poll failed \(1 in a row\): database is locked/.test(runner.stderr()), { timeoutMs: 15_000, intervalMs: 50 });
+    await waitFor('the runner hit the lock', () => /poll failed \(1 in a row\): database is locked/.test(runner.stderr()), { timeoutMs: 30_000, intervalMs: 50 });
     locker.exec('COMMIT');
     locker.close();
     await waitFor('answered after the lock', () => s.inbound(id).status === 'completed', { timeoutMs: 15_000 });
     expect(runner.child.exitCode).toBeNull();
     expect(await runner.stop()).toBe(0);
-  }, 40_000);
+  }, 60_000);
 
   it('runner killed with SIGKILL mid-batch loses nothing: rows are still there on restart', async () => {
     const s = createTestSession();
