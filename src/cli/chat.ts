@@ -34,7 +34,9 @@ async function chat(options: { provider: string; dir?: string }): Promise<number
   const sender = os.userInfo().username;
   let lastSeq = (prepared(db, 'SELECT COALESCE(MAX(seq), 0) AS s FROM messages_out').get() as { s: number }).s;
 
-  const runner = spawnRunner({ workspace: paths.root, env: { ...process.env, AGENT_PROVIDER: options.provider }, logFile });
+  // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key.
+  const env = { ...process.env, AGENT_PROVIDER: options.provider, PINCER_AUTO_FALLBACK: process.env.PINCER_AUTO_FALLBACK || 'mock' };
+  const runner = spawnRunner({ workspace: paths.root, env, logFile });
   let runnerExit: number | string | null = null;
   const exited = new Promise<void>((resolve) => runner.once('exit', (code, signal) => ((runnerExit = code ?? signal), resolve())));
 

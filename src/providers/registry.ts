@@ -1,10 +1,17 @@
+import {
+  AUTO_PREFERENCE,
+  KNOWN_PROVIDER_REQUIREMENTS,
+  probeProvider,
+  type ProviderRequirements,
+} from '../runtime/provider-probe.js';
+import { describeSelection, selectProvider, type ProviderProbe, type Selection, type SelectionInput } from '../runtime/selection.js';
 import type { AgentProvider, ProviderConfig } from './types.js';
 
 /**
  * Provider registry (seed "Provider 工厂"; OpenClaw "运行时选择"): names are normalised (lower case, aliases), an
  * explicit unknown name fails closed with an exact message, and only `auto` may choose among providers.
  */
-export type ProviderErrorCode = 'unknown' | 'unavailable';
+export type ProviderErrorCode = 'unknown' | 'unavailable' | 'not-installed' | 'no-credentials';
 
 export class ProviderError extends Error {
   constructor(
@@ -26,10 +33,16 @@ export interface ProviderRegistration {
   create(config: ProviderConfig): AgentProvider;
   /** For `auto`: whether this provider can run with `env` (credentials present). Absent → never chosen by auto. */
   usableWith?(env: Record<string, string | undefined>): boolean;
+  /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
+  requirements?: ProviderRequirements;
 }
 
 const registrations = new Map<string, ProviderRegistration>();
-const aliases = new Map<string, string>();
+/** Aliases of the seed (OpenClaw "运行时选择"), known even before the provider registers. */
+const aliases = new Map<string, string>([
+  ['claude-code', 'claude'],
+  ['codex-app-server', 'codex'],
+]);
 
 export function registerProvider(registration: ProviderRegistration): void {
   registrations.set(registration.name, registration);
@@ -50,24 +63,54 @@ export function normaliseProviderName(name: string | undefined): string {
 export interface ProviderChoice {
   name: string;
   reason: string;
+  /** the decision with every candidate, for the log */
+  description: string;
+}
+
+/** Every provider this build knows (registered or in the requirements table), in `auto` preference order. */
+export function probeProviders(env: Record<string, string | undefined>): ProviderProbe[] {
+  const names = [...new Set([...AUTO_PREFERENCE, ...Object.keys(KNOWN_PROVIDER_REQUIREMENTS), ...registrations.keys()])];
+  return names.map((name) => {
+    const registration = registrations.get(name);
+    const requirements = registration?.requirements ??
+      KNOWN_PROVIDER_REQUIREMENTS[name] ?? { credentialsEnv: [], packages: [], executables: [], auto: Boolean(registration?.usableWith) };
+    const probe = probeProvider(name, registration !== undefined, requirements, env);
+    if (registration?.usableWith && !registration.requirements) {
+      const credentials = registration.usableWith(env);
+      return { ...probe, credentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
+    }
+    return probe;
+  });
 }
 
 /**
- * Resolve a configured name to a registered provider. `auto` picks the first registered provider that is usable with
- * `env`, else `mock` (so Pincer can be tried with no key); an explicit name is used as given or fails.
+ * Apply the selection policy (src/runtime/selection.ts) to this build's providers. `auto` falls back to
+ * PINCER_AUTO_FALLBACK when set (`pincer chat` sets `mock`, so it works without a key), else to `claude`.
+ */
+export function selectProviderFor(
+  policy: Pick<SelectionInput, 'session' | 'group' | 'model'>,
+  env: Record<string, string | undefined>,
+): Selection {
+  return selectProvider({
+    ...policy,
+    probes: probeProviders(env),
+    normalise: normaliseProviderName,
+    fallback: env.PINCER_AUTO_FALLBACK || 'claude',
+  });
+}
+
+/**
+ * Resolve a configured name (the session's policy) to a registered provider: `auto` chooses, an explicit name is used
+ * exactly or fails closed with a ProviderError (`unknown`, `not-installed`, `no-credentials`).
  */
 export function resolveProvider(name: string | undefined, env: Record<string, string | undefined>): ProviderChoice {
-  const normalised = normaliseProviderName(name);
-  if (normalised === 'auto') {
-    for (const registration of registrations.values()) {
-      if (registration.usableWith?.(env)) return { name: registration.name, reason: 'auto: credentials found' };
-    }
-    return { name: 'mock', reason: 'auto: no provider credentials found, using the mock provider' };
-  }
-  if (!registrations.has(normalised)) {
-    throw new ProviderError('unknown', `unknown provider "${name}" (known: ${knownProviders().join(', ')})`);
-  }
-  return { name: normalised, reason: 'configured' };
+  return choiceFrom(selectProviderFor({ session: name }, env));
+}
+
+/** A selection as a choice, or the ProviderError it stands for. */
+export function choiceFrom(selection: Selection): ProviderChoice {
+  if (!selection.ok) throw new ProviderError(selection.code, selection.message);
+  return { name: selection.provider, reason: selection.reason, description: describeSelection(selection) };
 }
 
 export function createProvider(name: string, config: ProviderConfig): AgentProvider {

@@ -1,8 +1,11 @@
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
 import { initRunnerState } from '../db/state.js';
 import { registerBuiltInProviders } from '../providers/index.js';
-import { createProvider, isProviderError, resolveProvider } from '../providers/registry.js';
+import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
+import { createRunnerPools, RunnerPoolsConfigError } from '../runtime/pools.js';
+import { describeSelection } from '../runtime/selection.js';
 import { createLogger, errorMessage } from '../shared/log.js';
+import { BatchFormatter } from './batch-formatter.js';
 import { discoverExtraDirectories, isRunnerConfigError, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { Runner } from './runner.js';
 import { Waker } from './wake.js';
@@ -17,18 +20,33 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   let setup;
   try {
     const config = loadRunnerConfig(env);
-    const choice = resolveProvider(config.provider, env);
+    const selection = selectProviderFor(
+      {
+        session: config.provider,
+        group: config.groupProvider,
+        model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+      },
+      env,
+    );
+    // One line per decision, with every candidate; on failure it is the exit line.
+    if (!selection.ok) {
+      log.error(describeSelection(selection));
+      return 2;
+    }
+    log.info(describeSelection(selection));
+    const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
     const provider = createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
-    setup = { config, choice, db, provider };
+    const pools = createRunnerPools(env);
+    setup = { config, choice, db, provider, pools };
   } catch (err) {
-    if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err)) {
+    if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
       return 2;
     }
     throw err;
   }
-  const { config, choice, db, provider } = setup;
+  const { config, choice, db, provider, pools } = setup;
   initRunnerState(db, process.pid, choice.name);
   const waker = new Waker(config.paths.root, config.wake);
   const runner = new Runner({
@@ -42,6 +60,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     additionalDirectories: discoverExtraDirectories(config.paths),
     mcpServers: {},
     providerEnv: { ...env },
+    formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);
@@ -57,6 +76,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   } finally {
     waker.close();
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
+    await pools.close();
     db.close();
   }
   log.info('stopped');

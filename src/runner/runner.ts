@@ -13,6 +13,7 @@ import type { RoutingContext } from '../db/types.js';
 import type { AgentProvider, AgentQuery, McpServerConfig } from '../providers/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { Batch, describeKinds } from './batch.js';
+import type { BatchFormatter } from './batch-formatter.js';
 import { detectCommand } from './commands.js';
 import type { RunnerConfig } from './config.js';
 import { formatBatch } from './format.js';
@@ -35,6 +36,8 @@ export interface RunnerDeps {
   additionalDirectories: string[];
   mcpServers: Record<string, McpServerConfig>;
   providerEnv: Record<string, string | undefined>;
+  /** formats the batch that starts a query, on a worker when it is large; without it, formatting is inline. */
+  formatter?: BatchFormatter;
 }
 
 /** How the active query is going; shared by the event loop, the follow-up pump and `stop()`. */
@@ -84,14 +87,15 @@ export class Runner {
     if (this.stopping) return;
     this.stopping = true;
     this.deps.waker.notify();
-    const active = this.active;
-    if (active) {
-      active.query.end();
-      active.stopTimer = setTimeout(() => {
-        active.progress.abortedByStop = true;
-        active.query.abort();
-      }, this.deps.config.stopGraceMs);
-    }
+    if (this.active) this.endForStop(this.active);
+  }
+
+  private endForStop(active: NonNullable<Runner['active']>): void {
+    active.query.end();
+    active.stopTimer = setTimeout(() => {
+      active.progress.abortedByStop = true;
+      active.query.abort();
+    }, this.deps.config.stopGraceMs);
   }
 
   private idleWaitMs(): number {
@@ -121,7 +125,7 @@ export class Runner {
     const started = Date.now();
     const batch = new Batch(messages);
     setRunnerBatch(db, 'busy', batch.ids, batch.routing);
-    const prompt = rawPrompt ?? formatBatch(messages, { timeZone: config.timeZone });
+    const prompt = rawPrompt ?? (await this.formatFirst(messages));
     log.info(`picked ${messages.length} message${messages.length === 1 ? '' : 's'} (${describeKinds(messages)})`);
 
     const query = provider.query({
@@ -136,6 +140,8 @@ export class Runner {
     });
     const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false };
     this.active = { query, progress };
+    // Formatting on a worker is asynchronous: a stop that came meanwhile applies to this query too.
+    if (this.stopping) this.endForStop(this.active);
     const followUps = this.pushFollowUps(query, batch, progress);
     try {
       for await (const event of query.events) {
@@ -176,7 +182,15 @@ export class Runner {
     setRunnerBatch(db, this.stopping ? 'stopping' : 'idle', [], null);
   }
 
-  /** While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). */
+  private formatFirst(messages: ClaimedMessage[]): Promise<string> | string {
+    const options = { timeZone: this.deps.config.timeZone };
+    return this.deps.formatter ? this.deps.formatter.format(messages, options) : formatBatch(messages, options);
+  }
+
+  /**
+   * While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). Follow-ups
+   * are formatted inline: claim, format and push stay synchronous, so the query cannot end between them.
+   */
   private async pushFollowUps(query: AgentQuery, batch: Batch, progress: QueryProgress): Promise<void> {
     const { db, config, waker, log } = this.deps;
     while (!progress.inputEnded && !this.stopping) {

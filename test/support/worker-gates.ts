@@ -9,6 +9,8 @@ export type TestTasks = {
   fail: { input: string; output: never };
   exit: { input: number; output: never };
   hold: { input: { gate: SharedArrayBuffer; slot: number }; output: number };
+  /** declared here but not exported by worker-tasks.mjs, to test a missing handler */
+  missing: { input: unknown; output: never };
 };
 
 export class Gates {
