@@ -11,16 +11,21 @@ import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderE
  * Test controls, read from the provider's env:
  * - MOCK_DELAY_MS: wait this long before each answer (abortable);
  * - MOCK_RECORD_FILE: append one JSON line per query and per push with what the provider was given;
+ * - MOCK_NATIVE_MEDIA: `image,pdf` makes it declare native media like Claude (default: none, like Codex/OpenCode);
  * - a prompt containing `mock:error` yields an `error` event; `mock:crash` makes the event stream throw.
  */
 export class MockProvider implements AgentProvider {
   readonly nativeSlashCommands = ['/compact'] as const;
+  readonly nativeMedia: readonly ('image' | 'pdf')[];
   private readonly delayMs: number;
   private readonly recordFile: string | undefined;
 
   constructor(config: ProviderConfig) {
     this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
     this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
+    this.nativeMedia = (config.env.MOCK_NATIVE_MEDIA ?? '')
+      .split(',')
+      .filter((kind): kind is 'image' | 'pdf' => kind === 'image' || kind === 'pdf');
   }
 
   query(input: QueryInput): AgentQuery {

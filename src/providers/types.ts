@@ -61,6 +61,10 @@ export interface AgentProvider {
   query(input: QueryInput): AgentQuery;
   /** Slash commands the provider handles natively; the runner passes these through raw (e.g. `/compact`). */
   readonly nativeSlashCommands: readonly string[];
+  /** Media the provider takes as native content blocks; everything else reaches it as `[file available at: …]`. */
+  readonly nativeMedia?: readonly ('image' | 'pdf')[];
+  /** True when the provider archives transcripts itself (Claude's PreCompact hook); else the runner does after each query. */
+  readonly archivesTranscripts?: boolean;
   /** Release anything kept between queries (servers, child processes). Called once when the runner stops. */
   close?(): Promise<void>;
 }

@@ -50,6 +50,9 @@ const EnvSchema = z.object({
   PINCER_BATCH_MAX_MESSAGES: positiveInt(50),
   PINCER_BATCH_MAX_BYTES: positiveInt(512 * 1024),
   PINCER_STOP_GRACE_MS: positiveInt(3000),
+  PINCER_SCRIPT_TIMEOUT_MS: positiveInt(30_000),
+  PINCER_SCRIPT_ENV_ALLOW: z.string().default(''),
+  PINCER_DOWNLOAD_TIMEOUT_MS: positiveInt(15_000),
 });
 
 export interface RunnerConfig {
@@ -72,6 +75,9 @@ export interface RunnerConfig {
   heartbeatMs: number;
   batch: { maxMessages: number; maxBytes: number };
   stopGraceMs: number;
+  /** task pre-scripts: timeout, and the environment names they may see beyond PATH, HOME, TZ, LANG. */
+  script: { timeoutMs: number; allowEnv: string[] };
+  downloadTimeoutMs: number;
 }
 
 export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
@@ -102,6 +108,11 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     heartbeatMs: t.PINCER_HEARTBEAT_MS,
     batch: { maxMessages: t.PINCER_BATCH_MAX_MESSAGES, maxBytes: t.PINCER_BATCH_MAX_BYTES },
     stopGraceMs: t.PINCER_STOP_GRACE_MS,
+    script: {
+      timeoutMs: t.PINCER_SCRIPT_TIMEOUT_MS,
+      allowEnv: t.PINCER_SCRIPT_ENV_ALLOW.split(',').map((name) => name.trim()).filter(Boolean),
+    },
+    downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
   };
 }
 

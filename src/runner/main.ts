@@ -28,17 +28,13 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
       },
       env,
     );
-    // One line per decision, with every candidate; on failure it is the exit line.
-    if (!selection.ok) {
-      log.error(describeSelection(selection));
-      return 2;
-    }
-    log.info(describeSelection(selection));
+    // Bad configuration exits with one line (the policy's exact message); the candidates go to the debug log.
+    if (!selection.ok) log.debug(describeSelection(selection));
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
     const provider = createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
     const pools = createRunnerPools(env);
-    setup = { config, choice, db, provider, pools };
+    setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
     if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
@@ -46,7 +42,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw err;
   }
-  const { config, choice, db, provider, pools } = setup;
+  const { config, choice, db, provider, pools, selection } = setup;
+  // Every provider decision is logged with its candidates and reason.
+  log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);
   const waker = new Waker(config.paths.root, config.wake);
   const runner = new Runner({
@@ -61,6 +59,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     mcpServers: {},
     providerEnv: { ...env },
     formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
+    attachments: pools.attachments,
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);

@@ -103,6 +103,11 @@ export class InboundQueue {
     this.db.transaction(() => ids.forEach((id) => stmt.run(error, id))).immediate();
   }
 
+  /** Mark one claimed row failed with why (a task whose pre-script failed). */
+  fail(id: string, error: string): void {
+    this.markFailed(id, error, isoNow());
+  }
+
   /** Milliseconds until the next scheduled row becomes due, or undefined when none is waiting. */
   msUntilNextDue(): number | undefined {
     const row = prepared(this.db, NEXT_DUE).get({ now: isoNow() }) as { jd: number | null };

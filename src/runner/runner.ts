@@ -10,20 +10,26 @@ import {
   writeHeartbeat,
 } from '../db/state.js';
 import type { RoutingContext } from '../db/types.js';
-import type { AgentProvider, AgentQuery, McpServerConfig } from '../providers/types.js';
+import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput } from '../providers/types.js';
+import type { AttachmentCodec } from '../runtime/attachments.js';
 import { errorMessage, type Logger } from '../shared/log.js';
+import { archiveTranscript, summarySourceOf, Transcript } from './archive.js';
 import { Batch, describeKinds } from './batch.js';
 import type { BatchFormatter } from './batch-formatter.js';
 import { detectCommand } from './commands.js';
 import type { RunnerConfig } from './config.js';
-import { formatBatch } from './format.js';
+import type { FormattableMessage } from './format.js';
+import type { MediaOptions } from './media/types.js';
+import { preparePrompt } from './prompt.js';
 import { InboundQueue, type ClaimedMessage } from './queue.js';
+import { TaskScripts } from './scripts.js';
 import type { Waker } from './wake.js';
 
 /**
- * The runner core (seed "Agent-Runner 核心"): the poll loop. Claims due messages, formats them, runs one provider
- * query at a time, pushes follow-ups into the active query, writes every result to `messages_out` with the batch's
- * routing, and keeps `runner_state` and `session_state` current. Provider specifics stay in the provider.
+ * The runner core (seed "Agent-Runner 核心"): the poll loop. Claims due messages, prepares them (media, task
+ * pre-scripts, formatting), runs one provider query at a time, pushes follow-ups into the active query, writes every
+ * result to `messages_out` with the batch's routing, and keeps `runner_state` and `session_state` current.
+ * Provider specifics stay in the provider.
  */
 export interface RunnerDeps {
   db: Database.Database;
@@ -36,8 +42,10 @@ export interface RunnerDeps {
   additionalDirectories: string[];
   mcpServers: Record<string, McpServerConfig>;
   providerEnv: Record<string, string | undefined>;
-  /** formats the batch that starts a query, on a worker when it is large; without it, formatting is inline. */
+  /** formats prompts, on a worker when the batch is large; without it, formatting is inline. */
   formatter?: BatchFormatter;
+  /** base64-encodes attachments for native blocks, on a worker when the file is large; without it, inline. */
+  attachments?: AttachmentCodec;
 }
 
 /** How the active query is going; shared by the event loop, the follow-up pump and `stop()`. */
@@ -52,32 +60,50 @@ interface QueryProgress {
 
 export class Runner {
   private readonly queue: InboundQueue;
+  private readonly scripts: TaskScripts;
   private readonly keys: { sessionId: string; resumeAt: string };
+  /** claimed (processing) messages not yet given to a query: finished task scripts, follow-ups that missed a push. */
+  private carry: FormattableMessage[] = [];
   private stopping = false;
   private active: { query: AgentQuery; progress: QueryProgress; stopTimer?: NodeJS.Timeout } | null = null;
-  private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: RunnerDeps) {
     const native = deps.provider.nativeSlashCommands;
     this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native) !== null);
     this.keys = sessionKeys(deps.providerName);
+    this.scripts = new TaskScripts(
+      this.queue,
+      { cwd: deps.config.paths.agent, env: process.env, ...deps.config.script },
+      deps.log,
+      (message) => {
+        this.carry.push(message);
+        deps.waker.notify();
+      },
+    );
   }
 
   /** Run until `stop()`. Resolves once the in-flight query has finished or been aborted. */
   async run(): Promise<void> {
     const { db, config, waker } = this.deps;
-    this.heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
+    const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
     setRunnerStateName(db, 'idle');
     try {
       while (!this.stopping) {
         const claim = this.queue.claim('start');
         this.logFailed(claim.failed);
-        if (claim.command) await this.runCommand(claim.command);
-        else if (claim.messages.length > 0) await this.runBatch(claim.messages);
-        else if (claim.failed.length === 0) await waker.wait(this.idleWaitMs());
+        if (claim.command) {
+          await this.runCommand(claim.command);
+          continue;
+        }
+        const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
+        if (messages.length > 0) await this.runBatch(messages);
+        else if (claim.messages.length === 0 && claim.failed.length === 0) await waker.wait(this.idleWaitMs());
       }
     } finally {
-      clearInterval(this.heartbeat);
+      clearInterval(heartbeat);
+      await this.scripts.stopAll();
+      const unsent = this.takeCarry();
+      if (unsent.length > 0) this.queue.recordError(unsent.map((m) => m.row.id), 'runner stopped before the message reached the agent');
       setRunnerBatch(db, 'stopping', [], null);
     }
   }
@@ -98,9 +124,25 @@ export class Runner {
     }, this.deps.config.stopGraceMs);
   }
 
+  private takeCarry(): FormattableMessage[] {
+    const carried = this.carry;
+    this.carry = [];
+    return carried;
+  }
+
   private idleWaitMs(): number {
     const untilDue = this.queue.msUntilNextDue();
     return untilDue === undefined ? this.deps.config.pollIdleMs : Math.min(untilDue, this.deps.config.pollIdleMs);
+  }
+
+  private get mediaOptions(): MediaOptions {
+    const { config, provider } = this.deps;
+    return {
+      root: config.paths.root,
+      nativeMedia: provider.nativeMedia ?? [],
+      downloadTimeoutMs: config.downloadTimeoutMs,
+      codec: this.deps.attachments,
+    };
   }
 
   private async runCommand(message: ClaimedMessage): Promise<void> {
@@ -120,16 +162,29 @@ export class Runner {
     log.info(`session cleared by message ${message.row.seq}`);
   }
 
-  private async runBatch(messages: ClaimedMessage[], rawPrompt?: string): Promise<void> {
+  private async runBatch(messages: FormattableMessage[], rawPrompt?: string): Promise<void> {
     const { db, config, log, provider } = this.deps;
     const started = Date.now();
     const batch = new Batch(messages);
     setRunnerBatch(db, 'busy', batch.ids, batch.routing);
-    const prompt = rawPrompt ?? (await this.formatFirst(messages));
-    log.info(`picked ${messages.length} message${messages.length === 1 ? '' : 's'} (${describeKinds(messages)})`);
+    log.info(`picked ${plural(messages.length, 'message')} (${describeKinds(messages)})`);
+    let prepared: { text: string; prompt: QueryInput['prompt'] };
+    try {
+      prepared = rawPrompt
+        ? { text: rawPrompt, prompt: rawPrompt }
+        : await preparePrompt(messages, { timeZone: config.timeZone, media: this.mediaOptions, formatter: this.deps.formatter });
+    } catch (err) {
+      const error = `could not prepare the prompt: ${errorMessage(err)}`;
+      log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
+      this.queue.recordError(batch.ids, error);
+      setRunnerBatch(db, 'idle', [], null);
+      return;
+    }
+    const transcript = new Transcript(summarySourceOf(messages[0]?.message));
+    transcript.add('prompt', prepared.text);
 
     const query = provider.query({
-      prompt,
+      prompt: prepared.prompt,
       sessionId: getSessionValue(db, this.keys.sessionId) ?? config.resumeSessionId,
       resumeAt: getSessionValue(db, this.keys.resumeAt),
       cwd: config.paths.agent,
@@ -140,16 +195,19 @@ export class Runner {
     });
     const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false };
     this.active = { query, progress };
-    // Formatting on a worker is asynchronous: a stop that came meanwhile applies to this query too.
+    // Preparing the prompt is asynchronous: a stop that came meanwhile applies to this query too.
     if (this.stopping) this.endForStop(this.active);
-    const followUps = this.pushFollowUps(query, batch, progress);
+    const followUps = this.pushFollowUps(query, batch, progress, transcript);
     try {
       for await (const event of query.events) {
         if (event.type === 'init') {
           setSessionValue(db, this.keys.sessionId, event.sessionId);
         } else if (event.type === 'result') {
           if (event.resumeAt) setSessionValue(db, this.keys.resumeAt, event.resumeAt);
-          if (event.text) this.writeResult(batch.routing, event.text);
+          if (event.text) {
+            this.writeResult(batch.routing, event.text);
+            transcript.add('agent', event.text);
+          }
           batch.answered();
           // Everything pushed so far is with the provider; close its input so the query ends once answered.
           // Messages arriving from here on start the next query.
@@ -158,14 +216,14 @@ export class Runner {
             query.end();
           }
         } else if (event.type === 'error') {
-          this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`);
+          this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
           break;
         } else {
           log.debug(`progress: ${event.message}`);
         }
       }
     } catch (err) {
-      this.fail(batch, progress, query, `provider crashed: ${errorMessage(err)}`);
+      this.fail(batch, progress, query, `provider crashed: ${errorMessage(err)}`, transcript);
     } finally {
       progress.inputEnded = true;
       this.deps.waker.notify();
@@ -177,39 +235,48 @@ export class Runner {
       this.queue.recordError(batch.ids, 'runner stopped before the answer was complete');
     } else if (!progress.failed) {
       this.queue.complete(batch.ids);
-      log.info(`completed ${batch.ids.length} message${batch.ids.length === 1 ? '' : 's'} in ${Date.now() - started} ms`);
+      log.info(`completed ${plural(batch.ids.length, 'message')} in ${Date.now() - started} ms`);
+    }
+    if (!provider.archivesTranscripts) {
+      this.safely('archive', () => archiveTranscript(config.paths.agent, transcript, config.timeZone));
     }
     setRunnerBatch(db, this.stopping ? 'stopping' : 'idle', [], null);
   }
 
-  private formatFirst(messages: ClaimedMessage[]): Promise<string> | string {
-    const options = { timeZone: this.deps.config.timeZone };
-    return this.deps.formatter ? this.deps.formatter.format(messages, options) : formatBatch(messages, options);
-  }
-
-  /**
-   * While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). Follow-ups
-   * are formatted inline: claim, format and push stay synchronous, so the query cannot end between them.
-   */
-  private async pushFollowUps(query: AgentQuery, batch: Batch, progress: QueryProgress): Promise<void> {
+  /** While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). */
+  private async pushFollowUps(query: AgentQuery, batch: Batch, progress: QueryProgress, transcript: Transcript): Promise<void> {
     const { db, config, waker, log } = this.deps;
     while (!progress.inputEnded && !this.stopping) {
       await waker.wait(config.pollActiveMs);
       if (progress.inputEnded || this.stopping) return;
       const claim = this.queue.claim('push');
       this.logFailed(claim.failed);
-      if (claim.messages.length === 0) continue;
-      batch.add(claim.messages);
+      const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
+      if (messages.length === 0) continue;
+      // A push carries text only: attachments of follow-ups are referenced as files.
+      const prepared = await preparePrompt(messages, {
+        timeZone: config.timeZone,
+        media: { ...this.mediaOptions, nativeMedia: [] },
+        formatter: this.deps.formatter,
+      });
+      if (progress.inputEnded || this.stopping) {
+        // The query closed its input meanwhile: these go first into the next query.
+        this.carry.push(...prepared.messages);
+        return;
+      }
+      batch.add(messages);
       setRunnerBatch(db, 'busy', batch.ids, batch.routing);
-      query.push(formatBatch(claim.messages, { timeZone: config.timeZone }));
-      log.info(`pushed ${claim.messages.length} follow-up message${claim.messages.length === 1 ? '' : 's'} (${describeKinds(claim.messages)})`);
+      query.push(prepared.text);
+      transcript.add('prompt', prepared.text);
+      log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
     }
   }
 
-  private fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string): void {
+  private fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): void {
     progress.failed = true;
     this.deps.log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
     this.queue.recordError(batch.ids, error);
+    transcript.add('error', error);
     query.abort();
   }
 
@@ -228,4 +295,8 @@ export class Runner {
       this.deps.log.warn(`${what} failed: ${errorMessage(err)}`);
     }
   }
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -82,7 +82,7 @@ function checkExplicit(
   const probe = input.probes.find((p) => p.name === name);
   if (!probe) {
     const known = input.probes.map((p) => p.name).join(', ');
-    return { ok: false, code: 'unknown', source, candidates, message: `unknown provider "${raw}" in the ${where} (known: ${known})` };
+    return { ok: false, code: 'unknown', source, candidates, message: `unknown provider "${raw}"${source === 'session' ? '' : ` in the ${where}`} (known: ${known})` };
   }
   if (!probe.installed) {
     return { ok: false, code: 'not-installed', source, candidates, message: `provider "${name}" (${why}) is not installed: ${probe.notInstalled}` };

@@ -1,0 +1,75 @@
+import { errorMessage, type Logger } from '../shared/log.js';
+import type { FormattableMessage } from './format.js';
+import type { ClaimedMessage, InboundQueue } from './queue.js';
+import { runTaskScript, type ScriptOutcome } from './task-script.js';
+
+/**
+ * The pre-script stage of tasks (seed "任务前置脚本"). Claimed tasks with a `script` are taken out of the batch and
+ * their scripts run in the background, so the poll loop keeps picking up other messages. When a script finishes the
+ * task completes (`wakeAgent: false`), fails with the reason (so a recurring series goes on with its next occurrence),
+ * or comes back through `onReady` with its `Script output:` to be given to the agent.
+ */
+export interface TaskScriptOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  allowEnv: readonly string[];
+}
+
+export class TaskScripts {
+  private readonly running = new Set<Promise<void>>();
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly queue: InboundQueue,
+    private readonly options: TaskScriptOptions,
+    private readonly log: Logger,
+    private readonly onReady: (message: FormattableMessage) => void,
+  ) {}
+
+  /** Start the scripts of scripted tasks in `messages`; return the messages that go on to the agent now. */
+  divert(messages: ClaimedMessage[]): ClaimedMessage[] {
+    const rest: ClaimedMessage[] = [];
+    for (const message of messages) {
+      if (message.message.kind === 'task' && message.message.content.script) {
+        this.start(message, message.message.content.script);
+      } else {
+        rest.push(message);
+      }
+    }
+    return rest;
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Kill every running script's process group; their rows stay processing for the host to retry. */
+  async stopAll(): Promise<void> {
+    this.abort.abort();
+    await Promise.all(this.running);
+  }
+
+  private start(message: ClaimedMessage, script: string): void {
+    const { row } = message;
+    const started = Date.now();
+    const run = runTaskScript(script, { ...this.options, signal: this.abort.signal })
+      .catch((err: unknown): ScriptOutcome => ({ ok: false, error: `script could not run: ${errorMessage(err)}` }))
+      .then((outcome) => {
+      if (this.abort.signal.aborted) return;
+      const took = Date.now() - started;
+      if (!outcome.ok) {
+        this.log.warn(`task ${row.seq} script failed after ${took} ms: ${outcome.error}`);
+        this.queue.fail(row.id, outcome.error);
+      } else if (!outcome.wakeAgent) {
+        this.log.info(`task ${row.seq} script ran in ${took} ms: wakeAgent false, completed without the agent`);
+        this.queue.complete([row.id]);
+      } else {
+        this.log.info(`task ${row.seq} script ran in ${took} ms: waking the agent`);
+        this.onReady({ ...message, notes: [`Script output:\n${JSON.stringify(outcome.data ?? null, null, 2)}`] });
+      }
+    });
+    const tracked = run.finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+  }
+}
