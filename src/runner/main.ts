@@ -33,7 +33,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
     const provider = createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
-    const pools = createRunnerPools(env);
+    const pools = createRunnerPools(env, log);
     setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
     if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {

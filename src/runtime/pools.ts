@@ -3,7 +3,9 @@ import { describeIssues } from '../db/content.js';
 import { AttachmentCodec, DEFAULT_INLINE_ATTACHMENT_BYTES } from './attachments.js';
 import type { AttachmentTasks } from './tasks/attachments.js';
 import type { FormatTasks } from './tasks/format.js';
+import { subscribeTaskEvents } from './worker-pool/diagnostics.js';
 import { WorkerTaskPool } from './worker-pool/pool.js';
+import type { Logger } from '../shared/log.js';
 
 /**
  * The runner's worker pools: one for attachment encoding, one for formatting very large batches. Both draw from the
@@ -27,7 +29,7 @@ export class RunnerPoolsConfigError extends Error {
   readonly code = 'env';
 }
 
-export function createRunnerPools(env: NodeJS.ProcessEnv): RunnerPools {
+export function createRunnerPools(env: NodeJS.ProcessEnv, log?: Logger): RunnerPools {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) throw new RunnerPoolsConfigError(`bad environment: ${describeIssues(parsed.error)}`);
   const format = new WorkerTaskPool<FormatTasks>({ name: 'format', tasks: new URL('./tasks/format.js', import.meta.url) });
@@ -35,12 +37,26 @@ export function createRunnerPools(env: NodeJS.ProcessEnv): RunnerPools {
     name: 'attachments',
     tasks: new URL('./tasks/attachments.js', import.meta.url),
   });
+  // With PINCER_LOG_LEVEL=debug, every task's diagnostics event becomes a log line; otherwise nobody subscribes.
+  const unsubscribe =
+    log && env.PINCER_LOG_LEVEL === 'debug'
+      ? subscribeTaskEvents((e) =>
+          log.debug(
+            `worker task ${e.pool}/${e.task} ${e.outcome}: queue ${ms(e.queueMs)}, prepare ${ms(e.prepareMs)}, run ${ms(e.runMs)}${e.coldStart ? ' (new worker)' : ''}, ${e.inputBytes} bytes, ${e.pendingTasks} pending`,
+          ),
+        )
+      : () => undefined;
   return {
     format,
     formatWorkerBytes: parsed.data.PINCER_FORMAT_WORKER_BYTES,
     attachments: new AttachmentCodec(attachmentPool, parsed.data.PINCER_ATTACHMENT_WORKER_BYTES),
     close: async () => {
       await Promise.all([format.close(), attachmentPool.close()]);
+      unsubscribe();
     },
   };
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(1)} ms`;
 }
