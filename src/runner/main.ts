@@ -5,7 +5,9 @@ import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '
 import { createRunnerPools, RunnerPoolsConfigError } from '../runtime/pools.js';
 import { describeSelection } from '../runtime/selection.js';
 import { createLogger, errorMessage } from '../shared/log.js';
+import { describeResources, loadResources, skillsSection } from '../runtime/resources/index.js';
 import { BatchFormatter } from './batch-formatter.js';
+import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, isRunnerConfigError, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { Runner } from './runner.js';
 import { Waker } from './wake.js';
@@ -46,6 +48,12 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   // Every provider decision is logged with its candidates and reason.
   log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);
+  // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
+  const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
+  log.info(describeResources(resources));
+  for (const diagnostic of resources.diagnostics) log.warn(`resources: ${diagnostic.message}`);
+  const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
+  const systemPrompt = [loadSystemPrompt(config.paths), skills].filter(Boolean).join('\n\n') || undefined;
   const waker = new Waker(config.paths.root, config.wake);
   const runner = new Runner({
     db,
@@ -54,12 +62,14 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     provider,
     waker,
     log,
-    systemPrompt: loadSystemPrompt(config.paths),
+    systemPrompt,
     additionalDirectories: discoverExtraDirectories(config.paths),
     mcpServers: {},
     providerEnv: { ...env },
     formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
     attachments: pools.attachments,
+    prompts: resources.prompts,
+    skills: resources.skills,
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);

@@ -12,11 +12,12 @@ import {
 import type { RoutingContext } from '../db/types.js';
 import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput } from '../providers/types.js';
 import type { AttachmentCodec } from '../runtime/attachments.js';
+import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { archiveTranscript, summarySourceOf, Transcript } from './archive.js';
 import { Batch, describeKinds } from './batch.js';
 import type { BatchFormatter } from './batch-formatter.js';
-import { detectCommand } from './commands.js';
+import { detectCommand, withPromptExpanded } from './commands.js';
 import type { RunnerConfig } from './config.js';
 import type { FormattableMessage } from './format.js';
 import type { MediaOptions } from './media/types.js';
@@ -46,6 +47,10 @@ export interface RunnerDeps {
   formatter?: BatchFormatter;
   /** base64-encodes attachments for native blocks, on a worker when the file is large; without it, inline. */
   attachments?: AttachmentCodec;
+  /** the agent group's prompts (resource package): each is a `/name` command. */
+  prompts?: PromptResource[];
+  /** the agent group's skills, given to providers that load skills natively (`nativeSkills`). */
+  skills?: SkillResource[];
 }
 
 /** How the active query is going; shared by the event loop, the follow-up pump and `stop()`. */
@@ -69,7 +74,7 @@ export class Runner {
 
   constructor(private readonly deps: RunnerDeps) {
     const native = deps.provider.nativeSlashCommands;
-    this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native) !== null);
+    this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native, deps.prompts) !== null);
     this.keys = sessionKeys(deps.providerName);
     this.scripts = new TaskScripts(
       this.queue,
@@ -146,7 +151,12 @@ export class Runner {
   }
 
   private async runCommand(message: ClaimedMessage): Promise<void> {
-    const command = detectCommand(message, this.deps.provider.nativeSlashCommands);
+    const command = detectCommand(message, this.deps.provider.nativeSlashCommands, this.deps.prompts);
+    if (command?.type === 'prompt') {
+      this.deps.log.info(`prompt command /${command.prompt.name} in message ${message.row.seq}`);
+      await this.runBatch([withPromptExpanded(message, command.prompt, command.args)]);
+      return;
+    }
     if (command?.type === 'native') {
       // Provider-native commands go to the provider raw, unformatted.
       await this.runBatch([message], command.text);
@@ -192,6 +202,7 @@ export class Runner {
       systemPrompt: this.deps.systemPrompt,
       env: this.deps.providerEnv,
       additionalDirectories: this.deps.additionalDirectories,
+      ...(provider.nativeSkills && this.deps.skills?.length ? { skills: this.deps.skills } : {}),
     });
     const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false };
     this.active = { query, progress };
