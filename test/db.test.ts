@@ -30,7 +30,7 @@ describe('session database', () => {
     const b = insertOutbound(db, { kind: 'chat', content: { text: 'b' }, routing: noRouting });
     const c = insertInbound(db, { kind: 'chat', content: { text: 'c', sender: 's' } });
     expect([a.seq, b.seq, c.seq]).toEqual([1, 2, 3]);
-    expect(findBySeq(db, 2)).toEqual({ table: 'messages_out', id: b.id });
+    expect(findBySeq(db, 2)).toMatchObject({ table: 'messages_out', id: b.id, kind: 'chat' });
     expect(findBySeq(db, 99)).toBeUndefined();
   });
 

@@ -86,7 +86,7 @@ describe('resource packages', () => {
     { code: 'name-collision', files: { 'prompts/clear.md': 'Clear!' }, message: 'collides with the command /clear' },
     { code: 'invalid-name', files: { 'prompts/two words.md': 'x' }, message: '"two words" is not a usable command name' },
     { code: 'unreadable', files: { 'prompts/dir.md': null }, message: 'cannot read' },
-  ])('reports $code: $message', ({ code, files, message }) => {
+  ] as { code: string; files: Record<string, string | null>; message: string }[])('reports $code: $message', ({ code, files, message }) => {
     const loaded = loadResources(groupFolder(files), ['/clear']);
     expect(loaded.diagnostics.map((d) => d.code)).toContain(code);
     expect(loaded.diagnostics.find((d) => d.code === code)!.message).toContain(message);

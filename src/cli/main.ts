@@ -2,9 +2,12 @@ import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
-import { runRunner } from '../runner/main.js';
 
-/** `pincer …`: one command per process of SPEC §1, plus tools to poke at a session by hand. */
+/**
+ * `pincer …`: one command per process of SPEC §1, plus tools to poke at a session by hand. The long-running processes
+ * load their code only when chosen: a runner does not carry the MCP SDK, and `pincer mcp` (started by the provider
+ * for every query) does not load the runner and its providers.
+ */
 const program = new Command();
 program.name('pincer').description('Pincer agent runner').showHelpAfterError();
 
@@ -12,7 +15,16 @@ program
   .command('runner')
   .description('run the agent runner for the session in PINCER_WORKSPACE (default /workspace)')
   .action(async () => {
+    const { runRunner } = await import('../runner/main.js');
     process.exitCode = await runRunner();
+  });
+
+program
+  .command('mcp')
+  .description('the Pincer MCP tool server on stdio for the session in PINCER_WORKSPACE (started by the provider)')
+  .action(async () => {
+    const { runMcpServer } = await import('../mcp/main.js');
+    process.exitCode = await runMcpServer();
   });
 
 registerSessionCommands(program);

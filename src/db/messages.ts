@@ -99,12 +99,41 @@ export function outboundAfter(db: Database.Database, afterSeq: number, limit = 1
   return prepared(db, 'SELECT * FROM messages_out WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as OutboundRow[];
 }
 
+/** A message as the agent addresses it: its integer id (`seq`), in either table. */
+export interface MessageBySeq {
+  table: 'messages_in' | 'messages_out';
+  id: string;
+  kind: string;
+  content: string;
+  /** where the message lives (its routing columns); `inReplyTo` is the outbound row's, null for inbound rows. */
+  routing: RoutingContext;
+}
+
 /** The message either table holds under the agent-visible integer id, or undefined. */
-export function findBySeq(db: Database.Database, seq: number): { table: 'messages_in' | 'messages_out'; id: string } | undefined {
+export function findBySeq(db: Database.Database, seq: number): MessageBySeq | undefined {
   const row = prepared(
     db,
-    `SELECT 'messages_in' AS tbl, id FROM messages_in WHERE seq = ?
-     UNION ALL SELECT 'messages_out', id FROM messages_out WHERE seq = ?`,
-  ).get(seq, seq) as { tbl: 'messages_in' | 'messages_out'; id: string } | undefined;
-  return row && { table: row.tbl, id: row.id };
+    `SELECT 'messages_in' AS tbl, id, kind, content, platform_id, channel_type, thread_id, NULL AS in_reply_to
+       FROM messages_in WHERE seq = @seq
+     UNION ALL SELECT 'messages_out', id, kind, content, platform_id, channel_type, thread_id, in_reply_to
+       FROM messages_out WHERE seq = @seq`,
+  ).get({ seq }) as
+    | (Pick<OutboundRow, 'id' | 'kind' | 'content' | 'platform_id' | 'channel_type' | 'thread_id' | 'in_reply_to'> & {
+        tbl: MessageBySeq['table'];
+      })
+    | undefined;
+  return (
+    row && {
+      table: row.tbl,
+      id: row.id,
+      kind: row.kind,
+      content: row.content,
+      routing: {
+        platformId: row.platform_id,
+        channelType: row.channel_type,
+        threadId: row.thread_id,
+        inReplyTo: row.in_reply_to,
+      },
+    }
+  );
 }

@@ -68,19 +68,32 @@ export function setRunnerStateName(db: Database.Database, state: RunnerStateName
   prepared(db, 'UPDATE runner_state SET state = ?, updated_at = ? WHERE id = 1').run(state, isoNow());
 }
 
-/** Record the batch in flight (or clear it with `[]`/null) together with the state. */
+/**
+ * Set the state only if it is still `expected` (compare-and-set); true when it changed. The MCP server uses it to
+ * enter and leave `waiting_user` without overwriting a state the runner set meanwhile (idle, stopping).
+ */
+export function swapRunnerStateName(db: Database.Database, expected: RunnerStateName, next: RunnerStateName): boolean {
+  return (
+    prepared(db, 'UPDATE runner_state SET state = ?, updated_at = ? WHERE id = 1 AND state = ?').run(next, isoNow(), expected)
+      .changes === 1
+  );
+}
+
+/**
+ * Record the batch in flight (or clear it with `[]`/null) together with the state. `busy` keeps a `waiting_user`
+ * set by the MCP server: a follow-up pushed while a question is open does not end the wait for the answer.
+ */
 export function setRunnerBatch(
   db: Database.Database,
   state: RunnerStateName,
   batchIds: string[],
   routing: RoutingContext | null,
 ): void {
-  prepared(db, 'UPDATE runner_state SET state = ?, batch_ids = ?, routing = ?, updated_at = ? WHERE id = 1').run(
-    state,
-    JSON.stringify(batchIds),
-    routing ? JSON.stringify(routing) : null,
-    isoNow(),
-  );
+  prepared(
+    db,
+    `UPDATE runner_state SET state = CASE WHEN @state = 'busy' AND state = 'waiting_user' THEN state ELSE @state END,
+       batch_ids = @batchIds, routing = @routing, updated_at = @now WHERE id = 1`,
+  ).run({ state, batchIds: JSON.stringify(batchIds), routing: routing ? JSON.stringify(routing) : null, now: isoNow() });
 }
 
 export function writeHeartbeat(db: Database.Database): void {

@@ -33,9 +33,11 @@ export class Batch {
     return this.routings[0]!;
   }
 
-  /** An answer was written: later answers belong to the next prompt, if one was pushed. */
-  answered(): void {
-    if (this.routings.length > 1) this.routings.shift();
+  /** An answer was written: later answers belong to the next prompt, if one was pushed. True when the routing moved on. */
+  answered(): boolean {
+    if (this.routings.length <= 1) return false;
+    this.routings.shift();
+    return true;
   }
 }
 

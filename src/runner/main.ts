@@ -1,5 +1,7 @@
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
 import { initRunnerState } from '../db/state.js';
+import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
+import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
 import { createRunnerPools, RunnerPoolsConfigError } from '../runtime/pools.js';
@@ -53,7 +55,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   log.info(describeResources(resources));
   for (const diagnostic of resources.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
-  const systemPrompt = [loadSystemPrompt(config.paths), skills].filter(Boolean).join('\n\n') || undefined;
+  const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
   const runner = new Runner({
     db,
@@ -64,7 +66,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     log,
     systemPrompt,
     additionalDirectories: discoverExtraDirectories(config.paths),
-    mcpServers: {},
+    mcpServers: { [MCP_SERVER_NAME]: pincerMcpServer(config.paths.root, config.timeZone, env) },
     providerEnv: { ...env },
     formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
     attachments: pools.attachments,

@@ -60,6 +60,8 @@ export class InboundQueue {
    * to end. Nothing is claimed unless a due row with trigger = 1 exists: context rows never wake the agent.
    */
   claim(mode: 'start' | 'push'): Claim {
+    // Most wake-ups find nothing to do: look without taking the write lock first.
+    if (!prepared(this.db, HAS_DUE_TRIGGER).get({ now: isoNow() })) return { messages: [], command: null, failed: [] };
     const claimTx = this.db.transaction((): Claim => {
       const now = isoNow();
       const result: Claim = { messages: [], command: null, failed: [] };

@@ -219,7 +219,8 @@ export class Runner {
             this.writeResult(batch.routing, event.text);
             transcript.add('agent', event.text);
           }
-          batch.answered();
+          // The MCP server reads the routing of the batch in flight from runner_state: keep it on the current prompt.
+          if (batch.answered()) setRunnerBatch(db, 'busy', batch.ids, batch.routing);
           // Everything pushed so far is with the provider; close its input so the query ends once answered.
           // Messages arriving from here on start the next query.
           if (!progress.inputEnded) {

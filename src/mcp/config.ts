@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { describeIssues } from '../db/content.js';
+import { CLI_ENTRY } from '../host/runner-process.js';
+import type { McpServerConfig } from '../providers/types.js';
+import { loadRunnerConfig, RunnerConfigError } from '../runner/config.js';
+import type { McpConfig } from './types.js';
+
+/** The name models see the tools under: `mcp__pincer__send_message` (Claude), `pincer_send_message` (OpenCode). */
+export const MCP_SERVER_NAME = 'pincer';
+
+const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+const EnvSchema = z.object({
+  PINCER_MAX_FILE_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_FILE_BYTES),
+});
+
+/**
+ * The MCP server finds its session exactly as the runner does (PINCER_WORKSPACE, TZ, config.json), so both read the
+ * same folder and time zone. Bad configuration throws a RunnerConfigError with one clear line.
+ */
+export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
+  const runner = loadRunnerConfig(env);
+  const own = EnvSchema.safeParse(env);
+  if (!own.success) throw new RunnerConfigError('env', `bad environment: ${describeIssues(own.error)}`);
+  return {
+    paths: runner.paths,
+    timeZone: runner.timeZone,
+    wake: runner.wake,
+    fallbackMs: runner.pollIdleMs,
+    maxFileBytes: own.data.PINCER_MAX_FILE_BYTES,
+  };
+}
+
+/**
+ * How a provider starts `pincer mcp` for a session (the seed's normalised `{command, args, env}`). SDKs do not pass
+ * their own environment on to MCP servers, so the server's environment is spelled out: the workspace, the time zone,
+ * and the runner's own PINCER_* settings (log level, wake mode, limits).
+ */
+export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS.ProcessEnv): McpServerConfig {
+  const serverEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (key.startsWith('PINCER_') && value !== undefined) serverEnv[key] = value;
+  }
+  serverEnv.PINCER_WORKSPACE = workspace;
+  serverEnv.TZ = timeZone;
+  return { command: process.execPath, args: [CLI_ENTRY, 'mcp'], env: serverEnv };
+}

@@ -1,0 +1,86 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { insertOutbound } from '../db/messages.js';
+import { batchRouting } from './routing.js';
+import { label, text } from './schemas.js';
+import { McpToolError, textResult, type McpConfig, type ToolContext } from './types.js';
+
+/**
+ * send_file (seed "send_file"): copy a file from the workspace into `outbox/<message-id>/` and write a chat row
+ * listing it. Only files inside the workspace may leave: the path is resolved through every symlink first.
+ */
+export function registerFileTools(server: McpServer, ctx: ToolContext): void {
+  const { db, config } = ctx;
+  server.registerTool(
+    'send_file',
+    {
+      description:
+        'Send a file from your workspace to the conversation, optionally with a message. The path is relative to ' +
+        'your agent folder or absolute; it must be inside the workspace. Returns the new message id.',
+      inputSchema: {
+        path: label('path', 4096).describe('the file, relative to your agent folder (e.g. "report.pdf") or absolute'),
+        text: text('text').optional().describe('a message to go with the file'),
+        filename: label('filename', 255)
+          .refine((name) => isPlainFileName(name), { error: 'filename must be a plain file name, without / or \\' })
+          .optional()
+          .describe('the name the recipient sees (default: the file name of path)'),
+      },
+    },
+    ({ path: given, text, filename }) => {
+      const source = resolveInsideWorkspace(config, given);
+      const name = filename ?? path.basename(given);
+      if (!isPlainFileName(name)) throw new McpToolError('invalid', `cannot send "${given}": give a filename for it`);
+      // The file is in place before the row exists, so whoever delivers the row always finds it.
+      const id = randomUUID();
+      const dir = path.join(config.paths.outbox, id);
+      fs.mkdirSync(dir, { recursive: true });
+      try {
+        fs.copyFileSync(source, path.join(dir, name));
+        const { seq } = insertOutbound(db, {
+          id,
+          kind: 'chat',
+          content: { text: text ?? '', files: [name] },
+          routing: batchRouting(db),
+        });
+        return textResult(`Sent ${name} as message ${seq}.`);
+      } catch (err) {
+        fs.rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+    },
+  );
+}
+
+function isPlainFileName(name: string): boolean {
+  return name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
+}
+
+/**
+ * The real path of a file the agent named, checked to be a regular file inside the workspace and within the size
+ * limit. Symlinks are resolved before the check, so neither `..` nor a link can point outside.
+ */
+export function resolveInsideWorkspace(config: McpConfig, given: string): string {
+  const candidate = path.resolve(config.paths.agent, given);
+  let real: string;
+  try {
+    real = fs.realpathSync(candidate);
+  } catch {
+    throw new McpToolError('not_found', `file not found: ${given}`);
+  }
+  const root = fs.realpathSync(config.paths.root);
+  const relative = path.relative(root, real);
+  if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+    throw new McpToolError('outside_workspace', `${given} is outside the workspace (${config.paths.root}): only files inside it can be sent`);
+  }
+  const stat = fs.statSync(real);
+  if (!stat.isFile()) throw new McpToolError('invalid', `${given} is not a file`);
+  if (stat.size > config.maxFileBytes) {
+    throw new McpToolError(
+      'too_large',
+      `${given} is ${stat.size} bytes, over the limit of ${config.maxFileBytes} bytes: compress or split it`,
+    );
+  }
+  return real;
+}

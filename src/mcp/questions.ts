@@ -1,0 +1,202 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { prepared } from '../db/connection.js';
+import { describeIssues, QuestionResponseSchema } from '../db/content.js';
+import { insertOutbound } from '../db/messages.js';
+import { readRunnerState, swapRunnerStateName } from '../db/state.js';
+import type { RunnerStateName } from '../db/types.js';
+import { Waker } from '../runner/wake.js';
+import { isoNow } from '../shared/time.js';
+import { batchRouting } from './routing.js';
+import { label, text } from './schemas.js';
+import { McpToolError, textResult, type ToolContext } from './types.js';
+
+/**
+ * ask_user_question (seed "ask_user_question"): a blocking tool call. Writes the question row, marks the runner
+ * `waiting_user`, and waits for the host to write the answer — a `system` row `{type: 'question_response',
+ * questionId, selectedOption}`, which the poll loop leaves pending for us. The wait wakes on any change to the session
+ * DB (the runner's Waker); its interval is only the fallback.
+ */
+const DEFAULT_TIMEOUT_S = 300;
+const MAX_TIMEOUT_S = 7 * 24 * 3600;
+const MAX_OPTIONS = 25;
+
+const OptionSchema = z.union([
+  label('option'),
+  z.object({
+    label: label('option label'),
+    selectedLabel: label('selectedLabel').optional(),
+    value: label('option value').optional(),
+  }),
+]);
+type OptionInput = z.infer<typeof OptionSchema>;
+interface QuestionOption {
+  label: string;
+  selectedLabel?: string;
+  value: string;
+}
+
+export function registerQuestionTools(server: McpServer, ctx: ToolContext): void {
+  const waiting = new WaitingUserState(ctx.db);
+
+  server.registerTool(
+    'ask_user_question',
+    {
+      description:
+        'Ask the user a multiple-choice question and wait for the answer (this call blocks until they choose, or ' +
+        'until the timeout). Use it before anything destructive or ambiguous. Returns the chosen option\'s value.',
+      inputSchema: {
+        title: label('title').describe('short card title, e.g. "Confirm deletion"'),
+        question: text('question', 4000, 'ask a shorter question').describe('the question'),
+        options: z
+          .array(OptionSchema)
+          .min(1, { error: 'options needs at least one choice' })
+          .max(MAX_OPTIONS, { error: `options allows at most ${MAX_OPTIONS} choices` })
+          .describe('the choices: strings, or {label, selectedLabel?, value?} (value defaults to label)'),
+        timeout: z
+          .number()
+          .positive({ error: 'timeout must be more than 0 seconds' })
+          .max(MAX_TIMEOUT_S, { error: `timeout must be at most ${MAX_TIMEOUT_S} seconds` })
+          .optional()
+          .describe(`seconds to wait for the answer (default ${DEFAULT_TIMEOUT_S})`),
+      },
+    },
+    ({ title, question, options, timeout = DEFAULT_TIMEOUT_S }, extra) => {
+      const asked: Question = { title, question, options: normaliseOptions(options), timeoutS: timeout };
+      const call = ask(ctx, waiting, asked, AbortSignal.any([extra.signal, ctx.shutdown]));
+      ctx.blocking.add(call);
+      return call.finally(() => ctx.blocking.delete(call));
+    },
+  );
+}
+
+interface Question {
+  title: string;
+  question: string;
+  options: QuestionOption[];
+  timeoutS: number;
+}
+
+async function ask(ctx: ToolContext, waiting: WaitingUserState, q: Question, signal: AbortSignal) {
+  const { db, config, log } = ctx;
+  const questionId = randomUUID();
+  // Watch before writing the question, so an answer written right after it cannot slip past the wait.
+  const waker = new Waker(config.paths.root, config.wake);
+  const wake = (): void => waker.notify();
+  signal.addEventListener('abort', wake);
+  const started = Date.now();
+  try {
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { operation: 'ask_question', questionId, title: q.title, question: q.question, options: q.options },
+      routing: batchRouting(db),
+    });
+    waiting.enter();
+    log.info(`question ${questionId} asked; waiting up to ${q.timeoutS} s`);
+    try {
+      const selected = await waitForAnswer(ctx, waker, questionId, q.timeoutS, signal);
+      log.info(`question ${questionId} answered in ${Date.now() - started} ms`);
+      const chosen = q.options.find((option) => option.value === selected || option.label === selected);
+      const shown = chosen && chosen.label !== selected ? ` (${chosen.label})` : '';
+      return textResult(`The user chose: ${selected}${shown}`);
+    } finally {
+      waiting.leave();
+    }
+  } finally {
+    signal.removeEventListener('abort', wake);
+    waker.close();
+  }
+}
+
+function normaliseOptions(options: OptionInput[]): QuestionOption[] {
+  const normalised = options.map((option): QuestionOption => {
+    if (typeof option === 'string') return { label: option, value: option };
+    return { label: option.label, value: option.value ?? option.label, ...(option.selectedLabel && { selectedLabel: option.selectedLabel }) };
+  });
+  const values = new Set<string>();
+  for (const { value } of normalised) {
+    if (values.has(value)) throw new McpToolError('invalid', `two options have the value "${value}": each choice needs its own`);
+    values.add(value);
+  }
+  return normalised;
+}
+
+const FIND_ANSWER = `SELECT id, content FROM messages_in
+  WHERE status = 'pending' AND kind = 'system'
+    AND CASE WHEN json_valid(content) THEN coalesce(json_extract(content, '$.type') = 'question_response'
+      AND json_extract(content, '$.questionId') = @questionId, 0) ELSE 0 END
+  ORDER BY seq LIMIT 1`;
+
+async function waitForAnswer(
+  ctx: ToolContext,
+  waker: Waker,
+  questionId: string,
+  timeoutS: number,
+  signal: AbortSignal,
+): Promise<string> {
+  const deadline = Date.now() + timeoutS * 1000;
+  for (;;) {
+    const answer = takeAnswer(ctx.db, questionId);
+    if (answer !== undefined) return answer;
+    if (signal.aborted) throw new McpToolError('cancelled', 'the question was cancelled before the user answered');
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new McpToolError(
+        'timeout',
+        `the user did not answer within ${timeoutS} s; ask again later or go on without an answer`,
+      );
+    }
+    await waker.wait(Math.min(left, ctx.config.fallbackMs));
+  }
+}
+
+/**
+ * Claim the answer row, if it has arrived: mark it completed in the same transaction that reads it, so an answer is
+ * taken once. An answer row that is not a valid question_response is failed with the reason, never silently ignored.
+ */
+function takeAnswer(db: Database.Database, questionId: string): string | undefined {
+  const take = db.transaction((): string | undefined => {
+    const row = prepared(db, FIND_ANSWER).get({ questionId }) as { id: string; content: string } | undefined;
+    if (!row) return undefined;
+    const parsed = QuestionResponseSchema.safeParse(JSON.parse(row.content));
+    const now = isoNow();
+    if (!parsed.success) {
+      prepared(db, `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ?`).run(
+        now,
+        `invalid answer to question ${questionId}: ${describeIssues(parsed.error)}`,
+        row.id,
+      );
+      return undefined;
+    }
+    prepared(db, `UPDATE messages_in SET status = 'completed', status_changed = ? WHERE id = ?`).run(now, row.id);
+    return parsed.data.selectedOption;
+  });
+  return take.immediate();
+}
+
+/**
+ * `runner_state.state` is `waiting_user` while at least one question of this server is open, then goes back to what
+ * it was — but only if it is still `waiting_user`: a state the runner set meanwhile (idle, stopping) wins.
+ */
+class WaitingUserState {
+  private open = 0;
+  private previous: RunnerStateName | null = null;
+
+  constructor(private readonly db: Database.Database) {}
+
+  enter(): void {
+    if (this.open++ > 0) return;
+    const state = readRunnerState(this.db)?.state;
+    if (state === 'busy' || state === 'idle' || state === 'starting') {
+      if (swapRunnerStateName(this.db, state, 'waiting_user')) this.previous = state;
+    }
+  }
+
+  leave(): void {
+    if (--this.open > 0) return;
+    if (this.previous) swapRunnerStateName(this.db, 'waiting_user', this.previous);
+    this.previous = null;
+  }
+}

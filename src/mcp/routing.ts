@@ -1,0 +1,50 @@
+import type Database from 'better-sqlite3';
+import { readRunnerState } from '../db/state.js';
+import type { RoutingContext } from '../db/types.js';
+import { McpToolError } from './types.js';
+
+/**
+ * Routing of rows written by tools (seed "路由"). The MCP server is a separate process, so the routing of the batch in
+ * flight is read from `runner_state` on every call — never kept in module state, which would go stale the moment the
+ * runner picks the next batch. With no batch in flight (no runner, or between batches) every field is null and the
+ * host delivers to the session's own conversation.
+ */
+export const NO_ROUTING: RoutingContext = Object.freeze({ platformId: null, channelType: null, threadId: null, inReplyTo: null });
+
+export function batchRouting(db: Database.Database): RoutingContext {
+  return readRunnerState(db)?.routing ?? NO_ROUTING;
+}
+
+/** An explicit destination a tool was given (`send_message`'s channel, platformId, threadId). */
+export interface Destination {
+  channel?: string | undefined;
+  platformId?: string | undefined;
+  threadId?: string | undefined;
+}
+
+/**
+ * The routing of one row: the batch's, with an explicit destination overriding it. The fields narrow from channel to
+ * platform to thread, so a given field replaces itself and everything narrower: a new channel needs its own platformId
+ * (and takes no thread from the batch), a new platformId keeps the batch's channel but not its thread, a threadId alone
+ * is another thread of the same conversation. `inReplyTo` always stays the batch's: it records what the agent was
+ * answering, whichever chat the row goes to.
+ */
+export function resolveRouting(db: Database.Database, destination: Destination = {}): RoutingContext {
+  const batch = batchRouting(db);
+  const { channel, platformId, threadId } = destination;
+  if (channel === undefined && platformId === undefined && threadId === undefined) return batch;
+  if (channel !== undefined) {
+    if (platformId === undefined) {
+      throw new McpToolError('invalid', `channel "${channel}" needs platformId too: which chat on that channel?`);
+    }
+    return { channelType: channel, platformId, threadId: threadId ?? null, inReplyTo: batch.inReplyTo };
+  }
+  if (batch.channelType === null) {
+    throw new McpToolError(
+      'invalid',
+      'no conversation is in flight to take the channel from: give channel and platformId as well',
+    );
+  }
+  if (platformId !== undefined) return { ...batch, platformId, threadId: threadId ?? null };
+  return { ...batch, threadId: threadId ?? null };
+}

@@ -1,0 +1,26 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { registerAgentTools } from './agents.js';
+import { MCP_SERVER_NAME } from './config.js';
+import { registerFileTools } from './files.js';
+import { registerMessagingTools } from './messaging.js';
+import { registerQuestionTools } from './questions.js';
+import { registerTaskTools } from './tasks.js';
+import type { ToolContext } from './types.js';
+
+/** Version reported to MCP clients (keep with package.json). */
+const SERVER_VERSION = '0.1.0';
+
+/**
+ * The Pincer MCP server (SPEC §5): every tool of the seed's "MCP 工具", each group in its own file, all writing only
+ * to the session DB through `ctx.db`. Input is validated by zod schemas; the SDK answers invalid input, and any error
+ * a handler throws, with a tool result `isError: true` carrying the message, and keeps serving.
+ */
+export function createPincerServer(ctx: ToolContext): McpServer {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: SERVER_VERSION });
+  registerMessagingTools(server, ctx);
+  registerFileTools(server, ctx);
+  registerQuestionTools(server, ctx);
+  registerAgentTools(server, ctx);
+  registerTaskTools(server, ctx);
+  return server;
+}
