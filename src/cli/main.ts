@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
+import { registerDoctorCommand } from './doctor.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 
@@ -30,5 +31,6 @@ program
 registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
+registerDoctorCommand(program);
 
 await program.parseAsync(process.argv);
