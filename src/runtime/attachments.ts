@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { WorkerTaskPool } from './worker-pool/pool.js';
-import { encodeFile, type AttachmentTasks, type EncodedFile } from './tasks/attachments.js';
+import { decodeEncoded, type AttachmentTasks, type EncodedFile } from './tasks/attachments.js';
 
 /**
  * Attachment encoding for media handling (src/runner/media): base64 of saved images and PDFs for native content
@@ -19,7 +19,7 @@ export class AttachmentCodec {
   /** Read `file` and base64-encode it. */
   async encodeFile(file: string, signal?: AbortSignal): Promise<EncodedFile> {
     const { size } = await fs.promises.stat(file);
-    if (!this.pool || size < this.inlineBelowBytes) return encodeFile({ path: file });
-    return this.pool.run('encodeFile', { input: { path: file }, inputBytes: size, signal });
+    if (!this.pool || size < this.inlineBelowBytes) return { data: fs.readFileSync(file).toString('base64'), size };
+    return decodeEncoded(await this.pool.run('encodeFile', { input: { path: file }, inputBytes: size, signal }));
   }
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { withTransfer } from '../worker-pool/transfer.js';
 
 /**
  * Attachment encoding, run on a pool worker for large files (see src/runtime/attachments.ts) and inline for small
@@ -12,11 +13,20 @@ export interface EncodedFile {
 }
 
 export type AttachmentTasks = {
-  encodeFile: { input: { path: string }; output: EncodedFile };
+  /** the base64 text as ASCII bytes, transferred rather than copied (see transfer.ts) */
+  encodeFile: { input: { path: string }; output: { base64: ArrayBuffer; size: number } };
 };
 
 /** Read a file and base64-encode it (Claude's native image / document content blocks). */
-export function encodeFile({ path }: AttachmentTasks['encodeFile']['input']): EncodedFile {
+export function encodeFile({ path }: AttachmentTasks['encodeFile']['input']): AttachmentTasks['encodeFile']['output'] {
   const bytes = fs.readFileSync(path);
-  return { data: bytes.toString('base64'), size: bytes.length };
+  const encoded = Buffer.from(bytes.toString('base64'), 'latin1');
+  // A fresh ArrayBuffer of exactly the encoded bytes (small Buffers share a pooled one that must not move).
+  const base64 = encoded.buffer.slice(encoded.byteOffset, encoded.byteOffset + encoded.length);
+  return withTransfer({ base64, size: bytes.length }, [base64]);
+}
+
+/** The caller's side: ASCII bytes back to the base64 string. */
+export function decodeEncoded({ base64, size }: AttachmentTasks['encodeFile']['output']): EncodedFile {
+  return { data: Buffer.from(base64).toString('latin1'), size };
 }

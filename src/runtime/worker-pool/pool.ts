@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { sharedCpuAdmission } from './admission.js';
@@ -75,6 +76,8 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.taskTimeoutMs = options.taskTimeoutMs;
     this.admission = options.admission ?? sharedCpuAdmission();
+    // Each pending task listens on the close signal (at most two listeners per task, tasks bounded by maxPendingTasks).
+    setMaxListeners(2 * this.maxPendingTasks + 1, this.closing.signal);
   }
 
   /** Current counts (the same ones the diagnostics events carry). */

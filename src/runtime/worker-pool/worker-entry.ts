@@ -1,4 +1,5 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type TransferListItem } from 'node:worker_threads';
+import { isTransferredResult } from './transfer.js';
 import type { TaskReplyMessage, TaskRequestMessage } from './types.js';
 
 /**
@@ -10,15 +11,17 @@ const handlers = (await import(tasksUrl)) as Record<string, unknown>;
 const port = parentPort!;
 
 port.on('message', (request: TaskRequestMessage) => {
-  void answer(request).then((reply) => port.postMessage(reply));
+  void answer(request).then(({ reply, transfer }) => port.postMessage(reply, transfer));
 });
 
-async function answer({ id, task, input }: TaskRequestMessage): Promise<TaskReplyMessage> {
+async function answer({ id, task, input }: TaskRequestMessage): Promise<{ reply: TaskReplyMessage; transfer: TransferListItem[] }> {
   try {
     const handler = handlers[task];
     if (typeof handler !== 'function') throw new Error(`no task "${task}" in ${tasksUrl}`);
-    return { id, ok: true, value: await (handler as (input: unknown) => unknown)(input) };
+    const result = await (handler as (input: unknown) => unknown)(input);
+    if (isTransferredResult(result)) return { reply: { id, ok: true, value: result.value }, transfer: result.transfer };
+    return { reply: { id, ok: true, value: result }, transfer: [] };
   } catch (err) {
-    return { id, ok: false, message: err instanceof Error ? err.message : String(err) };
+    return { reply: { id, ok: false, message: err instanceof Error ? err.message : String(err) }, transfer: [] };
   }
 }
