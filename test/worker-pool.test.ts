@@ -185,6 +185,13 @@ describe('WorkerTaskPool', () => {
     expect(liveWorkerCount()).toBe(0);
   });
 
+  it.each([-1, Number.NaN])('refuses an inputBytes of %s with code failed', async (inputBytes) => {
+    const pool = makePool();
+    const err = await rejection(pool.run('echo', { input: 1, inputBytes }));
+    expect(isWorkerTaskError(err, 'failed')).toBe(true);
+    expect(pool.stats.pendingTasks).toBe(0);
+  });
+
   it('fails with code unavailable when the task module does not exist', async () => {
     const pool = makePool({ tasks: new URL('./support/no-such-tasks.mjs', import.meta.url) });
     const err = await rejection(pool.run('echo', { input: 1, inputBytes: 1 }));

@@ -67,6 +67,8 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   private pendingTasks = 0;
   private pendingBytes = 0;
   private nextId = 1;
+  /** the worker code was found once; it is not looked for again on every task */
+  private codeFound = false;
 
   constructor(options: WorkerPoolOptions) {
     this.name = options.name;
@@ -121,10 +123,16 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   /** The reason a task is refused at once, or undefined: then its reservation has been made. */
   private admit(task: string, options: RunOptions<unknown>): WorkerTaskError | undefined {
     if (this.closing.signal.aborted) return this.error('unavailable', task, `worker pool "${this.name}" is closed`);
-    for (const url of [this.script, this.tasksUrl]) {
-      if (!moduleExists(url)) {
-        return this.error('unavailable', task, `worker code not found: ${url.pathname} (run npm run build)`);
+    if (!this.codeFound) {
+      for (const url of [this.script, this.tasksUrl]) {
+        if (!moduleExists(url)) {
+          return this.error('unavailable', task, `worker code not found: ${url.pathname} (run npm run build)`);
+        }
       }
+      this.codeFound = true;
+    }
+    if (!Number.isFinite(options.inputBytes) || options.inputBytes < 0) {
+      return this.error('failed', task, `task "${task}": inputBytes must be a number ≥ 0, got ${options.inputBytes}`);
     }
     if (this.pendingTasks + 1 > this.maxPendingTasks) {
       return this.error('overloaded', task, `worker pool "${this.name}" is overloaded: ${this.pendingTasks} tasks pending (maxPendingTasks ${this.maxPendingTasks})`, {
