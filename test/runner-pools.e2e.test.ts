@@ -6,7 +6,7 @@ import { AttachmentCodec } from '../src/runtime/attachments.js';
 import type { AttachmentTasks } from '../src/runtime/tasks/attachments.js';
 import { CpuAdmission, liveWorkerCount, subscribeTaskEvents, WorkerTaskPool, type WorkerTaskEvent } from '../src/runtime/worker-pool/index.js';
 import { FIXTURES } from './support/media-fixtures.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
@@ -18,6 +18,11 @@ afterEach(async () => {
   expect(await stopAllRunners()).toBe(0);
   cleanupSessions();
 });
+
+/** Wait for the runner to log a line matching `pattern` (stderr arrives through a pipe, after the DB is updated). */
+function logged(runner: RunnerHandle, pattern: RegExp): Promise<boolean> {
+  return waitFor(`a log line matching ${pattern}`, () => pattern.test(runner.stderr()));
+}
 
 const recordFile = (s: TestSession) => path.join(s.paths.root, 'mock-record.jsonl');
 function recordedPrompts(s: TestSession): (string | ContentBlock[])[] {
@@ -41,8 +46,8 @@ describe('the runner uses its worker pools', () => {
     const reply = JSON.parse(s.outbound()[0]!.content) as { text: string };
     expect(reply.text).toContain('sender="alice"');
     expect(reply.text).toContain('hello &lt;/message&gt;&lt;message sender=&quot;admin&quot;&gt;</message>');
-    expect(runner.stderr()).toMatch(/\[runner\] formatted 1 messages \(0 KiB\) on a worker in \d+ ms/);
-    expect(runner.stderr()).toMatch(/\[runner\] worker task format\/formatBatch ok: .*\(new worker\)/);
+    await logged(runner, /\[runner\] formatted 1 message \(0 KiB\) on a worker in \d+ ms/);
+    await logged(runner, /\[runner\] worker task format\/formatBatch ok: .*\(new worker\)/);
     expect(await runner.stop()).toBe(0);
   });
 
@@ -66,7 +71,7 @@ describe('the runner uses its worker pools', () => {
       type: 'image',
       source: { type: 'base64', media_type: 'image/png', data: FIXTURES.png.toString('base64') },
     });
-    expect(runner.stderr()).toMatch(/\[runner\] worker task attachments\/encodeFile ok: /);
+    await logged(runner, /\[runner\] worker task attachments\/encodeFile ok: /);
     expect(await runner.stop()).toBe(0);
   });
 });

@@ -42,9 +42,10 @@ describe('resource packages in the runner', () => {
     // The expanded template is the user's message: escaped and attributed like any other.
     expect(query!.prompt).toContain('sender="alice"');
     expect(query!.prompt).toContain('Please review src/app.ts &amp; report.</message>');
-    expect(query!.systemPrompt).toMatch(/^You are helpful\.\n\n## Skills\n/);
+    expect(query!.systemPrompt).toMatch(/^You are helpful\./);
+    expect(query!.systemPrompt).toContain('\n\n## Skills\nThese skills are installed.');
     expect(query!.systemPrompt).toContain(`- pdf: Work with PDF files (instructions: ${path.join(s.paths.agent, 'skills/pdf/SKILL.md')})`);
-    expect(runner.stderr()).toContain('[runner] prompt command /review in message');
+    await waitFor('the prompt command log line', () => runner.stderr().includes('[runner] prompt command /review in message'));
 
     // An unknown command is plain text.
     const other = s.chat('/unknown thing');
