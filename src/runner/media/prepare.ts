@@ -1,4 +1,3 @@
-import { fileTypeFromBuffer } from 'file-type';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Attachment } from '../../db/content.js';
@@ -57,6 +56,8 @@ async function saveAttachment(attachment: Attachment, dir: string, options: Medi
   const acquired = await acquireBytes(attachment, options.root, options.downloadTimeoutMs);
   if (!acquired.ok) return { ok: false, name, reason: acquired.reason };
   const { bytes } = acquired;
+  // Loaded on first use: most runners never see an attachment, and the detector costs memory.
+  const { fileTypeFromBuffer } = await import('file-type');
   const detected = await fileTypeFromBuffer(bytes);
   const mime = detected?.mime ?? (looksLikeText(bytes) ? 'text/plain' : 'application/octet-stream');
   const kind = kindOf(mime);
