@@ -1,9 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
 import { registerBuiltInProviders } from '../src/providers/index.js';
 import { isProviderError, normaliseProviderName, resolveProvider } from '../src/providers/registry.js';
 import { describeSelection, selectProvider, type ProviderProbe, type SelectionInput } from '../src/runtime/selection.js';
 
+import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
+
 registerBuiltInProviders();
+
+afterEach(async () => {
+  expect(await stopAllRunners()).toBe(0);
+  cleanupSessions();
+});
 
 const ok = (name: string, auto = true): ProviderProbe => ({ name, installed: true, credentials: true, auto });
 const noKey = (name: string): ProviderProbe => ({ name, installed: true, credentials: false, noCredentials: `set ${name.toUpperCase()}_KEY`, auto: true });
@@ -93,5 +103,37 @@ describe('the registry with this build', () => {
     }
     expect(isProviderError(caught) && caught.code).toBe('unknown');
     expect((caught as Error).message).toMatch(/^unknown provider "claud" \(known: claude, codex, opencode, mock/);
+  });
+});
+
+describe('the runner applies the policy', () => {
+  const cases = [
+    {
+      case: 'a model entry',
+      config: { model: 'tiny', models: { tiny: { provider: 'echo' } } },
+      line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok\]/,
+    },
+    { case: 'the group policy', config: { groupProvider: 'Mock' }, line: /\[runner\] provider mock: group policy "Mock" \[candidates: / },
+  ];
+  it.each(cases)('logs the decision with its candidates for $case', async ({ config, line }) => {
+    const s = createTestSession();
+    fs.writeFileSync(s.paths.config, JSON.stringify(config));
+    const runner = startRunner(s.paths.root, { AGENT_PROVIDER: '' });
+    await runner.ready();
+    expect(runner.stderr()).toMatch(line);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('exits 2 with one line when the configured provider cannot run here', () => {
+    const s = createTestSession();
+    s.db.close();
+    const result = spawnSync(process.execPath, [BUILT_CLI, 'runner'], {
+      env: { PATH: process.env.PATH, AGENT_PROVIDER: 'codex-app-server', TZ: 'UTC', PINCER_WORKSPACE: s.paths.root },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(result.status).toBe(2);
+    // Not installed in this build, or (once the Codex provider is) no key in this environment: never another provider.
+    expect(result.stderr).toMatch(/^\[runner\] error: provider "codex" \(session policy "codex-app-server"\) (is not installed|has no credentials): [^\n]+\n$/);
   });
 });

@@ -185,6 +185,34 @@ describe('WorkerTaskPool', () => {
     expect(liveWorkerCount()).toBe(0);
   });
 
+  it('fails a task whose prepare() throws, releasing its reservation', async () => {
+    const pool = makePool();
+    const err = await rejection(
+      pool.run('echo', {
+        inputBytes: 9,
+        prepare: () => {
+          throw new Error('disk on fire');
+        },
+      }),
+    );
+    expect(isWorkerTaskError(err, 'failed')).toBe(true);
+    expect((err as Error).message).toBe('preparing the input of "echo" failed: disk on fire');
+    expect(pool.stats).toMatchObject({ pendingTasks: 0, pendingBytes: 0, workers: 0 });
+  });
+
+  it('transfers the buffers prepare() lists instead of copying them', async () => {
+    const pool = makePool();
+    const buffer = new Uint8Array([1, 2, 3]).buffer;
+    const echoed = await pool.run('echo', { inputBytes: 3, prepare: () => ({ input: buffer, transfer: [buffer] }) });
+    expect(new Uint8Array(echoed as ArrayBuffer)).toEqual(new Uint8Array([1, 2, 3]));
+    // Moved to the worker: the sender's buffer is detached.
+    expect(buffer.byteLength).toBe(0);
+  });
+
+  it.each([0, -1, 1.5])('rejects a CPU admission limit of %s', (limit) => {
+    expect(() => new CpuAdmission(limit)).toThrow(RangeError);
+  });
+
   it.each([-1, Number.NaN])('refuses an inputBytes of %s with code failed', async (inputBytes) => {
     const pool = makePool();
     const err = await rejection(pool.run('echo', { input: 1, inputBytes }));
