@@ -4,7 +4,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { registerBuiltInProviders } from '../src/providers/index.js';
 import { isProviderError, normaliseProviderName, resolveProvider } from '../src/providers/registry.js';
 import { describeSelection, selectProvider, type ProviderProbe, type SelectionInput } from '../src/runtime/selection.js';
-
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 
