@@ -1,13 +1,22 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { globSync, isDynamicPattern } from 'tinyglobby';
+import type * as Tinyglobby from 'tinyglobby';
 import type { ResourceDiagnostic } from './types.js';
+
+/** tinyglobby, loaded on first use: most agent groups have no manifest, and the runner's idle RSS counts (SPEC §8). */
+let globber: typeof Tinyglobby | undefined;
+function tinyglobby(): typeof Tinyglobby {
+  globber ??= createRequire(import.meta.url)('tinyglobby') as typeof Tinyglobby;
+  return globber;
+}
 
 /**
  * Expand manifest entries (paths or globs relative to the package root; `!pattern` excludes) into existing paths,
  * in entry order, without duplicates. Entries that leave the package, name nothing or match nothing are reported.
  */
 export function expandEntries(root: string, entries: string[], kind: string, diagnostics: ResourceDiagnostic[]): string[] {
+  const { globSync, isDynamicPattern } = tinyglobby();
   const excludes = entries.filter((entry) => entry.startsWith('!'));
   const found: string[] = [];
   for (const entry of entries.filter((e) => !e.startsWith('!'))) {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
-import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import type { Worker } from 'node:worker_threads';
 import { sharedCpuAdmission } from './admission.js';
 import { publishTaskEvent } from './diagnostics.js';
 import { WorkerTaskError, isWorkerTaskError } from './errors.js';
@@ -45,6 +45,13 @@ interface Timing {
 }
 
 let liveWorkers = 0;
+
+/** node:worker_threads, loaded with the first worker: a runner that never needs one keeps its idle RSS (SPEC §8). */
+let workerThreadsModule: typeof import('node:worker_threads') | undefined;
+function workerThreads(): typeof import('node:worker_threads') {
+  workerThreadsModule ??= createRequire(import.meta.url)('node:worker_threads') as typeof import('node:worker_threads');
+  return workerThreadsModule;
+}
 
 /** Worker threads started by any pool in this process that have not exited yet (tests assert it returns to 0). */
 export function liveWorkerCount(): number {
@@ -254,7 +261,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(this.script, { workerData: { tasksUrl: this.tasksUrl.href }, execArgv: workerExecArgv() });
+    const worker = new (workerThreads().Worker)(this.script, { workerData: { tasksUrl: this.tasksUrl.href }, execArgv: workerExecArgv() });
     liveWorkers++;
     const slot: Slot = {
       worker,
