@@ -5,11 +5,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRunnerState } from '../src/db/state.js';
-import type { McpServerConfig } from '../src/providers/types.js';
 import { closeAllMcpClients, putBatchInFlight, startMcpClient } from './support/mcp-client.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
+import { recorded, recordFile, type Recorded } from './support/mock-record.js';
 
 /**
  * `pincer mcp` with a real runner: the runner hands the provider the server in `mcpServers` and the tools'
@@ -22,20 +22,8 @@ afterEach(async () => {
   cleanupSessions();
 });
 
-interface RecordedQuery {
-  type: 'query' | 'push';
-  systemPrompt?: string;
-  mcpServers?: Record<string, McpServerConfig>;
-}
-
-function recordFile(s: TestSession): string {
-  return path.join(s.paths.root, 'mock-record.jsonl');
-}
-
-function recordedQueries(s: TestSession): RecordedQuery[] {
-  if (!fs.existsSync(recordFile(s))) return [];
-  const lines = fs.readFileSync(recordFile(s), 'utf8').split('\n').filter(Boolean);
-  return lines.map((line) => JSON.parse(line) as RecordedQuery).filter((entry) => entry.type === 'query');
+function recordedQueries(s: TestSession): Recorded[] {
+  return recorded(s).filter((entry) => entry.type === 'query');
 }
 
 describe('pincer mcp with a real runner', () => {

@@ -4,25 +4,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ContentBlock } from '../src/providers/types.js';
 import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { promptText, recorded, recordFile } from './support/mock-record.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 afterEach(async () => {
   expect(await stopAllRunners()).toBe(0);
   cleanupSessions();
 });
-
-interface Recorded {
-  type: 'query' | 'push';
-  prompt: string | ContentBlock[];
-}
-
-const recordFile = (s: TestSession) => path.join(s.paths.root, 'mock-record.jsonl');
-function recorded(s: TestSession): Recorded[] {
-  if (!fs.existsSync(recordFile(s))) return [];
-  return fs.readFileSync(recordFile(s), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Recorded);
-}
-const promptText = (r: Recorded) => (typeof r.prompt === 'string' ? r.prompt : r.prompt.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n'));
 
 describe('task pre-scripts in the runner', () => {
   it('wakeAgent true: the agent gets the task with its Script output', async () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRunnerState } from '../src/db/state.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { recorded, recordFile } from './support/mock-record.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
@@ -10,25 +11,6 @@ afterEach(async () => {
   expect(await stopAllRunners()).toBe(0);
   cleanupSessions();
 });
-
-interface Recorded {
-  type: 'query' | 'push';
-  prompt: string;
-  sessionId?: string;
-  resumeAt?: string;
-  systemPrompt?: string;
-  additionalDirectories?: string[];
-}
-
-function recordFile(s: TestSession): string {
-  return path.join(s.paths.root, 'mock-record.jsonl');
-}
-
-function recorded(s: TestSession): Recorded[] {
-  const file = recordFile(s);
-  if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Recorded);
-}
 
 async function replies(s: TestSession, count: number): Promise<string[]> {
   await waitFor(`${count} replies`, () => s.outbound().length >= count);
