@@ -7,7 +7,8 @@ import type { AttachmentTasks } from '../src/runtime/tasks/attachments.js';
 import { CpuAdmission, liveWorkerCount, subscribeTaskEvents, WorkerTaskPool, type WorkerTaskEvent } from '../src/runtime/worker-pool/index.js';
 import { FIXTURES } from './support/media-fixtures.js';
 import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { recorded, recordFile } from './support/mock-record.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 const pools: WorkerTaskPool<AttachmentTasks>[] = [];
@@ -22,17 +23,6 @@ afterEach(async () => {
 /** Wait for the runner to log a line matching `pattern` (stderr arrives through a pipe, after the DB is updated). */
 function logged(runner: RunnerHandle, pattern: RegExp): Promise<boolean> {
   return waitFor(`a log line matching ${pattern}`, () => pattern.test(runner.stderr()));
-}
-
-const recordFile = (s: TestSession) => path.join(s.paths.root, 'mock-record.jsonl');
-function recordedPrompts(s: TestSession): (string | ContentBlock[])[] {
-  if (!fs.existsSync(recordFile(s))) return [];
-  return fs
-    .readFileSync(recordFile(s), 'utf8')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => (JSON.parse(line) as { prompt: string | ContentBlock[] }).prompt);
 }
 
 describe('the runner uses its worker pools', () => {
@@ -65,7 +55,7 @@ describe('the runner uses its worker pools', () => {
       content: { text: 'look', sender: 'alice', attachments: [{ type: 'image', name: 'shot.png', data: FIXTURES.png.toString('base64') }] },
     });
     await waitFor('completed', () => s.inbound(id).status === 'completed');
-    const [prompt] = recordedPrompts(s);
+    const [prompt] = recorded(s).map((entry) => entry.prompt);
     expect(Array.isArray(prompt)).toBe(true);
     expect((prompt as ContentBlock[])[0]).toEqual({
       type: 'image',

@@ -2,24 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { promptText, recorded, recordFile } from './support/mock-record.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 afterEach(async () => {
   expect(await stopAllRunners()).toBe(0);
   cleanupSessions();
 });
-
-const recordFile = (s: TestSession) => path.join(s.paths.root, 'mock-record.jsonl');
-function recorded(s: TestSession): { prompt: string; systemPrompt?: string }[] {
-  if (!fs.existsSync(recordFile(s))) return [];
-  return fs
-    .readFileSync(recordFile(s), 'utf8')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as { prompt: string; systemPrompt?: string });
-}
 
 function write(root: string, file: string, text: string): void {
   fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
@@ -40,8 +30,8 @@ describe('resource packages in the runner', () => {
     await waitFor('completed', () => s.inbound(id).status === 'completed');
     const [query] = recorded(s);
     // The expanded template is the user's message: escaped and attributed like any other.
-    expect(query!.prompt).toContain('sender="alice"');
-    expect(query!.prompt).toContain('Please review src/app.ts &amp; report.</message>');
+    expect(promptText(query!)).toContain('sender="alice"');
+    expect(promptText(query!)).toContain('Please review src/app.ts &amp; report.</message>');
     expect(query!.systemPrompt).toMatch(/^You are helpful\./);
     expect(query!.systemPrompt).toContain('\n\n## Skills\nThese skills are installed.');
     expect(query!.systemPrompt).toContain(`- pdf: Work with PDF files (instructions: ${path.join(s.paths.agent, 'skills/pdf/SKILL.md')})`);
@@ -50,7 +40,7 @@ describe('resource packages in the runner', () => {
     // An unknown command is plain text.
     const other = s.chat('/unknown thing');
     await waitFor('completed', () => s.inbound(other.id).status === 'completed');
-    expect(recorded(s)[1]!.prompt).toContain('/unknown thing</message>');
+    expect(promptText(recorded(s)[1]!)).toContain('/unknown thing</message>');
     expect(await runner.stop()).toBe(0);
   });
 
