@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSessionFolder } from '../src/db/layout.js';
+import { CentralStore, openCentralDb } from '../src/host/central-db/store.js';
 import { BUILT_CLI } from './support/runner-harness.js';
 
 const homes: string[] = [];
@@ -66,5 +67,29 @@ describe('pincer doctor', () => {
     const { code, out } = doctor(['--workspace', s.root], { AGENT_PROVIDER: 'mock' });
     expect(out).toContain('  ! skills: "skills/*/SKILL.md" matched nothing\n');
     expect(code).toBe(0);
+  });
+});
+
+describe('pincer doctor with a host home', () => {
+  it('shows each agent group of the central DB with its provider, resources and sessions', () => {
+    const home = makeHome();
+    const store = new CentralStore(openCentralDb(path.join(home, 'pincer.db')));
+    const ok = store.createAgentGroup({ name: 'main', folder: 'main', provider: 'mock', timezone: 'UTC' });
+    store.createAgentGroup({ name: 'coder', folder: 'coder', provider: 'codex-app-server', timezone: 'UTC' });
+    const session = createSessionFolder(path.join(home, 'sessions', 's-1'));
+    store.insertSession({ id: 's-1', agentGroupId: ok.id, channelType: 'terminal', platformId: 'local', threadKey: '', folder: session.root });
+    store.db.close();
+    fs.mkdirSync(path.join(home, 'groups', 'main', 'prompts'), { recursive: true });
+    fs.writeFileSync(path.join(home, 'groups', 'main', 'prompts', 'standup.md'), 'Summarise $ARGUMENTS');
+
+    // The shell's AGENT_PROVIDER does not apply to groups: the host sets it per group.
+    const { code, out } = doctor(['--home', home], { AGENT_PROVIDER: 'claud' });
+    expect(out).toContain(
+      `agent group main (${ok.id}, ${path.join(home, 'groups', 'main')})\n  provider: mock — group policy "mock"\n` +
+        `  resources: 0 skills from none, 1 prompt (/standup) from convention\n  sessions: s-1\n`,
+    );
+    expect(out).toMatch(/agent group coder \(.*\)\n {2}✗ provider: provider "codex" \(group policy "codex-app-server"\) (is not installed|has no credentials)/);
+    expect(out).toMatch(/1 agent group and 1 session cannot start\n$/);
+    expect(code).toBe(1);
   });
 });

@@ -2,115 +2,82 @@ import type { Command } from 'commander';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { openSessionDb } from '../db/connection.js';
-import { OutboundChatSchema } from '../db/content.js';
-import { createSessionFolder } from '../db/layout.js';
-import { insertInbound, outboundAfter } from '../db/messages.js';
-import { prepared } from '../db/connection.js';
-import { spawnRunner, stopRunner } from '../host/runner-process.js';
-import { Waker } from '../runner/wake.js';
+import { TerminalChannel } from '../host/channels/terminal.js';
+import { loadHostConfig } from '../host/config.js';
+import { isHostError } from '../host/errors.js';
+import { Host } from '../host/host.js';
+import { registerBuiltInProviders } from '../providers/index.js';
+import { isProviderError, resolveProvider } from '../providers/registry.js';
+import { createLogger } from '../shared/log.js';
 
 /**
- * `pincer chat`: talk to an agent from the terminal. Creates (or reuses) a session folder, starts a runner child
- * process on it, writes each line you type as a chat message and prints the agent's replies as they arrive.
+ * `pincer chat`: talk to an agent from the terminal. Runs the host in-process with the terminal channel: the default
+ * agent group (created on first use) gets the chosen provider, this terminal is one conversation of it, and the host
+ * starts, stops and restarts the runner child process as it would for any channel.
  */
 export function registerChatCommand(program: Command): void {
   program
     .command('chat')
     .description('talk to an agent in this terminal')
     .option('--provider <name>', 'claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
-    .option('--dir <dir>', 'session folder (default: $PINCER_HOME/sessions/chat, PINCER_HOME defaulting to ./.pincer)')
+    .option('--dir <dir>', 'session folder of this chat (default: $PINCER_HOME/sessions/chat, PINCER_HOME defaulting to ./.pincer)')
     .action(async (options: { provider: string; dir?: string }) => {
       process.exitCode = await chat(options);
     });
 }
 
 async function chat(options: { provider: string; dir?: string }): Promise<number> {
-  const home = path.resolve(process.env.PINCER_HOME ?? '.pincer');
-  const paths = createSessionFolder(options.dir ?? path.join(home, 'sessions', 'chat'));
-  const logFile = path.join(paths.root, 'runner.log');
-  const db = openSessionDb(paths.db);
-  const sender = os.userInfo().username;
-  let lastSeq = (prepared(db, 'SELECT COALESCE(MAX(seq), 0) AS s FROM messages_out').get() as { s: number }).s;
-
-  // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key.
-  const env = { ...process.env, AGENT_PROVIDER: options.provider, PINCER_AUTO_FALLBACK: process.env.PINCER_AUTO_FALLBACK || 'mock' };
-  const runner = spawnRunner({ workspace: paths.root, env, logFile });
-  let runnerExit: number | string | null = null;
-  const exited = new Promise<void>((resolve) => runner.once('exit', (code, signal) => ((runnerExit = code ?? signal), resolve())));
-
-  const interactive = process.stdin.isTTY === true;
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: interactive });
-  const prompt = (): void => {
-    if (interactive) rl.prompt();
-  };
-  rl.setPrompt('you> ');
-  if (interactive) process.stdout.write(`Pincer chat (provider ${options.provider}); session ${paths.root}. Ctrl-D to quit.\n`);
-
-  const waker = new Waker(paths.root, 'watch');
-  const printReplies = (): void => {
-    for (const row of outboundAfter(db, lastSeq)) {
-      lastSeq = row.seq;
-      const content = OutboundChatSchema.safeParse(safeJson(row.content));
-      if (row.kind === 'chat' && content.success) {
-        const files = content.data.files?.length ? ` [files: ${content.data.files.join(', ')}]` : '';
-        process.stdout.write(`${interactive ? '\r' : ''}agent> ${content.data.text}${files}\n`);
-        prompt();
-      }
-    }
-  };
-
-  let inputClosed = false;
-  rl.on('line', (line) => {
-    const text = line.trim();
-    if (text.length > 0) insertInbound(db, { kind: 'chat', content: { text, sender } });
-    prompt();
-  });
-  rl.on('close', () => {
-    inputClosed = true;
-    waker.notify();
-  });
-  prompt();
-
-  const keepAlive = setInterval(() => undefined, 1 << 30);
-  while (runnerExit === null) {
-    await Promise.race([waker.wait(1000), exited]);
-    printReplies();
-    // With piped input, quit once everything typed has been answered (or given up on).
-    if (inputClosed && !hasOpenMessages(db)) break;
-  }
-  clearInterval(keepAlive);
-  waker.close();
-  rl.close();
-  let code = 0;
-  if (runnerExit !== null) {
-    process.stderr.write(`pincer: the runner exited (${runnerExit}); its log:\n${tail(logFile)}\n`);
-    code = 1;
-  } else {
-    await stopRunner(runner);
-  }
-  printReplies();
-  db.close();
-  return code;
-}
-
-function hasOpenMessages(db: ReturnType<typeof openSessionDb>): boolean {
-  return (
-    prepared(db, `SELECT 1 FROM messages_in WHERE status IN ('pending', 'processing') AND last_error IS NULL LIMIT 1`).get() !==
-    undefined
-  );
-}
-
-function safeJson(text: string): unknown {
+  // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
+  process.env.PINCER_AUTO_FALLBACK ||= 'mock';
+  registerBuiltInProviders();
   try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+    resolveProvider(options.provider, process.env);
+  } catch (err) {
+    if (!isProviderError(err)) throw err;
+    process.stderr.write(`pincer: ${err.message}\n`);
+    return 2;
   }
-}
+  let config;
+  try {
+    config = loadHostConfig(process.env, { provider: options.provider });
+  } catch (err) {
+    if (!isHostError(err)) throw err;
+    process.stderr.write(`pincer: ${err.message}\n`);
+    return 2;
+  }
+  fs.mkdirSync(config.home, { recursive: true });
+  // The host's log goes to a file, so it does not interleave with the conversation (PINCER_LOG_LEVEL=debug: stderr).
+  const logFile = path.join(config.home, 'host.log');
+  const log = process.env.PINCER_LOG_LEVEL === 'debug' ? createLogger('host') : createLogger('host', (line) => fs.appendFileSync(logFile, line));
+  const interactive = process.stdin.isTTY === true;
+  const sender = os.userInfo().username;
+  let inputEnded!: () => void;
+  const ended = new Promise<void>((resolve) => (inputEnded = resolve));
+  const terminal = new TerminalChannel({ input: process.stdin, output: process.stdout, conversation: 'local', sender, interactive, onInputEnd: () => inputEnded() });
+  const sessionDir = path.resolve(options.dir ?? path.join(config.home, 'sessions', 'chat'));
+  let host: Host;
+  try {
+    host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  } catch (err) {
+    if (!isHostError(err)) throw err;
+    process.stderr.write(`pincer: ${err.message}\n`);
+    return 2;
+  }
 
-function tail(file: string, lines = 10): string {
-  if (!fs.existsSync(file)) return '(no log)';
-  return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
+  const { slot, group } = host.sessionOf(terminal.conversation);
+  if (group.provider !== options.provider) host.store.updateAgentGroup(group.id, { provider: options.provider });
+  if (interactive) process.stdout.write(`Pincer chat (provider ${options.provider}); session ${slot.session.folder}. Ctrl-D to quit.\n`);
+
+  const stop = new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  // With piped input (or Ctrl-D), quit once everything typed has been answered and delivered (or given up on).
+  const settled = ended.then(async () => {
+    while (!host.isSettled(slot.session.id)) await new Promise((r) => setTimeout(r, 50));
+  });
+  await Promise.race([settled, stop]);
+  await host.stop();
+  return 0;
 }

@@ -16,7 +16,7 @@ export function registerDoctorCommand(program: Command): void {
     .action((options: { home?: string; workspace?: string[] }) => {
       const home = path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
-      const report = runDoctor(dirs, process.env);
+      const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
       process.stdout.write(renderReport(report, options.workspace ? undefined : home));
       process.exitCode = report.failures > 0 ? 1 : 0;
     });
@@ -31,6 +31,15 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     out.push(`  ${probe.name.padEnd(width)}  ${status}${probe.auto ? '' : ' (never chosen by auto)'}`);
   }
   out.push('');
+  for (const group of report.groups) {
+    out.push(`agent group ${group.name} (${group.id}, ${group.dir})`);
+    const { selection } = group;
+    out.push(selection.ok ? `  provider: ${selection.provider} — ${selection.reason}` : `  ✗ provider: ${selection.message}`);
+    out.push(`  ${describeResources(group.resources)}`);
+    for (const diagnostic of group.resources.diagnostics) out.push(`  ! ${diagnostic.message}`);
+    out.push(`  sessions: ${group.sessions.length === 0 ? 'none yet' : group.sessions.map((s) => path.basename(s)).join(', ')}`);
+  }
+  if (report.groups.length > 0) out.push('');
   if (report.sessions.length === 0) out.push(`no sessions${home ? ` under ${path.join(home, 'sessions')}` : ''}`);
   for (const session of report.sessions) {
     out.push(`session ${session.name} (${session.dir})`);
@@ -50,6 +59,14 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     }
   }
   out.push('');
-  out.push(report.failures === 0 ? 'all sessions can start' : `${report.failures} session${report.failures === 1 ? '' : 's'} cannot start`);
+  out.push(summary(report));
   return out.join('\n') + '\n';
+}
+
+function summary(report: DoctorReport): string {
+  const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const groups = report.groups.filter((g) => !g.selection.ok).length;
+  const sessions = report.failures - groups;
+  if (report.failures === 0) return report.groups.length > 0 ? 'all agent groups and sessions can start' : 'all sessions can start';
+  return [groups ? count(groups, 'agent group') : '', sessions ? count(sessions, 'session') : ''].filter(Boolean).join(' and ') + ' cannot start';
 }

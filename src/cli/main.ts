@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
 import { registerDoctorCommand } from './doctor.js';
+import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 
@@ -32,5 +33,6 @@ registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
 registerDoctorCommand(program);
+registerHostCommand(program);
 
 await program.parseAsync(process.argv);

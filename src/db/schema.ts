@@ -91,8 +91,13 @@ function columnNames(db: Database.Database, table: string): Set<string> {
 
 /** Bring `db` up to `target` (default: current). Returns the versions applied. */
 export function migrate(db: Database.Database, target = SCHEMA_VERSION): number[] {
+  return runMigrations(db, MIGRATIONS, target);
+}
+
+/** Apply `migrations` (ordered by version) up to `target`, each once, in its own transaction; also used by the central DB. */
+export function runMigrations(db: Database.Database, migrations: readonly Migration[], target: number): number[] {
   const applied: number[] = [];
-  for (const migration of MIGRATIONS) {
+  for (const migration of migrations) {
     if (migration.version > target) break;
     const run = db.transaction(() => {
       const current = db.pragma('user_version', { simple: true }) as number;

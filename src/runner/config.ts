@@ -36,6 +36,8 @@ export const ConfigFileSchema = z.strictObject({
   /** model entries: a model id → the provider that runs it (selection policy, src/runtime/selection.ts) */
   models: z.record(z.string(), z.strictObject({ provider: z.string().optional() })).optional(),
   timezone: z.string().optional(),
+  /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
+  generation: z.number().int().nonnegative().optional(),
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 

@@ -1,5 +1,7 @@
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
+import { CentralStore } from '../host/central-db/store.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
 import { RUNNER_COMMANDS } from '../runner/commands.js';
@@ -24,19 +26,63 @@ export interface SessionReport {
   resources?: LoadedResources;
 }
 
+/** An agent group of the host's central DB: its provider policy decides for every session of the group. */
+export interface GroupReport {
+  name: string;
+  id: string;
+  dir: string;
+  selection: Selection;
+  resources: LoadedResources;
+  sessions: string[];
+}
+
 export interface DoctorReport {
   probes: ProviderProbe[];
+  /** from `<home>/pincer.db`, when a host has created one */
+  groups: GroupReport[];
   sessions: SessionReport[];
   /** sessions that cannot start (a configured provider missing its binary or key, bad config) */
   failures: number;
 }
 
-/** Inspect `dirs` (session folders) under the environment `env`. */
-export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv): DoctorReport {
+/** Inspect the agent groups of `home`'s central DB (if any) and `dirs` (session folders) under the environment `env`. */
+export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string): DoctorReport {
   registerBuiltInProviders();
+  const groups = home ? diagnoseGroups(home, env) : [];
   const sessions = dirs.map((dir) => diagnoseSession(dir, env));
-  const failures = sessions.filter((s) => s.configError !== undefined || (s.selection && !s.selection.ok)).length;
-  return { probes: probeProviders(env), sessions, failures };
+  const failures =
+    groups.filter((g) => !g.selection.ok).length +
+    sessions.filter((s) => s.configError !== undefined || (s.selection && !s.selection.ok)).length;
+  return { probes: probeProviders(env), groups, sessions, failures };
+}
+
+/**
+ * The host's agent groups, read-only from `<home>/pincer.db` (the host may be running). The host starts each runner
+ * with AGENT_PROVIDER set to the group's provider, so the group's policy is what decides; the shell's AGENT_PROVIDER
+ * does not apply here.
+ */
+function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
+  const file = path.join(home, 'pincer.db');
+  if (!fs.existsSync(file)) return [];
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const store = new CentralStore(db);
+    const sessions = store.listSessions();
+    const groupEnv = { ...env, AGENT_PROVIDER: undefined };
+    return store.listAgentGroups().map((group) => {
+      const dir = path.join(home, 'groups', group.folder);
+      return {
+        name: group.name,
+        id: group.id,
+        dir,
+        selection: selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
+        resources: loadResources(dir, RUNNER_COMMANDS),
+        sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),
+      };
+    });
+  } finally {
+    db.close();
+  }
 }
 
 function diagnoseSession(dir: string, env: NodeJS.ProcessEnv): SessionReport {

@@ -1,0 +1,44 @@
+import type { WakeMode } from '../src/runner/wake.js';
+import { idleGap, RunnerSession } from './runner-session.js';
+
+/**
+ * Pickup latency of an idle runner: a message is inserted while the runner waits for work; we time insert → the
+ * query starts (the mock records `query()`) and insert → the reply row is in `messages_out`.
+ *
+ * Between samples the runner finishes the previous message and goes idle. The gap before the next insert is random
+ * over one idle poll interval, so the fixed-interval baseline is sampled at every phase of its timer; wake-on-change
+ * has no phase, a short gap is enough. Baseline samples are taken on several runners at once: each waits most of a
+ * second per sample, and running them side by side keeps the full bench under five minutes.
+ */
+export interface PickupSamples {
+  toQuery: number[];
+  toReply: number[];
+  runners: number;
+}
+
+export async function measurePickup(mode: WakeMode, samples: number, runners: number, pollIdleMs = 1000): Promise<PickupSamples> {
+  const result: PickupSamples = { toQuery: [], toReply: [], runners };
+  const sessions = await Promise.all(Array.from({ length: runners }, () => RunnerSession.start({ mode })));
+  try {
+    let taken = 0;
+    await Promise.all(
+      sessions.map(async (session, r) => {
+        for (let i = 0; taken < samples; i++) {
+          taken += 1;
+          await idleGap(mode, pollIdleMs);
+          const token = `pickup-${r}-${i}-end`;
+          const { id, at } = session.insertChat(token);
+          const query = await session.until('query start', () => session.recordFor(token));
+          await session.until('reply', () => session.hasReplyTo(id));
+          const repliedAt = performance.now();
+          result.toQuery.push(query.at - at);
+          result.toReply.push(repliedAt - at);
+          await session.until('completed', () => session.isCompleted(id));
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(sessions.map((session) => session.close()));
+  }
+  return result;
+}

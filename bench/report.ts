@@ -1,0 +1,124 @@
+import type { BurstResult } from './burst.js';
+import type { ColdStartSamples } from './cold-start.js';
+import type { FollowUpSamples } from './followup.js';
+import type { FleetResult, IdleResult } from './idle.js';
+import type { McpSamples } from './mcp.js';
+import type { PickupSamples } from './pickup.js';
+import { summarize } from './stats.js';
+import type { Row } from './table.js';
+import type { ThroughputResult } from './throughput.js';
+
+/** Everything one run measured; each group is undefined when it was not run (`--only`). */
+export interface BenchResults {
+  pickup?: ByMode<PickupSamples>;
+  followUp?: ByMode<FollowUpSamples>;
+  burst15?: ByMode<BurstResult>;
+  burst?: ByMode<BurstResult>;
+  idle?: ByMode<IdleResult>;
+  throughput?: ByMode<ThroughputResult>;
+  fleet?: ByMode<FleetResult>;
+  coldStart?: ByMode<ColdStartSamples>;
+  mcp?: McpSamples;
+}
+
+/** A measurement of Pincer (`watch`) and of the baseline (`poll`). */
+export interface ByMode<T> {
+  watch: T;
+  poll: T;
+}
+
+const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
+
+/** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
+export function buildRows(results: BenchResults): Row[] {
+  const rows: Row[] = [];
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp } = results;
+  if (pickup) {
+    const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
+    const n = `n=${w.count}/${p.count}`;
+    rows.push(
+      { metric: `idle pickup: insert → query starts, p50 (${n})`, unit: 'ms', pincer: w.p50, baseline: p.p50, better: 'lower', target: atMost(10, 'p50 ≤ 10 ms') },
+      { metric: 'idle pickup: insert → query starts, p90', unit: 'ms', pincer: w.p90, baseline: p.p90, better: 'lower' },
+      { metric: 'idle pickup: insert → query starts, p99', unit: 'ms', pincer: w.p99, baseline: p.p99, better: 'lower', target: atMost(50, 'p99 ≤ 50 ms') },
+    );
+    const [wr, pr] = [summarize(pickup.watch.toReply), summarize(pickup.poll.toReply)];
+    rows.push(
+      { metric: 'idle pickup: insert → reply row, p50', unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower' },
+      { metric: 'idle pickup: insert → reply row, p90', unit: 'ms', pincer: wr.p90, baseline: pr.p90, better: 'lower' },
+      { metric: 'idle pickup: insert → reply row, p99', unit: 'ms', pincer: wr.p99, baseline: pr.p99, better: 'lower' },
+    );
+  }
+  if (followUp) {
+    const [w, p] = [summarize(followUp.watch.toPush), summarize(followUp.poll.toPush)];
+    rows.push(
+      { metric: `follow-up during a query: insert → pushed, p50 (n=${w.count}/${p.count})`, unit: 'ms', pincer: w.p50, baseline: p.p50, better: 'lower', target: atMost(10, 'p50 ≤ 10 ms') },
+      { metric: 'follow-up during a query: insert → pushed, p99', unit: 'ms', pincer: w.p99, baseline: p.p99, better: 'lower' },
+      { metric: 'follow-up: not pushed into the running query', unit: 'count', pincer: followUp.watch.missed, baseline: followUp.poll.missed, better: 'lower' },
+    );
+  }
+  if (burst15) {
+    rows.push(
+      { metric: `burst of ${burst15.watch.count}: prompts used`, unit: 'count', pincer: burst15.watch.batches, baseline: burst15.poll.batches, better: 'lower', target: atMost(2, 'first batch or the next (≤ 2)') },
+      { metric: `burst of ${burst15.watch.count}: left behind`, unit: 'count', pincer: burst15.watch.leftBehind, baseline: burst15.poll.leftBehind, better: 'lower', target: atMost(0, '0') },
+    );
+  }
+  if (idle) {
+    rows.push(
+      { metric: `idle CPU of one runner over ${idle.watch.windowMs / 1000} s, idle ${Math.round(idle.watch.idleBeforeMs / 1000)} s before (% of one core)`, unit: '%', pincer: idle.watch.cpuPercent, baseline: idle.poll.cpuPercent, better: 'lower', target: atMost(0.1, '≤ 0.1 %') },
+      { metric: 'runner RSS (VmRSS), idle', unit: 'MiB', pincer: idle.watch.rssMiB, baseline: idle.poll.rssMiB, better: 'lower', target: atMost(60, '≤ 60 MB') },
+      { metric: '  of which private (RssAnon)', unit: 'MiB', pincer: idle.watch.anonMiB, baseline: idle.poll.anonMiB, better: 'lower' },
+    );
+  }
+  if (mcp) {
+    const s = summarize(mcp.toCommitted);
+    rows.push(
+      { metric: `MCP send_message: call → row committed, p50 (n=${s.count})`, unit: 'ms', pincer: s.p50, better: 'lower', target: atMost(5, 'p50 ≤ 5 ms') },
+      { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
+    );
+  }
+  if (burst) {
+    rows.push(
+      { metric: `burst of ${burst.watch.count}: insert → all completed (median of ${burst.watch.runs})`, unit: 's', pincer: burst.watch.seconds, baseline: burst.poll.seconds, better: 'lower' },
+      { metric: `burst of ${burst.watch.count}: prompts used`, unit: 'count', pincer: burst.watch.batches, baseline: burst.poll.batches, better: 'lower' },
+      { metric: `burst of ${burst.watch.count}: left behind`, unit: 'count', pincer: burst.watch.leftBehind, baseline: burst.poll.leftBehind, better: 'lower', target: atMost(0, '0') },
+    );
+  }
+  if (throughput) {
+    const { watch: w, poll: p } = throughput;
+    rows.push(
+      { metric: `sustained throughput (${w.count} messages, ≤ ${w.window} outstanding)`, unit: 'msg/s', pincer: w.perSecond, baseline: p.perSecond, better: 'higher' },
+      { metric: `runner RSS after ${w.count} messages`, unit: 'MiB', pincer: w.rssAfterMiB, baseline: p.rssAfterMiB, better: 'lower' },
+      { metric: `runner RSS growth over ${w.count} messages`, unit: 'MiB', pincer: w.rssAfterMiB - w.rssBeforeMiB, baseline: p.rssAfterMiB - p.rssBeforeMiB, better: 'lower' },
+    );
+  }
+  if (coldStart) {
+    const [wr, pr] = [summarize(coldStart.watch.toReady), summarize(coldStart.poll.toReady)];
+    const [wf, pf] = [summarize(coldStart.watch.toFirstReply), summarize(coldStart.poll.toFirstReply)];
+    rows.push(
+      { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower' },
+      { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower' },
+    );
+  }
+  if (fleet) {
+    const { watch: w, poll: p } = fleet;
+    rows.push(
+      { metric: `${w.runners} idle runners: total RSS (sum of VmRSS)`, unit: 'MiB', pincer: w.rssMiB, baseline: p.rssMiB, better: 'lower' },
+      { metric: `${w.runners} idle runners: total PSS (shared pages split)`, unit: 'MiB', pincer: w.pssMiB, baseline: p.pssMiB, better: 'lower' },
+      { metric: `${w.runners} idle runners: total CPU over ${w.windowMs / 1000} s (% of one core)`, unit: '%', pincer: w.cpuPercent, baseline: p.cpuPercent, better: 'lower' },
+      { metric: `${w.runners} idle runners: CPU per runner (% of one core)`, unit: '%', pincer: w.perRunnerCpuPercent, baseline: p.perRunnerCpuPercent, better: 'lower' },
+    );
+  }
+  return rows;
+}
+
+/** Summaries beside the raw samples, for the JSON file. */
+export function withSummaries(results: BenchResults): unknown {
+  return JSON.parse(
+    JSON.stringify(results, (key, value: unknown) => {
+      if (key !== 'samples' && Array.isArray(value) && value.every((x) => typeof x === 'number') && value.length > 0) {
+        return { summary: summarize(value), samples: value.map((x) => Math.round(x * 1000) / 1000) };
+      }
+      return value;
+    }),
+  );
+}

@@ -1,0 +1,85 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { HttpMailbox } from '../host/channels/http-mailbox.js';
+import { HttpChannel } from '../host/channels/http.js';
+import { loadHostConfig } from '../host/config.js';
+import { isHostError } from '../host/errors.js';
+import { Host } from '../host/host.js';
+import { openCentralDb } from '../host/central-db/store.js';
+import { createLogger } from '../shared/log.js';
+
+/**
+ * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
+ * PINCER_HTTP_HOST (default 127.0.0.1); its bearer token is PINCER_HTTP_TOKEN, else `<home>/http-token` (created once).
+ */
+export function registerHostCommand(program: Command): void {
+  program
+    .command('host')
+    .description('run the host: sessions, channels, sweep, delivery, runners')
+    .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
+    .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--provider <name>', 'provider of the default agent group when it is created (default AGENT_PROVIDER or auto)')
+    .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
+      process.exitCode = await runHost(options);
+    });
+}
+
+async function runHost(options: { http?: number; httpHost?: string; home?: string; provider?: string }): Promise<number> {
+  const log = createLogger('host');
+  let config;
+  try {
+    config = loadHostConfig(process.env, {
+      home: options.home,
+      provider: options.provider,
+      http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
+    });
+  } catch (err) {
+    if (isHostError(err)) {
+      log.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  fs.mkdirSync(config.home, { recursive: true });
+  const channels = [];
+  let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
+  if (config.http) {
+    const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+    mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+  }
+  let host: Host;
+  try {
+    host = await Host.start({ config, channels, log });
+  } catch (err) {
+    mailboxDb?.close();
+    if (!isHostError(err)) throw err;
+    log.error(err.message);
+    return 2;
+  }
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info('stopping');
+  await host.stop();
+  mailboxDb?.close();
+  return 0;
+}
+
+function loadOrCreateToken(file: string, log: ReturnType<typeof createLogger>): string {
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const token = randomBytes(24).toString('hex');
+  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  log.info(`http token created in ${file}`);
+  return token;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0–65535)');
+  return port;
+}

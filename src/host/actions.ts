@@ -1,0 +1,206 @@
+import type Database from 'better-sqlite3';
+import { z } from 'zod';
+import { prepared } from '../db/connection.js';
+import { describeIssues, parseInboundContent } from '../db/content.js';
+import { getInbound, insertInbound } from '../db/messages.js';
+import type { InboundRow, OutboundRow } from '../db/types.js';
+import { isoNow, parseTimeInZone } from '../shared/time.js';
+import type { CentralStore } from './central-db/store.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
+import { HostError, isHostError } from './errors.js';
+import { nextOccurrence, validateCron } from './recurrence.js';
+import type { SessionDirectory } from './sessions.js';
+
+/**
+ * System actions: `messages_out` rows of kind `system` with `{action, …}` content, written by the MCP tools. Each is
+ * validated, carried out, and answered with a `system` row in `messages_in` (`{action, status, result?, error?}`),
+ * which the runner shows the agent as `[SYSTEM RESPONSE]`.
+ */
+export type ActionAnswer = { status: 'success'; result: unknown } | { status: 'error'; error: string };
+
+export interface ActionContext {
+  db: Database.Database;
+  session: SessionRecord;
+  group: AgentGroup;
+  row: OutboundRow;
+  content: Record<string, unknown>;
+}
+
+export interface ActionDeps {
+  store: CentralStore;
+  sessions: SessionDirectory;
+  /** user ids that are admins of every group (PINCER_ADMIN_USER_ID). */
+  globalAdmins: readonly string[];
+}
+
+const RegisterAgentGroup = z.object({
+  name: z.string().min(1),
+  folder: z.string().min(1),
+  platformId: z.string().min(1),
+  channelType: z.string().min(1),
+  triggerRules: z.unknown().optional(),
+  sessionMode: z.enum(['shared', 'per-thread']).optional(),
+});
+const TaskRef = z.object({ taskId: z.union([z.string().min(1), z.number().int()]).transform(String) });
+const UpdateTask = TaskRef.extend({
+  prompt: z.string().optional(),
+  recurrence: z.string().nullable().optional(),
+  processAfter: z.string().optional(),
+  script: z.string().nullable().optional(),
+});
+const ScheduleTask = z.object({
+  prompt: z.string().min(1),
+  processAfter: z.string().optional(),
+  recurrence: z.string().optional(),
+  script: z.string().optional(),
+});
+
+/** The active row of a task: the one the task tools match (SPEC §5), newest first. */
+const ACTIVE_TASK = `SELECT * FROM messages_in WHERE (id = ? OR series_id = ?) AND kind = 'task' AND status IN ('pending', 'paused')
+  ORDER BY seq DESC LIMIT 1`;
+
+export class ActionHandlers {
+  constructor(private readonly deps: ActionDeps) {}
+
+  /** Carry out one action. Never throws for bad input: the answer says what was wrong. */
+  run(ctx: ActionContext): ActionAnswer {
+    try {
+      switch (ctx.content.action) {
+        case 'register_agent_group':
+          return this.registerAgentGroup(ctx);
+        case 'update_task':
+          return this.updateTask(ctx);
+        case 'schedule_task':
+          return this.scheduleTask(ctx);
+        case 'cancel_task':
+        case 'pause_task':
+        case 'resume_task':
+          return this.setTaskStatus(ctx, ctx.content.action);
+        default:
+          return { status: 'error', error: `unknown action "${String(ctx.content.action)}"` };
+      }
+    } catch (err) {
+      if (isHostError(err)) return { status: 'error', error: err.message };
+      throw err;
+    }
+  }
+
+  private registerAgentGroup(ctx: ActionContext): ActionAnswer {
+    const input = parse(RegisterAgentGroup, ctx.content);
+    const requester = requesterOf(ctx.db, ctx.row);
+    const admins = new Set([...ctx.group.admins, ...this.deps.globalAdmins]);
+    if (!requester || !admins.has(requester)) {
+      return {
+        status: 'error',
+        error: `register_agent_group is for admins only; ${requester ? `user "${requester}" is not an admin` : 'the requesting user is unknown'}`,
+      };
+    }
+    const created = this.deps.sessions.createGroup({
+      name: input.name,
+      folder: input.folder,
+      provider: ctx.group.provider,
+      model: ctx.group.model,
+      sessionMode: input.sessionMode ?? 'shared',
+      timezone: ctx.group.timezone,
+      admins: [requester],
+    });
+    this.deps.store.bind(input.channelType, input.platformId, created.id);
+    return { status: 'success', result: { agent_group_id: created.id, name: created.name } };
+  }
+
+  private updateTask(ctx: ActionContext): ActionAnswer {
+    const input = parse(UpdateTask, ctx.content);
+    const row = prepared(ctx.db, ACTIVE_TASK).get(input.taskId, input.taskId) as InboundRow | undefined;
+    if (!row) return { status: 'error', error: `no active task "${input.taskId}" (it may have completed or been cancelled)` };
+    const parsed = parseInboundContent('task', row.content);
+    const current = parsed.ok ? (parsed.value.content as Record<string, unknown>) : {};
+    const content = { ...current };
+    if (input.prompt !== undefined) content.prompt = input.prompt;
+    if (input.script !== undefined) {
+      if (input.script === null) delete content.script;
+      else content.script = input.script;
+    }
+    const recurrence = input.recurrence === undefined ? row.recurrence : input.recurrence;
+    if (recurrence) validateCron(recurrence, ctx.group.timezone);
+    const processAfter = input.processAfter === undefined ? row.process_after : this.time(input.processAfter, ctx.group.timezone);
+    prepared(ctx.db, 'UPDATE messages_in SET content = ?, recurrence = ?, process_after = ?, status_changed = ? WHERE id = ?').run(
+      JSON.stringify(content),
+      recurrence,
+      processAfter,
+      isoNow(),
+      row.id,
+    );
+    return { status: 'success', result: { taskId: row.id, prompt: content.prompt, recurrence, processAfter } };
+  }
+
+  private scheduleTask(ctx: ActionContext): ActionAnswer {
+    const input = parse(ScheduleTask, ctx.content);
+    if (input.recurrence) validateCron(input.recurrence, ctx.group.timezone);
+    const processAfter = input.processAfter
+      ? this.time(input.processAfter, ctx.group.timezone)
+      : input.recurrence
+        ? nextOccurrence(input.recurrence, ctx.group.timezone).toISOString()
+        : null;
+    const written = insertInbound(ctx.db, {
+      kind: 'task',
+      content: { prompt: input.prompt, ...(input.script ? { script: input.script } : {}) },
+      processAfter,
+      recurrence: input.recurrence ?? null,
+      platformId: ctx.row.platform_id,
+      channelType: ctx.row.channel_type,
+      threadId: ctx.row.thread_id,
+    });
+    return { status: 'success', result: { taskId: written.id, processAfter, recurrence: input.recurrence ?? null } };
+  }
+
+  private setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): ActionAnswer {
+    const input = parse(TaskRef, ctx.content);
+    const row = prepared(ctx.db, ACTIVE_TASK).get(input.taskId, input.taskId) as InboundRow | undefined;
+    if (!row) return { status: 'error', error: `no active task "${input.taskId}"` };
+    const now = isoNow();
+    if (action === 'cancel_task') {
+      // A cancelled task is failed with recurrence cleared, so the sweep never schedules a successor.
+      prepared(ctx.db, `UPDATE messages_in SET status = 'failed', last_error = 'cancelled', recurrence = NULL, status_changed = ? WHERE id = ?`).run(
+        now,
+        row.id,
+      );
+    } else {
+      prepared(ctx.db, 'UPDATE messages_in SET status = ?, status_changed = ? WHERE id = ?').run(
+        action === 'pause_task' ? 'paused' : 'pending',
+        now,
+        row.id,
+      );
+    }
+    return { status: 'success', result: { taskId: row.id } };
+  }
+
+  private time(text: string, timeZone: string): string {
+    const iso = parseTimeInZone(text, timeZone);
+    if (!iso) throw new HostError('invalid-input', `processAfter: not a time: "${text}"`, 'processAfter');
+    return iso;
+  }
+}
+
+function parse<T>(schema: z.ZodType<T>, content: Record<string, unknown>): T {
+  const parsed = schema.safeParse(content);
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.join('.');
+    throw new HostError('invalid-input', `invalid ${String(content.action)}: ${describeIssues(parsed.error)}`, field);
+  }
+  return parsed.data;
+}
+
+/**
+ * Who asked: the sender id of the message the action answers (chat `senderId`, chat-sdk `author.userId`). Never the
+ * display name: anyone can call themselves "admin".
+ */
+export function requesterOf(db: Database.Database, row: OutboundRow): string | undefined {
+  if (!row.in_reply_to) return undefined;
+  const trigger = getInbound(db, row.in_reply_to);
+  if (!trigger) return undefined;
+  const parsed = parseInboundContent(trigger.kind, trigger.content);
+  if (!parsed.ok) return undefined;
+  if (parsed.value.kind === 'chat') return parsed.value.content.senderId;
+  if (parsed.value.kind === 'chat-sdk') return parsed.value.content.author.userId;
+  return undefined;
+}

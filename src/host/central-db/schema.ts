@@ -1,0 +1,75 @@
+import type Database from 'better-sqlite3';
+import { runMigrations, type Migration } from '../../db/schema.js';
+
+/**
+ * Forward-only migrations of the central DB, versioned in `PRAGMA user_version` like the session DB's
+ * (src/db/schema.ts). Never edit a released migration: add a new one.
+ */
+export const CENTRAL_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'agent groups, admins, bindings, sessions, questions, the HTTP channel mailbox',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS agent_groups (
+          id TEXT PRIMARY KEY,
+          name TEXT UNIQUE NOT NULL,
+          folder TEXT UNIQUE NOT NULL,
+          provider TEXT NOT NULL,
+          model TEXT,
+          session_mode TEXT NOT NULL DEFAULT 'shared',
+          timezone TEXT NOT NULL,
+          trigger_rules TEXT,
+          config_generation INTEGER NOT NULL DEFAULT 1,
+          created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS agent_group_admins (
+          agent_group_id TEXT NOT NULL REFERENCES agent_groups(id),
+          user_id TEXT NOT NULL,
+          PRIMARY KEY (agent_group_id, user_id)
+        );
+        CREATE TABLE IF NOT EXISTS bindings (
+          channel_type TEXT NOT NULL,
+          platform_id TEXT NOT NULL,
+          agent_group_id TEXT NOT NULL REFERENCES agent_groups(id),
+          created_at TEXT NOT NULL,
+          PRIMARY KEY (channel_type, platform_id)
+        );
+        CREATE TABLE IF NOT EXISTS sessions (
+          id TEXT PRIMARY KEY,
+          agent_group_id TEXT NOT NULL REFERENCES agent_groups(id),
+          channel_type TEXT NOT NULL,
+          platform_id TEXT NOT NULL,
+          thread_key TEXT NOT NULL DEFAULT '',
+          folder TEXT NOT NULL,
+          provider_session_id TEXT,
+          created_at TEXT NOT NULL,
+          UNIQUE (agent_group_id, channel_type, platform_id, thread_key)
+        );
+        CREATE TABLE IF NOT EXISTS questions (
+          question_id TEXT PRIMARY KEY,
+          session_id TEXT NOT NULL REFERENCES sessions(id),
+          channel_type TEXT NOT NULL,
+          platform_id TEXT NOT NULL,
+          thread_id TEXT,
+          created_at TEXT NOT NULL,
+          answered_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS http_outbox (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          conversation TEXT NOT NULL,
+          data TEXT NOT NULL,
+          created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS http_outbox_conversation ON http_outbox (conversation, id);
+      `);
+    },
+  },
+];
+
+export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;
+
+/** Bring the central DB up to `target` (default: current). Returns the versions applied. */
+export function migrateCentral(db: Database.Database, target = CENTRAL_SCHEMA_VERSION): number[] {
+  return runMigrations(db, CENTRAL_MIGRATIONS, target);
+}

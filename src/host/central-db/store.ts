@@ -1,0 +1,217 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
+import { isoNow } from '../../shared/time.js';
+import { migrateCentral } from './schema.js';
+import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord } from './types.js';
+
+/**
+ * The central DB (`<home>/pincer.db`): agent groups and their admins, conversation bindings, sessions, questions in
+ * flight and the HTTP channel's mailbox. Only the host process writes it; WAL so `sqlite3` can read it meanwhile.
+ */
+export function openCentralDb(file: string): Database.Database {
+  const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  migrateCentral(db);
+  return db;
+}
+
+interface GroupRow {
+  id: string;
+  name: string;
+  folder: string;
+  provider: string;
+  model: string | null;
+  session_mode: SessionMode;
+  timezone: string;
+  config_generation: number;
+  created_at: string;
+}
+
+interface SessionRow {
+  id: string;
+  agent_group_id: string;
+  channel_type: string;
+  platform_id: string;
+  thread_key: string;
+  folder: string;
+  provider_session_id: string | null;
+  created_at: string;
+}
+
+export interface NewAgentGroup {
+  name: string;
+  folder: string;
+  provider: string;
+  model?: string | null;
+  sessionMode?: SessionMode;
+  timezone: string;
+  admins?: string[];
+}
+
+export class CentralStore {
+  constructor(readonly db: Database.Database) {}
+
+  createAgentGroup(group: NewAgentGroup): AgentGroup {
+    const id = `ag-${randomUUID().slice(0, 8)}`;
+    this.db
+      .transaction(() => {
+        prepared(
+          this.db,
+          `INSERT INTO agent_groups (id, name, folder, provider, model, session_mode, timezone, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(id, group.name, group.folder, group.provider, group.model ?? null, group.sessionMode ?? 'shared', group.timezone, isoNow());
+        for (const admin of group.admins ?? []) this.addAdmin(id, admin);
+      })
+      .immediate();
+    return this.getAgentGroup(id)!;
+  }
+
+  /** Change a group's runner settings and bump its configuration generation. */
+  updateAgentGroup(id: string, change: { provider?: string; model?: string | null; sessionMode?: SessionMode; timezone?: string }): AgentGroup {
+    const current = this.getAgentGroup(id);
+    if (!current) throw new Error(`no agent group ${id}`);
+    prepared(
+      this.db,
+      `UPDATE agent_groups SET provider = ?, model = ?, session_mode = ?, timezone = ?, config_generation = config_generation + 1
+       WHERE id = ?`,
+    ).run(
+      change.provider ?? current.provider,
+      change.model === undefined ? current.model : change.model,
+      change.sessionMode ?? current.sessionMode,
+      change.timezone ?? current.timezone,
+      id,
+    );
+    return this.getAgentGroup(id)!;
+  }
+
+  addAdmin(agentGroupId: string, userId: string): void {
+    prepared(this.db, 'INSERT OR IGNORE INTO agent_group_admins (agent_group_id, user_id) VALUES (?, ?)').run(agentGroupId, userId);
+  }
+
+  getAgentGroup(id: string): AgentGroup | undefined {
+    const row = prepared(this.db, 'SELECT * FROM agent_groups WHERE id = ?').get(id) as GroupRow | undefined;
+    return row && this.toGroup(row);
+  }
+
+  findAgentGroup(idOrName: string): AgentGroup | undefined {
+    const row = prepared(this.db, 'SELECT * FROM agent_groups WHERE id = ? OR name = ?').get(idOrName, idOrName) as GroupRow | undefined;
+    return row && this.toGroup(row);
+  }
+
+  listAgentGroups(): AgentGroup[] {
+    return (prepared(this.db, 'SELECT * FROM agent_groups ORDER BY created_at').all() as GroupRow[]).map((row) => this.toGroup(row));
+  }
+
+  bind(channelType: string, platformId: string, agentGroupId: string): void {
+    prepared(
+      this.db,
+      `INSERT INTO bindings (channel_type, platform_id, agent_group_id, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(channel_type, platform_id) DO UPDATE SET agent_group_id = excluded.agent_group_id`,
+    ).run(channelType, platformId, agentGroupId, isoNow());
+  }
+
+  getBinding(channelType: string, platformId: string): Binding | undefined {
+    const row = prepared(this.db, 'SELECT agent_group_id FROM bindings WHERE channel_type = ? AND platform_id = ?').get(
+      channelType,
+      platformId,
+    ) as { agent_group_id: string } | undefined;
+    return row && { channelType, platformId, agentGroupId: row.agent_group_id };
+  }
+
+  findSession(agentGroupId: string, channelType: string, platformId: string, threadKey: string): SessionRecord | undefined {
+    const row = prepared(
+      this.db,
+      'SELECT * FROM sessions WHERE agent_group_id = ? AND channel_type = ? AND platform_id = ? AND thread_key = ?',
+    ).get(agentGroupId, channelType, platformId, threadKey) as SessionRow | undefined;
+    return row && toSession(row);
+  }
+
+  getSession(id: string): SessionRecord | undefined {
+    const row = prepared(this.db, 'SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+    return row && toSession(row);
+  }
+
+  listSessions(): SessionRecord[] {
+    return (prepared(this.db, 'SELECT * FROM sessions ORDER BY created_at').all() as SessionRow[]).map(toSession);
+  }
+
+  insertSession(session: Omit<SessionRecord, 'providerSessionId' | 'createdAt'>): SessionRecord {
+    prepared(
+      this.db,
+      `INSERT INTO sessions (id, agent_group_id, channel_type, platform_id, thread_key, folder, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(session.id, session.agentGroupId, session.channelType, session.platformId, session.threadKey, session.folder, isoNow());
+    return this.getSession(session.id)!;
+  }
+
+  setProviderSessionId(sessionId: string, providerSessionId: string): void {
+    prepared(this.db, 'UPDATE sessions SET provider_session_id = ? WHERE id = ?').run(providerSessionId, sessionId);
+  }
+
+  recordQuestion(question: Omit<PendingQuestion, 'answeredAt'>): void {
+    prepared(
+      this.db,
+      `INSERT OR IGNORE INTO questions (question_id, session_id, channel_type, platform_id, thread_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ).run(question.questionId, question.sessionId, question.channelType, question.platformId, question.threadId, isoNow());
+  }
+
+  getQuestion(questionId: string): PendingQuestion | undefined {
+    const row = prepared(this.db, 'SELECT * FROM questions WHERE question_id = ?').get(questionId) as
+      | { question_id: string; session_id: string; channel_type: string; platform_id: string; thread_id: string | null; answered_at: string | null }
+      | undefined;
+    return (
+      row && {
+        questionId: row.question_id,
+        sessionId: row.session_id,
+        channelType: row.channel_type,
+        platformId: row.platform_id,
+        threadId: row.thread_id,
+        answeredAt: row.answered_at,
+      }
+    );
+  }
+
+  /** Mark a question answered; false when it already was (a question takes one answer). */
+  markQuestionAnswered(questionId: string): boolean {
+    const result = prepared(this.db, 'UPDATE questions SET answered_at = ? WHERE question_id = ? AND answered_at IS NULL').run(
+      isoNow(),
+      questionId,
+    );
+    return result.changes === 1;
+  }
+
+  private toGroup(row: GroupRow): AgentGroup {
+    const admins = (prepared(this.db, 'SELECT user_id FROM agent_group_admins WHERE agent_group_id = ? ORDER BY user_id').all(row.id) as {
+      user_id: string;
+    }[]).map((r) => r.user_id);
+    return {
+      id: row.id,
+      name: row.name,
+      folder: row.folder,
+      provider: row.provider,
+      model: row.model,
+      sessionMode: row.session_mode,
+      timezone: row.timezone,
+      configGeneration: row.config_generation,
+      admins,
+      createdAt: row.created_at,
+    };
+  }
+}
+
+function toSession(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    agentGroupId: row.agent_group_id,
+    channelType: row.channel_type,
+    platformId: row.platform_id,
+    threadKey: row.thread_key,
+    folder: row.folder,
+    providerSessionId: row.provider_session_id,
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,54 @@
+/** Rows of the central DB (`pincer.db` under PINCER_HOME): what the host knows across sessions. */
+export type SessionMode = 'shared' | 'per-thread';
+
+/** An agent group: one agent (folder with CLAUDE.md, skills), its provider and how conversations map to sessions. */
+export interface AgentGroup {
+  id: string;
+  /** unique, human-readable. */
+  name: string;
+  /** folder name under `<home>/groups/`; mounted (or linked) as the session's `agent/`. */
+  folder: string;
+  provider: string;
+  model: string | null;
+  /** `shared`: one session per conversation; `per-thread`: one session per thread of a conversation. */
+  sessionMode: SessionMode;
+  /** IANA zone for prompts and cron schedules. */
+  timezone: string;
+  /** bumped each time the group's runner configuration is republished. */
+  configGeneration: number;
+  /** user ids allowed to run admin-only actions (register_agent_group). */
+  admins: string[];
+  createdAt: string;
+}
+
+/** A session: one session folder, one runner at most, one conversation (or one thread of it). */
+export interface SessionRecord {
+  id: string;
+  agentGroupId: string;
+  /** where the session came from; answers with no routing of their own go back here. */
+  channelType: string;
+  platformId: string;
+  /** '' for a shared session; the thread id for a per-thread one. */
+  threadKey: string;
+  folder: string;
+  /** the provider session id saved when its runner stopped, passed to the next runner as config.json `sessionId`. */
+  providerSessionId: string | null;
+  createdAt: string;
+}
+
+/** A conversation bound to an agent group. */
+export interface Binding {
+  channelType: string;
+  platformId: string;
+  agentGroupId: string;
+}
+
+/** A question the agent asked (ask_user_question), delivered to a conversation and waiting for its answer. */
+export interface PendingQuestion {
+  questionId: string;
+  sessionId: string;
+  channelType: string;
+  platformId: string;
+  threadId: string | null;
+  answeredAt: string | null;
+}

@@ -1,0 +1,51 @@
+import type Database from 'better-sqlite3';
+import { prepared } from '../../db/connection.js';
+import { isoNow } from '../../shared/time.js';
+
+/**
+ * The HTTP channel's durable mailbox (central DB table `http_outbox`). Delivering to HTTP means storing the event
+ * here; SSE streams and `GET …/events` replay from any event id, so a client that connects late, or reconnects with
+ * `Last-Event-ID`, misses nothing. Local file paths of sent files stay here and are served by event id, never by path.
+ */
+export interface MailboxEvent {
+  id: number;
+  conversation: string;
+  /** what clients see. */
+  data: Record<string, unknown>;
+  /** local files of a chat event, by index (served at /v1/files/<id>/<index>). */
+  files: string[];
+}
+
+export class HttpMailbox {
+  constructor(private readonly db: Database.Database) {}
+
+  append(conversation: string, data: Record<string, unknown>, files: string[] = []): MailboxEvent {
+    const row = prepared(this.db, 'INSERT INTO http_outbox (conversation, data, created_at) VALUES (?, ?, ?) RETURNING id').get(
+      conversation,
+      JSON.stringify({ data, files }),
+      isoNow(),
+    ) as { id: number };
+    return { id: row.id, conversation, data: { ...data, id: row.id }, files };
+  }
+
+  after(conversation: string, afterId: number, limit = 500): MailboxEvent[] {
+    const rows = prepared(this.db, 'SELECT id, data FROM http_outbox WHERE conversation = ? AND id > ? ORDER BY id LIMIT ?').all(
+      conversation,
+      afterId,
+      limit,
+    ) as { id: number; data: string }[];
+    return rows.map((row) => this.toEvent(conversation, row));
+  }
+
+  get(id: number): MailboxEvent | undefined {
+    const row = prepared(this.db, 'SELECT id, conversation, data FROM http_outbox WHERE id = ?').get(id) as
+      | { id: number; conversation: string; data: string }
+      | undefined;
+    return row && this.toEvent(row.conversation, row);
+  }
+
+  private toEvent(conversation: string, row: { id: number; data: string }): MailboxEvent {
+    const stored = JSON.parse(row.data) as { data: Record<string, unknown>; files: string[] };
+    return { id: row.id, conversation, data: { ...stored.data, id: row.id }, files: stored.files };
+  }
+}

@@ -1,0 +1,85 @@
+import type { ConversationRef } from '../types.js';
+
+/**
+ * The channel adapter contract. A channel turns its platform's events into inbound messages (through the `HostApi`
+ * it is started with) and delivers what the agent sends. Terminal and HTTP are built in; Chat SDK channels come later.
+ */
+export interface ChannelAdapter {
+  /** the `channel_type` of its conversations, e.g. `terminal`, `http`. */
+  readonly type: string;
+  /** Start receiving. Inbound messages go to `host`. */
+  start(host: HostApi): Promise<void>;
+  /**
+   * Deliver one outbound message. Resolves once the platform has it (for HTTP: stored in the channel's durable mailbox
+   * that streams replay). Throws when it could not deliver; delivery retries and records the failure.
+   */
+  deliver(message: OutboundDelivery): Promise<DeliveryReceipt>;
+  /** Optional: show that the agent is working on an answer. Must not throw. */
+  setTyping?(conversation: ConversationRef, active: boolean): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface DeliveryReceipt {
+  /** the platform's id for the delivered message, stored in `messages_out.platform_message_id`. */
+  platformMessageId?: string;
+}
+
+/** What a delivered message says, by type (SPEC §2 outbound content, plus host notices). */
+export type OutboundPayload =
+  | { type: 'chat'; text: string; files: { name: string; path: string }[] }
+  | { type: 'edit'; messageId: number; text: string; targetPlatformMessageId: string | null }
+  | { type: 'reaction'; messageId: number; emoji: string; targetPlatformMessageId: string | null }
+  | { type: 'question'; questionId: string; title: string; question: string; options: { label: string; value: string }[] }
+  | { type: 'card'; card: unknown; fallbackText: string | null }
+  /** the host speaking: a message that failed for good, a runner that cannot start. */
+  | { type: 'notice'; text: string };
+
+export interface OutboundDelivery {
+  sessionId: string;
+  /** the `messages_out` row (absent for host notices). */
+  id: string | null;
+  /** the integer id the agent sees (absent for host notices). */
+  seq: number | null;
+  conversation: ConversationRef;
+  /** `messages_in.id` this answers, if any. */
+  inReplyTo: string | null;
+  payload: OutboundPayload;
+}
+
+/** A message arriving from a channel, before routing. */
+export interface InboundEnvelope {
+  conversation: ConversationRef;
+  kind: 'chat' | 'chat-sdk' | 'webhook' | 'task';
+  /** the content object of SPEC §2 for `kind`; validated by the host. */
+  content: unknown;
+  processAfter?: string | null;
+  recurrence?: string | null;
+}
+
+export interface InboundReceipt {
+  sessionId: string;
+  id: string;
+  seq: number;
+}
+
+/** What a channel may ask of the host. Methods throw `HostError` (code says why) on bad input. */
+export interface HostApi {
+  /** Route an inbound message to its session and write it to `messages_in`. */
+  acceptInbound(message: InboundEnvelope): InboundReceipt;
+  /** Write the answer to a question the agent asked in `conversation`. */
+  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): InboundReceipt;
+  /** Schedule a task (once, or recurring with a cron expression read in the group's time zone) for `conversation`. */
+  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt;
+  /** Sessions of the host, with their runner's state, for diagnostics. */
+  listSessions(): SessionSummary[];
+}
+
+export interface SessionSummary {
+  id: string;
+  agentGroup: string;
+  channelType: string;
+  platformId: string;
+  threadKey: string;
+  runner: { pid: number; state: string } | null;
+  pending: number;
+}

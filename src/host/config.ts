@@ -1,0 +1,99 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { describeIssues } from '../db/content.js';
+import { isValidTimeZone } from '../shared/time.js';
+import { HostError } from './errors.js';
+import type { HostConfig } from './types.js';
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** Host settings from the environment, with their defaults (README "Configuration of the host"). */
+const HostEnvSchema = z.object({
+  PINCER_HOME: z.string().min(1).default('.pincer'),
+  PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),
+  PINCER_SESSION_MODE: z.enum(['shared', 'per-thread']).default('shared'),
+  PINCER_ADMIN_USER_ID: z.string().optional(),
+  AGENT_PROVIDER: z.string().min(1).default('auto'),
+  PINCER_MODEL: z.string().optional(),
+  PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_RUNNER: z.enum(['process', 'docker']).default('process'),
+  PINCER_DOCKER_IMAGE: z.string().min(1).default('pincer-runner'),
+  PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
+  PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
+  PINCER_RUNNER_START_TIMEOUT_MS: positiveInt(60_000),
+  PINCER_STOP_GRACE_MS: positiveInt(3000),
+  PINCER_RUNNER_BACKOFF_MS: positiveInt(1000),
+  PINCER_RUNNER_BACKOFF_MAX_MS: positiveInt(60_000),
+  PINCER_SWEEP_INTERVAL_MS: positiveInt(1000),
+  PINCER_STALE_MS: positiveInt(2000),
+  PINCER_RETRY_BASE_MS: positiveInt(2000),
+  PINCER_RETRY_MAX_MS: positiveInt(5 * 60_000),
+  PINCER_MAX_TRIES: positiveInt(5),
+  PINCER_DELIVERY_ATTEMPTS: positiveInt(5),
+  PINCER_DELIVERY_RETRY_MS: positiveInt(500),
+});
+
+export interface HostFlags {
+  home?: string;
+  http?: { port: number; host?: string };
+  provider?: string;
+}
+
+/**
+ * Read the host configuration. Explicit settings fail closed with a message naming the setting; only implicit
+ * defaults fall back.
+ */
+export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): HostConfig {
+  const parsed = HostEnvSchema.safeParse(env);
+  if (!parsed.success) throw new HostError('config', `bad host environment: ${describeIssues(parsed.error)}`);
+  const e = parsed.data;
+  const timezone = env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
+  if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
+    throw new HostError('config', `--http: not a port: ${flags.http.port}`);
+  }
+  return {
+    home: path.resolve(flags.home ?? e.PINCER_HOME),
+    defaultGroup:
+      e.PINCER_DEFAULT_GROUP === 'none'
+        ? null
+        : {
+            name: e.PINCER_DEFAULT_GROUP,
+            provider: flags.provider ?? e.AGENT_PROVIDER,
+            model: e.PINCER_MODEL ?? null,
+            sessionMode: e.PINCER_SESSION_MODE,
+            timezone,
+            admins: e.PINCER_ADMIN_USER_ID ? [e.PINCER_ADMIN_USER_ID] : [],
+          },
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
+    runners: {
+      kind: e.PINCER_RUNNER,
+      dockerImage: e.PINCER_DOCKER_IMAGE,
+      idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
+      heartbeatTimeoutMs: e.PINCER_HEARTBEAT_TIMEOUT_MS,
+      startTimeoutMs: e.PINCER_RUNNER_START_TIMEOUT_MS,
+      stopGraceMs: e.PINCER_STOP_GRACE_MS,
+      backoffBaseMs: e.PINCER_RUNNER_BACKOFF_MS,
+      backoffMaxMs: e.PINCER_RUNNER_BACKOFF_MAX_MS,
+      env: runnerBaseEnv(env),
+    },
+    sweep: {
+      intervalMs: e.PINCER_SWEEP_INTERVAL_MS,
+      staleMs: e.PINCER_STALE_MS,
+      retryBaseMs: e.PINCER_RETRY_BASE_MS,
+      retryMaxMs: e.PINCER_RETRY_MAX_MS,
+      maxTries: e.PINCER_MAX_TRIES,
+    },
+    delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
+  };
+}
+
+/** What a runner inherits: the host's environment less the host's own secrets and per-group settings. */
+function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  for (const key of ['PINCER_HTTP_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ']) {
+    delete copy[key];
+  }
+  return copy;
+}

@@ -1,0 +1,235 @@
+import type Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { prepared } from '../db/connection.js';
+import type { z } from 'zod';
+import {
+  describeIssues,
+  OutboundCardSchema,
+  OutboundChatSchema,
+  OutboundEditSchema,
+  OutboundQuestionSchema,
+  OutboundReactionSchema,
+  OutboundSystemSchema,
+} from '../db/content.js';
+import { sessionPaths } from '../db/layout.js';
+import { findBySeq, insertInbound } from '../db/messages.js';
+import type { OutboundRow } from '../db/types.js';
+import { errorMessage, type Logger } from '../shared/log.js';
+import { isoNow } from '../shared/time.js';
+import type { ActionHandlers } from './actions.js';
+import type { CentralStore } from './central-db/store.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
+import type { ChannelAdapter, OutboundPayload } from './channels/types.js';
+import type { ConversationRef, HostConfig } from './types.js';
+
+/**
+ * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
+ * adapter of their `channel_type`, `channel_type: 'agent'` rows become inbound messages of another agent group's
+ * session, `system` rows go to the action handlers. A row is marked delivered only after the channel took it. A
+ * failure is retried with back-off up to the attempt limit; then `delivery_error` is recorded and the agent is told
+ * with a context row (trigger 0) that rides along with its next prompt.
+ */
+export interface SessionHandle {
+  db: Database.Database;
+  session: SessionRecord;
+  group: AgentGroup;
+}
+
+export interface DeliveryDeps {
+  channels: ReadonlyMap<string, ChannelAdapter>;
+  store: CentralStore;
+  actions: ActionHandlers;
+  /** deliver a `channel_type: 'agent'` row into the target group's session; throws when it cannot. */
+  toAgent(from: SessionHandle, row: OutboundRow, text: string): void;
+  config: HostConfig['delivery'];
+  log: Logger;
+}
+
+/** A failure that retrying cannot fix (bad content, unknown channel): recorded at once. */
+class PermanentDeliveryError extends Error {}
+
+/** The channel is not attached now but will be (the terminal, while no `pincer chat` runs): the row waits for it. */
+class ChannelAbsent extends Error {}
+
+/** Channels that come and go with a process; their rows wait instead of failing. */
+const ATTACHABLE_CHANNELS = new Set(['terminal']);
+
+const UNDELIVERED = `SELECT * FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL ORDER BY seq LIMIT 200`;
+
+export class Delivery {
+  private readonly attempts = new Map<string, { count: number; nextAt: number }>();
+
+  constructor(private readonly deps: DeliveryDeps) {}
+
+  /**
+   * Deliver the session's undelivered rows in order. Stops at a row waiting for its retry (later rows wait too, so a
+   * conversation never sees answers out of order). Returns milliseconds until that retry, if any.
+   */
+  async deliverSession(handle: SessionHandle): Promise<number | undefined> {
+    const rows = prepared(handle.db, UNDELIVERED).all() as OutboundRow[];
+    for (const row of rows) {
+      const key = `${handle.session.id}:${row.id}`;
+      const attempt = this.attempts.get(key);
+      if (attempt && attempt.nextAt > Date.now()) return attempt.nextAt - Date.now();
+      try {
+        const platformMessageId = await this.deliverRow(handle, row);
+        prepared(
+          handle.db,
+          `UPDATE messages_out SET delivered_at = ?, platform_message_id = ?, delivery_error = NULL WHERE id = ? AND delivered_at IS NULL`,
+        ).run(isoNow(), platformMessageId ?? null, row.id);
+        this.attempts.delete(key);
+      } catch (err) {
+        if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
+        const message = errorMessage(err);
+        const count = (attempt?.count ?? 0) + 1;
+        if (err instanceof PermanentDeliveryError || count >= this.deps.config.maxAttempts) {
+          this.attempts.delete(key);
+          this.recordFailure(handle, row, err instanceof PermanentDeliveryError ? message : `${message} (after ${count} attempts)`);
+          continue;
+        }
+        const delay = this.deps.config.retryBaseMs * 2 ** (count - 1);
+        this.attempts.set(key, { count, nextAt: Date.now() + delay });
+        this.deps.log.warn(`delivery of message ${row.seq} in ${handle.session.id} failed (attempt ${count}): ${message}; retry in ${delay} ms`);
+        return delay;
+      }
+    }
+    return undefined;
+  }
+
+  /** The host speaking to a conversation directly (no row): a message failed for good, a runner cannot start. */
+  async notify(handle: SessionHandle, conversation: ConversationRef, text: string): Promise<void> {
+    const channel = this.deps.channels.get(conversation.channelType);
+    if (!channel) {
+      this.deps.log.warn(`notice for ${conversation.channelType}:${conversation.platformId} not sent (no such channel): ${text}`);
+      return;
+    }
+    try {
+      await channel.deliver({ sessionId: handle.session.id, id: null, seq: null, conversation, inReplyTo: null, payload: { type: 'notice', text } });
+    } catch (err) {
+      this.deps.log.warn(`notice to ${conversation.channelType}:${conversation.platformId} failed: ${errorMessage(err)}: ${text}`);
+    }
+  }
+
+  private async deliverRow(handle: SessionHandle, row: OutboundRow): Promise<string | undefined> {
+    const content = parseJson(row.content);
+    if (row.kind === 'system') {
+      const action = OutboundSystemSchema.safeParse(content);
+      if (!action.success) throw new PermanentDeliveryError('system row without an "action"');
+      const answer = this.deps.actions.run({ ...handle, row, content: action.data });
+      insertInbound(handle.db, {
+        kind: 'system',
+        content: { action: action.data.action, ...answer },
+        ...routingOf(handle, row),
+      });
+      this.deps.log.info(`action ${action.data.action} from ${handle.session.id}: ${answer.status}${answer.status === 'error' ? ` (${answer.error})` : ''}`);
+      return undefined;
+    }
+    if (row.channel_type === 'agent') {
+      const chat = OutboundChatSchema.safeParse(content);
+      if (!chat.success) throw new PermanentDeliveryError('agent message without "text"');
+      try {
+        this.deps.toAgent(handle, row, chat.data.text);
+      } catch (err) {
+        throw new PermanentDeliveryError(errorMessage(err));
+      }
+      return undefined;
+    }
+    const conversation = conversationOf(handle, row);
+    const channel = this.deps.channels.get(conversation.channelType);
+    if (!channel) {
+      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new ChannelAbsent();
+      throw new PermanentDeliveryError(`no channel "${conversation.channelType}" on this host`);
+    }
+    const payload = this.payloadOf(handle, row, content);
+    if (payload.type === 'question') {
+      this.deps.store.recordQuestion({
+        questionId: payload.questionId,
+        sessionId: handle.session.id,
+        channelType: conversation.channelType,
+        platformId: conversation.platformId,
+        threadId: conversation.threadId,
+      });
+    }
+    const receipt = await channel.deliver({ sessionId: handle.session.id, id: row.id, seq: row.seq, conversation, inReplyTo: row.in_reply_to, payload });
+    return receipt.platformMessageId;
+  }
+
+  private payloadOf(handle: SessionHandle, row: OutboundRow, content: unknown): OutboundPayload {
+    const op = typeof content === 'object' && content !== null ? (content as Record<string, unknown>).operation : undefined;
+    const target = (seq: number): string | null => {
+      const found = findBySeq(handle.db, seq);
+      if (!found || found.table !== 'messages_out') return null;
+      const r = prepared(handle.db, 'SELECT platform_message_id FROM messages_out WHERE id = ?').get(found.id) as { platform_message_id: string | null };
+      return r.platform_message_id;
+    };
+    if (op === 'edit') {
+      const edit = strict(OutboundEditSchema, content, 'edit');
+      return { type: 'edit', messageId: edit.messageId, text: edit.text, targetPlatformMessageId: target(edit.messageId) };
+    }
+    if (op === 'reaction') {
+      const reaction = strict(OutboundReactionSchema, content, 'reaction');
+      return { type: 'reaction', messageId: reaction.messageId, emoji: reaction.emoji, targetPlatformMessageId: target(reaction.messageId) };
+    }
+    if (op === 'ask_question') {
+      const q = strict(OutboundQuestionSchema, content, 'ask_question');
+      return { type: 'question', questionId: q.questionId, title: q.title, question: q.question, options: q.options };
+    }
+    if (row.kind === 'chat-sdk') {
+      const card = OutboundCardSchema.safeParse(content);
+      if (card.success) return { type: 'card', card: card.data.card, fallbackText: card.data.fallbackText ?? null };
+    }
+    const chat = strict(OutboundChatSchema, content, 'chat');
+    return { type: 'chat', text: chat.text, files: (chat.files ?? []).map((name) => outboxFile(handle, row, name)) };
+  }
+
+  private recordFailure(handle: SessionHandle, row: OutboundRow, error: string): void {
+    this.deps.log.warn(`message ${row.seq} in ${handle.session.id} not delivered: ${error}`);
+    handle.db
+      .transaction(() => {
+        prepared(handle.db, 'UPDATE messages_out SET delivery_error = ? WHERE id = ? AND delivered_at IS NULL').run(error, row.id);
+        // The agent learns of it with its next prompt; trigger 0 so the notice alone never wakes it (no loops).
+        insertInbound(handle.db, {
+          kind: 'system',
+          content: { action: 'deliver_message', status: 'error', error: `message ${row.seq} was not delivered: ${error}`, result: { messageId: row.seq } },
+          trigger: 0,
+          ...routingOf(handle, row),
+        });
+      })
+      .immediate();
+  }
+}
+
+/** Where a row goes: its own routing, else the conversation the session belongs to. */
+export function conversationOf(handle: SessionHandle, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
+  if (row.channel_type && row.platform_id) return { channelType: row.channel_type, platformId: row.platform_id, threadId: row.thread_id };
+  const s = handle.session;
+  return { channelType: s.channelType, platformId: s.platformId, threadId: s.threadKey || null };
+}
+
+function routingOf(handle: SessionHandle, row: OutboundRow): { platformId: string; channelType: string; threadId: string | null } {
+  const c = conversationOf(handle, row);
+  return { platformId: c.platformId, channelType: c.channelType, threadId: c.threadId };
+}
+
+/** A file the agent sent: `outbox/<message id>/<name>`, a plain name that must exist there. */
+function outboxFile(handle: SessionHandle, row: OutboundRow, name: string): { name: string; path: string } {
+  if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
+  const file = path.join(sessionPaths(handle.session.folder).outbox, row.id, name);
+  if (!fs.existsSync(file)) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
+  return { name, path: file };
+}
+
+function strict<T>(schema: z.ZodType<T>, content: unknown, what: string): T {
+  const parsed = schema.safeParse(content);
+  if (!parsed.success) throw new PermanentDeliveryError(`invalid ${what} content: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new PermanentDeliveryError('content is not valid JSON');
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * The host's one error class. Codes and their meaning:
+ * - `config`: bad host configuration (flag, environment); the message names the setting.
+ * - `unknown-conversation`: an inbound message for a conversation with no binding and no default agent group.
+ * - `unknown-group`: an agent group id or name that the central DB does not hold.
+ * - `invalid-input`: a request or action whose input failed validation; the message names the field.
+ * - `not-found`: a question, session or file that does not exist.
+ * - `delivery`: a channel could not deliver a message (retried by delivery, then recorded as `delivery_error`).
+ */
+export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery';
+
+export class HostError extends Error {
+  constructor(
+    readonly code: HostErrorCode,
+    message: string,
+    /** for `invalid-input`: the field that is wrong, when one is. */
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'HostError';
+  }
+}
+
+export function isHostError(err: unknown, code?: HostErrorCode): err is HostError {
+  return err instanceof HostError && (code === undefined || err.code === code);
+}

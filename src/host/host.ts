@@ -1,0 +1,343 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { prepared } from '../db/connection.js';
+import { parseInboundContent } from '../db/content.js';
+import { getInbound, insertInbound } from '../db/messages.js';
+import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
+import type { OutboundRow, RunnerState } from '../db/types.js';
+import { createLogger, errorMessage, type Logger } from '../shared/log.js';
+import { parseTimeInZone } from '../shared/time.js';
+import { ActionHandlers } from './actions.js';
+import { CentralStore, openCentralDb } from './central-db/store.js';
+import type { SessionRecord } from './central-db/types.js';
+import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
+import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
+import { HostError } from './errors.js';
+import { HomeLock } from './home-lock.js';
+import { nextOccurrence, validateCron } from './recurrence.js';
+import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
+import { SessionDirectory } from './sessions.js';
+import { SessionSlot } from './session-slot.js';
+import type { ConversationRef, HostConfig } from './types.js';
+
+/**
+ * The host (SPEC §6): central DB, session routing and provisioning, channels, and per session a loop that sweeps,
+ * keeps one runner alive while there is work, and delivers what the agent sends.
+ */
+export interface HostOptions {
+  config: HostConfig;
+  channels: ChannelAdapter[];
+  log?: Logger;
+  /** where the session of a given `channelType:platformId` lives if it has to be created (`pincer chat --dir`). */
+  sessionFolders?: Record<string, string>;
+}
+
+/** Agent-to-agent messages answering each other more often than this in a row are stopped (a loop, not a chat). */
+const MAX_AGENT_HOPS = 10;
+/** Tell the chat once a runner has crashed this many times in a row. */
+const CRASH_NOTICE_AT = 3;
+
+export class Host implements HostApi {
+  readonly store: CentralStore;
+  readonly sessions: SessionDirectory;
+  private readonly log: Logger;
+  private readonly supervisor: RunnerSupervisor;
+  private readonly delivery: Delivery;
+  private readonly slots = new Map<string, SessionSlot>();
+  private readonly channels = new Map<string, ChannelAdapter>();
+  private stopped = false;
+  private readonly lock: HomeLock;
+
+  private constructor(private readonly options: HostOptions) {
+    const { config } = options;
+    this.log = options.log ?? createLogger('host');
+    fs.mkdirSync(config.home, { recursive: true });
+    this.lock = HomeLock.acquire(config.home);
+    this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+    this.sessions = new SessionDirectory(this.store, config, this.log);
+    for (const channel of options.channels) this.channels.set(channel.type, channel);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
+    this.delivery = new Delivery({
+      channels: this.channels,
+      store: this.store,
+      actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins: config.defaultGroup?.admins ?? [] }),
+      toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
+      config: config.delivery,
+      log: this.log,
+    });
+  }
+
+  static async start(options: HostOptions): Promise<Host> {
+    const host = new Host(options);
+    host.sessions.ensureDefaultGroup();
+    await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
+    for (const session of host.store.listSessions()) host.slotFor(session);
+    try {
+      for (const channel of host.channels.values()) await channel.start(host);
+    } catch (err) {
+      await host.stop();
+      throw err;
+    }
+    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ')}`);
+    return host;
+  }
+
+  /** Stop taking input, stop runners (each finishes its query within its grace), deliver what they wrote, close. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const channel of this.channels.values()) if (channel.type === 'terminal') await channel.stop();
+    await this.supervisor.stopAll();
+    for (const slot of this.slots.values()) {
+      await slot.stopLoop();
+      // What the runners wrote while finishing still goes out.
+      const group = this.store.getAgentGroup(slot.session.agentGroupId);
+      if (group) await this.delivery.deliverSession({ db: slot.db, session: slot.session, group }).catch(() => undefined);
+      await slot.close();
+    }
+    for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
+    this.store.db.close();
+    this.lock.release();
+    this.log.info('stopped');
+  }
+
+  // ---- HostApi (what channels call) ----
+
+  acceptInbound(message: InboundEnvelope): InboundReceipt {
+    const parsed = parseInboundContent(message.kind, JSON.stringify(message.content));
+    if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
+    const { slot, group } = this.sessionOf(message.conversation);
+    if (message.recurrence) validateCron(message.recurrence, group.timezone);
+    const written = insertInbound(slot.db, {
+      kind: message.kind,
+      content: message.content,
+      processAfter: message.processAfter ?? null,
+      recurrence: message.recurrence ?? null,
+      ...routing(message.conversation),
+    });
+    slot.touch();
+    return { sessionId: slot.session.id, ...written };
+  }
+
+  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): InboundReceipt {
+    const question = this.store.getQuestion(answer.questionId);
+    if (!question || question.channelType !== conversation.channelType || question.platformId !== conversation.platformId) {
+      throw new HostError('not-found', `no question "${answer.questionId}" in this conversation`);
+    }
+    const slot = this.slots.get(question.sessionId);
+    if (!slot) throw new HostError('not-found', `the session of question "${answer.questionId}" is gone`);
+    if (!this.store.markQuestionAnswered(answer.questionId)) {
+      throw new HostError('invalid-input', `question "${answer.questionId}" was answered already`, 'questionId');
+    }
+    const written = insertInbound(slot.db, {
+      kind: 'system',
+      content: { type: 'question_response', questionId: answer.questionId, selectedOption: answer.selectedOption, ...(answer.userId ? { userId: answer.userId } : {}) },
+      ...routing({ ...conversation, threadId: question.threadId }),
+    });
+    slot.touch();
+    return { sessionId: slot.session.id, ...written };
+  }
+
+  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt {
+    const group = this.sessions.resolveGroup(conversation);
+    let processAfter: string | null = null;
+    if (task.processAfter) {
+      processAfter = parseTimeInZone(task.processAfter, group.timezone);
+      if (!processAfter) throw new HostError('invalid-input', `processAfter: not a time: "${task.processAfter}"`, 'processAfter');
+    } else if (task.recurrence) {
+      // A recurring task without a first time runs first at its next cron time, not now.
+      processAfter = nextOccurrence(task.recurrence, group.timezone).toISOString();
+    }
+    return this.acceptInbound({
+      conversation,
+      kind: 'task',
+      content: { prompt: task.prompt, ...(task.script ? { script: task.script } : {}) },
+      processAfter,
+      recurrence: task.recurrence ?? null,
+    });
+  }
+
+  listSessions(): SessionSummary[] {
+    return this.store.listSessions().map((session) => {
+      const slot = this.slots.get(session.id);
+      const state = slot ? readRunnerState(slot.db) : undefined;
+      const pid = this.supervisor.pid(session.id);
+      const pending = slot
+        ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
+        : 0;
+      return {
+        id: session.id,
+        agentGroup: this.store.getAgentGroup(session.agentGroupId)?.name ?? session.agentGroupId,
+        channelType: session.channelType,
+        platformId: session.platformId,
+        threadKey: session.threadKey,
+        runner: pid !== undefined ? { pid, state: this.supervisor.liveState(session.id, state)?.state ?? 'starting' } : null,
+        pending,
+      };
+    });
+  }
+
+  /** Nothing left to do for the session: no open message, nothing undelivered (`pincer chat` with piped input exits then). */
+  isSettled(sessionId: string): boolean {
+    const slot = this.slots.get(sessionId);
+    if (!slot) return true;
+    // Open: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open.
+    const open = prepared(
+      slot.db,
+      `SELECT 1 FROM messages_in WHERE trigger = 1 AND (status = 'processing' OR (status = 'pending'
+         AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now')))) LIMIT 1`,
+    ).get();
+    const undelivered = prepared(slot.db, 'SELECT 1 FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL LIMIT 1').get();
+    return !open && !undelivered;
+  }
+
+  /** The session a conversation maps to (provisioned if new). */
+  sessionOf(conversation: ConversationRef): { slot: SessionSlot; group: ReturnType<SessionDirectory['resolveGroup']> } {
+    const group = this.sessions.resolveGroup(conversation);
+    const folder = this.options.sessionFolders?.[`${conversation.channelType}:${conversation.platformId}`];
+    const session = this.sessions.sessionFor(group, conversation, folder);
+    return { slot: this.slotFor(session), group };
+  }
+
+  // ---- the per-session tick ----
+
+  private slotFor(session: SessionRecord): SessionSlot {
+    let slot = this.slots.get(session.id);
+    if (!slot) {
+      slot = new SessionSlot(session, this.log);
+      this.slots.set(session.id, slot);
+      slot.run((s) => this.tick(s));
+    }
+    return slot;
+  }
+
+  /** Sweep, keep the runner right, deliver. Returns how long the loop may sleep if nothing changes. */
+  private async tick(slot: SessionSlot): Promise<number> {
+    const { config } = this.options;
+    const id = slot.session.id;
+    const group = this.store.getAgentGroup(slot.session.agentGroupId);
+    if (!group) throw new Error(`agent group ${slot.session.agentGroupId} is gone`);
+    const handle: SessionHandle = { db: slot.db, session: slot.session, group };
+    const alive = this.supervisor.isRunning(id);
+    const state = readRunnerState(slot.db);
+    const live = this.supervisor.liveState(id, state);
+    const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone: group.timezone, config: config.sweep });
+    for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
+    for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
+    for (const row of sweep.failed) {
+      this.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
+      await this.delivery.notify(handle, conversationOf(handle, row), `Your message could not be processed and was given up (${row.last_error}).`);
+    }
+    for (const { row, error } of sweep.recurrenceErrors) {
+      await this.delivery.notify(handle, conversationOf(handle, row), `The recurring task ${row.series_id ?? row.id} was not rescheduled: ${error}`);
+    }
+    const waits = [config.sweep.intervalMs, sweep.nextDueMs];
+    if (alive) {
+      this.supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt);
+      waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
+    } else if (sweep.hasDue && !this.stopped) {
+      const backoff = this.supervisor.backoffRemainingMs(id);
+      if (backoff > 0) waits.push(backoff);
+      else {
+        this.sessions.publishConfig(this.store.getSession(id) ?? slot.session, group);
+        this.supervisor.start({
+          sessionId: id,
+          folder: slot.session.folder,
+          provider: group.provider,
+          timezone: group.timezone,
+          agentDir: this.sessions.groupDir(group),
+          globalDir: path.join(config.home, 'global'),
+        });
+      }
+    }
+    await this.updateTyping(slot, handle, live);
+    waits.push(await this.delivery.deliverSession(handle));
+    return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
+  }
+
+  /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */
+  private async updateTyping(slot: SessionSlot, handle: SessionHandle, live: RunnerState | undefined): Promise<void> {
+    const busy = live?.state === 'busy';
+    if (busy === (slot.typingIn !== null)) return;
+    const conversation = busy
+      ? conversationOf(handle, { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null })
+      : slot.typingIn!;
+    slot.typingIn = busy ? conversation : null;
+    await this.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
+  }
+
+  private onRunnerExit(exit: RunnerExit): void {
+    const slot = this.slots.get(exit.sessionId);
+    if (!slot) return;
+    // Remember the provider session, so the next runner resumes the conversation (seed "会话恢复").
+    try {
+      const state = readRunnerState(slot.db);
+      const providerSession = state && getSessionValue(slot.db, sessionKeys(state.provider).sessionId);
+      if (providerSession) {
+        this.store.setProviderSessionId(exit.sessionId, providerSession);
+        const group = this.store.getAgentGroup(slot.session.agentGroupId);
+        const session = this.store.getSession(exit.sessionId);
+        if (group && session) this.sessions.publishConfig(session, group);
+      }
+    } catch (err) {
+      this.log.warn(`could not save the provider session of ${exit.sessionId}: ${errorMessage(err)}`);
+    }
+    if (exit.crashes === CRASH_NOTICE_AT) {
+      const group = this.store.getAgentGroup(slot.session.agentGroupId);
+      const log = tail(path.join(slot.session.folder, 'runner.log'));
+      if (group) {
+        const handle = { db: slot.db, session: slot.session, group };
+        void this.delivery.notify(
+          handle,
+          conversationOf(handle, { channel_type: null, platform_id: null, thread_id: null }),
+          `The agent could not be started (${exit.crashes} failures in a row, last exit ${exit.code}${log ? `: ${log}` : ''}); retrying with back-off.`,
+        );
+      }
+    }
+    slot.waker.notify();
+  }
+
+  /** A `channel_type: 'agent'` row: a chat message into the target group's session, answered back the same way. */
+  private deliverToAgent(from: SessionHandle, row: OutboundRow, text: string): void {
+    const target = row.platform_id ? this.store.findAgentGroup(row.platform_id) : undefined;
+    if (!target) throw new Error(`unknown agent group "${row.platform_id}"`);
+    const trigger = row.in_reply_to ? getInbound(from.db, row.in_reply_to) : undefined;
+    const hops = trigger?.channel_type === 'agent' ? agentHops(trigger.content) + 1 : 1;
+    if (hops > MAX_AGENT_HOPS) throw new Error(`agents answered each other ${MAX_AGENT_HOPS} times in a row; stopped as a loop`);
+    let session: SessionRecord | undefined;
+    if (row.thread_id) {
+      session = this.store.getSession(row.thread_id);
+      if (!session || session.agentGroupId !== target.id) throw new Error(`session "${row.thread_id}" is not a session of ${target.name}`);
+    }
+    const conversation = { channelType: 'agent', platformId: from.group.id, threadId: from.session.id };
+    session ??= this.sessions.sessionFor(target, { ...conversation, threadId: null });
+    const slot = this.slotFor(session);
+    insertInbound(slot.db, {
+      kind: 'chat',
+      content: { text, sender: from.group.name, senderId: `agent:${from.group.id}`, agentHops: hops },
+      ...routing(conversation),
+    });
+    slot.touch();
+  }
+}
+
+function routing(c: ConversationRef): { channelType: string; platformId: string; threadId: string | null } {
+  return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
+}
+
+function agentHops(content: string): number {
+  try {
+    const hops = (JSON.parse(content) as { agentHops?: unknown }).agentHops;
+    return typeof hops === 'number' ? hops : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '';
+  } catch {
+    return '';
+  }
+}

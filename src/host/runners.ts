@@ -1,0 +1,237 @@
+import path from 'node:path';
+import type { RunnerState } from '../db/types.js';
+import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
+import { containerName, removeContainer } from './runner-docker.js';
+import { openSessionDb } from '../db/connection.js';
+import { sessionPaths } from '../db/layout.js';
+import { readRunnerState } from '../db/state.js';
+import { errorMessage, type Logger } from '../shared/log.js';
+import type { SessionRecord } from './central-db/types.js';
+import { isProcessAlive } from './home-lock.js';
+import type { HostConfig } from './types.js';
+
+/**
+ * Runner lifecycle: at most one runner per session, started as a child process when the session has due work,
+ * stopped after an idle timeout (never while `busy` or `waiting_user`), killed when its heartbeat goes stale, and
+ * restarted after an unexpected exit only after an exponential back-off, so a runner that crashes on start is never
+ * restarted in a tight loop.
+ */
+export interface RunnerLaunch {
+  sessionId: string;
+  folder: string;
+  provider: string;
+  timezone: string;
+  /** the group's folder and the shared global folder (mounted into a container). */
+  agentDir: string;
+  globalDir: string;
+}
+
+export interface RunnerExit {
+  sessionId: string;
+  pid: number;
+  code: number | string;
+  /** the host asked it to stop (idle, shutdown); anything else is unexpected. */
+  requested: boolean;
+  /** consecutive unexpected exits, 0 after a requested one. */
+  crashes: number;
+  /** when the next start is allowed (ms since epoch). */
+  nextStartAt: number;
+}
+
+interface Entry {
+  runner: LaunchedRunner;
+  /** the local process's pid (for a container: the docker client's). */
+  pid: number;
+  startedAt: number;
+  stopping: boolean;
+  exited: Promise<void>;
+  /** whether a `runner_state` row was written by this runner. */
+  owns(state: RunnerState): boolean;
+}
+
+export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'none';
+
+export class RunnerSupervisor {
+  private readonly entries = new Map<string, Entry>();
+  private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
+
+  constructor(
+    private readonly config: HostConfig['runners'],
+    private readonly log: Logger,
+    private readonly onExit: (exit: RunnerExit) => void,
+    /** how runners are started (default: by PINCER_RUNNER). */
+    private readonly launch: LaunchRunner = launcherFor(config),
+  ) {}
+
+  isRunning(sessionId: string): boolean {
+    return this.entries.has(sessionId);
+  }
+
+  pid(sessionId: string): number | undefined {
+    return this.entries.get(sessionId)?.pid;
+  }
+
+  /** The session's `runner_state` if its live runner wrote it (not a stale row of an earlier runner). */
+  liveState(sessionId: string, state: RunnerState | undefined): RunnerState | undefined {
+    const entry = this.entries.get(sessionId);
+    return entry && state && entry.owns(state) ? state : undefined;
+  }
+
+  /** Milliseconds until a start is allowed (0: now). */
+  backoffRemainingMs(sessionId: string): number {
+    const crash = this.crashes.get(sessionId);
+    return crash ? Math.max(0, crash.nextStartAt - Date.now()) : 0;
+  }
+
+  /** Start the session's runner unless one runs or the back-off forbids it. Returns whether one was started. */
+  start(launch: RunnerLaunch): boolean {
+    if (this.entries.has(launch.sessionId) || this.backoffRemainingMs(launch.sessionId) > 0) return false;
+    let runner: LaunchedRunner;
+    try {
+      runner = this.launch({
+        workspace: launch.folder,
+        agentDir: launch.agentDir,
+        globalDir: launch.globalDir,
+        env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
+        logFile: path.join(launch.folder, 'runner.log'),
+        name: launch.sessionId,
+      });
+    } catch (err) {
+      this.recordCrash(launch.sessionId);
+      this.log.warn(`runner for ${launch.sessionId} could not be launched: ${errorMessage(err)}`);
+      return false;
+    }
+    const { child } = runner;
+    if (child.pid === undefined) {
+      // spawn failed synchronously (e.g. EAGAIN, no docker binary): count it as a crash so the next try waits.
+      this.recordCrash(launch.sessionId);
+      this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
+      return false;
+    }
+    const startedAt = Date.now();
+    const pid = child.pid;
+    const entry: Entry = {
+      runner,
+      pid,
+      startedAt,
+      stopping: false,
+      exited: exitOf(child).then(() => undefined),
+      // A sandboxed runner writes a pid of its own namespace: it is ours if it started after we launched it.
+      owns: runner.kind === 'process' ? (state) => state.pid === pid : (state) => Date.parse(state.startedAt) >= startedAt - 1000,
+    };
+    child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
+    child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
+    this.entries.set(launch.sessionId, entry);
+    this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.kind === 'docker' ? `, container ${containerName(launch.sessionId)}` : ''}`);
+    return true;
+  }
+
+  /**
+   * Judge a running runner from its `runner_state` row: stale heartbeat → kill; idle past the timeout with nothing
+   * due → stop. `lastActivityAt` is the host's own last write to the session (so a message just accepted counts).
+   */
+  check(sessionId: string, state: RunnerState | undefined, hasDue: boolean, lastActivityAt: number): LivenessVerdict {
+    const entry = this.entries.get(sessionId);
+    if (!entry || entry.stopping) return 'none';
+    const now = Date.now();
+    const ours = state !== undefined && entry.owns(state);
+    // Until it has written its state, a runner is starting (slow under load): it gets the start timeout instead.
+    const heartbeat = ours ? Date.parse(state.heartbeatAt) : entry.startedAt;
+    const limit = ours ? this.config.heartbeatTimeoutMs : Math.max(this.config.startTimeoutMs, this.config.heartbeatTimeoutMs);
+    if (now - heartbeat > limit) {
+      this.log.warn(
+        ours
+          ? `runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`
+          : `runner ${entry.pid} for ${sessionId}: not started after ${now - heartbeat} ms; killing it`,
+      );
+      void entry.runner.kill(); // an unrequested end: recovered and backed off like a crash
+      return 'heartbeat-kill';
+    }
+    if (ours && this.crashes.has(sessionId) && state.state !== 'starting') this.crashes.delete(sessionId);
+    if (ours && state.state === 'idle' && !hasDue) {
+      const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
+      if (now - idleSince > this.config.idleTimeoutMs) {
+        this.log.info(`runner ${entry.pid} for ${sessionId} idle for ${now - idleSince} ms; stopping it`);
+        void this.stop(sessionId);
+        return 'idle-stop';
+      }
+    }
+    return 'ok';
+  }
+
+  /** Milliseconds until `check` would stop an idle runner (for the session loop's next wake-up). */
+  idleDeadlineMs(state: RunnerState | undefined, lastActivityAt: number): number | undefined {
+    if (!state || state.state !== 'idle') return undefined;
+    const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
+    return Math.max(0, idleSince + this.config.idleTimeoutMs - Date.now()) + 1;
+  }
+
+  /** SIGTERM (the runner finishes its query within its grace), SIGKILL after the host's grace. */
+  async stop(sessionId: string): Promise<void> {
+    const entry = this.entries.get(sessionId);
+    if (!entry) return;
+    entry.stopping = true;
+    await entry.runner.stop(this.config.stopGraceMs + 2000);
+    await entry.exited;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
+  }
+
+  private handleExit(sessionId: string, entry: Entry, code: number | string): void {
+    if (this.entries.get(sessionId) === entry) this.entries.delete(sessionId);
+    let crashes = 0;
+    let nextStartAt = Date.now();
+    if (!entry.stopping) {
+      const crash = this.recordCrash(sessionId);
+      crashes = crash.count;
+      nextStartAt = crash.nextStartAt;
+      this.log.warn(
+        `runner ${entry.pid} for ${sessionId} exited unexpectedly (${code}); crash ${crashes} in a row, next start in ${crash.delayMs} ms`,
+      );
+    } else {
+      this.log.info(`runner ${entry.pid} for ${sessionId} stopped (${code})`);
+    }
+    this.onExit({ sessionId, pid: entry.pid, code, requested: entry.stopping, crashes, nextStartAt });
+  }
+
+  private recordCrash(sessionId: string): { count: number; nextStartAt: number; delayMs: number } {
+    const count = (this.crashes.get(sessionId)?.count ?? 0) + 1;
+    const delayMs = Math.min(this.config.backoffMaxMs, this.config.backoffBaseMs * 2 ** (count - 1));
+    const crash = { count, nextStartAt: Date.now() + delayMs };
+    this.crashes.set(sessionId, crash);
+    return { ...crash, delayMs };
+  }
+}
+
+/**
+ * Runners left by a host that died: stop them before this host starts its own, so a session never has two. A
+ * process runner counts when its `runner_state` has a live pid and a fresh heartbeat (a stale row's pid may belong to
+ * anything by now); container runners are found by name.
+ */
+export async function stopOrphanRunners(sessions: SessionRecord[], config: HostConfig['runners'], log: Logger): Promise<void> {
+  if (config.kind === 'docker') {
+    await Promise.all(sessions.map((session) => removeContainer(session.id, config.env)));
+    return;
+  }
+  for (const session of sessions) {
+    let state: RunnerState | undefined;
+    try {
+      const db = openSessionDb(sessionPaths(session.folder).db);
+      state = readRunnerState(db);
+      db.close();
+    } catch (err) {
+      log.warn(`session ${session.id}: ${errorMessage(err)}`);
+      continue;
+    }
+    if (!state || state.state === 'stopping' || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
+    const pid = state.pid;
+    if (!isProcessAlive(pid)) continue;
+    log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + config.stopGraceMs + 2000;
+    while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
+  }
+}

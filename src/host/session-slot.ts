@@ -1,0 +1,68 @@
+import type Database from 'better-sqlite3';
+import { openSessionDb } from '../db/connection.js';
+import { sessionPaths } from '../db/layout.js';
+import { Waker } from '../runner/wake.js';
+import { errorMessage, type Logger } from '../shared/log.js';
+import type { SessionRecord } from './central-db/types.js';
+import { Sweeper } from './sweep.js';
+import type { ConversationRef } from './types.js';
+
+/**
+ * The host's hold on one session: its own DB connection, a Waker on the session folder (any write by the runner or
+ * the MCP server wakes the host at once; the timeout is only the periodic fallback), and a loop that runs the host's
+ * tick — sweep, runner lifecycle, delivery — one at a time for this session.
+ */
+export class SessionSlot {
+  readonly db: Database.Database;
+  readonly waker: Waker;
+  readonly sweeper: Sweeper;
+  /** when the host last wrote to this session (a message accepted); idle time counts from the later of this and the runner's. */
+  lastActivityAt = Date.now();
+  /** the conversation shown as "agent is typing" while the runner is busy, if any. */
+  typingIn: ConversationRef | null = null;
+  private closed = false;
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    readonly session: SessionRecord,
+    private readonly log: Logger,
+  ) {
+    const paths = sessionPaths(session.folder);
+    this.db = openSessionDb(paths.db);
+    this.waker = new Waker(paths.root, 'watch');
+    this.sweeper = new Sweeper(this.db);
+  }
+
+  /** Run `tick` now and after every change or `tick`'s returned wait, until `close()`. */
+  run(tick: (slot: SessionSlot) => Promise<number>): void {
+    this.loop = (async () => {
+      while (!this.closed) {
+        let waitMs = 1000;
+        try {
+          waitMs = await tick(this);
+        } catch (err) {
+          this.log.error(`session ${this.session.id}: ${errorMessage(err)}`);
+        }
+        if (this.closed) break;
+        await this.waker.wait(waitMs);
+      }
+    })();
+  }
+
+  touch(): void {
+    this.lastActivityAt = Date.now();
+    this.waker.notify();
+  }
+
+  /** Stop the loop, after the tick in progress. */
+  async stopLoop(): Promise<void> {
+    this.closed = true;
+    this.waker.close();
+    await this.loop;
+  }
+
+  async close(): Promise<void> {
+    await this.stopLoop();
+    if (this.db.open) this.db.close();
+  }
+}

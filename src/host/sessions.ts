@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createSessionFolder, sessionPaths, writeJsonAtomic } from '../db/layout.js';
+import type { ConfigFile } from '../runner/config.js';
+import type { Logger } from '../shared/log.js';
+import type { CentralStore, NewAgentGroup } from './central-db/store.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
+import { HostError } from './errors.js';
+import type { ConversationRef, HostConfig } from './types.js';
+
+/**
+ * Session routing and provisioning: inbound conversation → binding → agent group → session (one per conversation,
+ * or per thread in `per-thread` mode) → a session folder whose `agent/` is the group's folder and whose `global/` is
+ * the home's shared folder, with the group's runner configuration published into `config.json`.
+ */
+export class SessionDirectory {
+  constructor(
+    private readonly store: CentralStore,
+    private readonly config: HostConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** On first start, create the default agent group (if one is configured and missing). */
+  ensureDefaultGroup(): AgentGroup | undefined {
+    const wanted = this.config.defaultGroup;
+    if (!wanted) return undefined;
+    const existing = this.store.findAgentGroup(wanted.name);
+    if (existing) return existing;
+    return this.createGroup({ ...wanted, folder: wanted.name });
+  }
+
+  createGroup(group: NewAgentGroup): AgentGroup {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(group.folder)) {
+      throw new HostError('invalid-input', `folder "${group.folder}": use letters, digits, "_", "-", "." (no slashes)`, 'folder');
+    }
+    if (this.store.findAgentGroup(group.name)) throw new HostError('invalid-input', `agent group "${group.name}" exists already`, 'name');
+    const created = this.store.createAgentGroup(group);
+    const dir = this.groupDir(created);
+    fs.mkdirSync(dir, { recursive: true });
+    this.log.info(`agent group ${created.name} (${created.id}) created: provider ${created.provider}, folder ${dir}`);
+    return created;
+  }
+
+  groupDir(group: AgentGroup): string {
+    return path.join(this.config.home, 'groups', group.folder);
+  }
+
+  /** The agent group a conversation belongs to: its binding, else the default group (bound from then on). */
+  resolveGroup(conversation: ConversationRef): AgentGroup {
+    const binding = this.store.getBinding(conversation.channelType, conversation.platformId);
+    if (binding) {
+      const group = this.store.getAgentGroup(binding.agentGroupId);
+      if (group) return group;
+    }
+    const fallback = this.config.defaultGroup && this.store.findAgentGroup(this.config.defaultGroup.name);
+    if (!fallback) {
+      throw new HostError(
+        'unknown-conversation',
+        `unknown conversation "${conversation.platformId}" on ${conversation.channelType}: bind it to an agent group or configure a default group (PINCER_DEFAULT_GROUP)`,
+      );
+    }
+    this.store.bind(conversation.channelType, conversation.platformId, fallback.id);
+    return fallback;
+  }
+
+  /** The session of `conversation` in `group`, provisioned on first use. `folder` overrides where a new one lives. */
+  sessionFor(group: AgentGroup, conversation: ConversationRef, folder?: string): SessionRecord {
+    const threadKey = group.sessionMode === 'per-thread' ? (conversation.threadId ?? '') : '';
+    const found = this.store.findSession(group.id, conversation.channelType, conversation.platformId, threadKey);
+    if (found) return found;
+    const id = `s-${randomUUID().slice(0, 12)}`;
+    const root = path.resolve(folder ?? path.join(this.config.home, 'sessions', id));
+    this.provisionFolder(group, root);
+    const session = this.store.insertSession({
+      id,
+      agentGroupId: group.id,
+      channelType: conversation.channelType,
+      platformId: conversation.platformId,
+      threadKey,
+      folder: root,
+    });
+    this.publishConfig(session, group);
+    this.log.info(`session ${id} for ${conversation.channelType}:${conversation.platformId}${threadKey ? `#${threadKey}` : ''} (group ${group.name})`);
+    return session;
+  }
+
+  /**
+   * Publish the group's runner configuration into the session folder as one atomic snapshot (temp file + rename)
+   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each.
+   */
+  publishConfig(session: SessionRecord, group: AgentGroup): void {
+    const config: ConfigFile = {
+      provider: group.provider,
+      timezone: group.timezone,
+      assistantName: group.name,
+      generation: group.configGeneration,
+      ...(group.model ? { model: group.model } : {}),
+      ...(group.admins[0] ? { adminUserId: group.admins[0] } : {}),
+      ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
+    };
+    writeJsonAtomic(sessionPaths(session.folder).config, config);
+  }
+
+  /** The session folder: `agent/` links to the group folder, `global/` to the home's; both kept if already there. */
+  private provisionFolder(group: AgentGroup, root: string): void {
+    const paths = sessionPaths(root);
+    fs.mkdirSync(root, { recursive: true });
+    const globalDir = path.join(this.config.home, 'global');
+    fs.mkdirSync(globalDir, { recursive: true });
+    fs.mkdirSync(this.groupDir(group), { recursive: true });
+    // A child-process runner sees the group's folder through links; a container gets it mounted on a real folder.
+    if (this.config.runners.kind === 'process') {
+      linkIfMissing(this.groupDir(group), paths.agent);
+      linkIfMissing(globalDir, paths.global);
+    }
+    createSessionFolder(root);
+  }
+}
+
+function linkIfMissing(target: string, link: string): void {
+  fs.mkdirSync(target, { recursive: true });
+  try {
+    fs.lstatSync(link);
+    return; // a folder or link already there (e.g. an older chat session) stays as it is
+  } catch {
+    fs.symlinkSync(target, link, 'dir');
+  }
+}

@@ -1,0 +1,54 @@
+import type { SessionMode } from './central-db/types.js';
+
+/** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
+export interface HostConfig {
+  /** PINCER_HOME: holds `pincer.db`, `groups/<folder>/`, `global/`, `sessions/<id>/`. */
+  home: string;
+  /** the group created on first start and used for conversations with no binding; null: such conversations are refused. */
+  defaultGroup: {
+    name: string;
+    provider: string;
+    model: string | null;
+    sessionMode: SessionMode;
+    timezone: string;
+    admins: string[];
+  } | null;
+  /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
+  http: { port: number; host: string; token: string | undefined } | null;
+  runners: {
+    /** `process`: a child process (default); `docker`: a container of `dockerImage` (PINCER_RUNNER). */
+    kind: 'process' | 'docker';
+    dockerImage: string;
+    /** an idle runner with nothing due is stopped after this long. */
+    idleTimeoutMs: number;
+    /** a runner whose heartbeat is older than this is killed and its rows recovered. */
+    heartbeatTimeoutMs: number;
+    /** a runner that has not written its `runner_state` this long after its start is killed. */
+    startTimeoutMs: number;
+    stopGraceMs: number;
+    /** after an unexpected exit the next start waits base × 2^(crashes−1), at most max. */
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    /** the environment runners inherit (host secrets removed). */
+    env: NodeJS.ProcessEnv;
+  };
+  sweep: {
+    /** fallback period of each session's loop; changes to the session DB wake it at once. */
+    intervalMs: number;
+    /** a `processing` row outside the runner's batch is stale once unchanged this long. */
+    staleMs: number;
+    /** back-off before retry n is base × 2^(n−1), at most max. */
+    retryBaseMs: number;
+    retryMaxMs: number;
+    /** after this many tries a message is `failed` and the chat is told. */
+    maxTries: number;
+  };
+  delivery: { maxAttempts: number; retryBaseMs: number };
+}
+
+/** A conversation on a channel: where an inbound message came from and where answers go. */
+export interface ConversationRef {
+  channelType: string;
+  platformId: string;
+  threadId: string | null;
+}

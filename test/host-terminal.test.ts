@@ -1,0 +1,58 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { TerminalChannel } from '../src/host/channels/terminal.js';
+import type { HostApi, InboundEnvelope } from '../src/host/channels/types.js';
+import { waitFor } from './support/wait.js';
+
+/** The terminal channel over in-memory streams, with a HostApi that records what it is asked. */
+function setup() {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let printed = '';
+  output.setEncoding('utf8').on('data', (c: string) => (printed += c));
+  const inbound: InboundEnvelope[] = [];
+  const answers: { questionId: string; selectedOption: string; userId?: string }[] = [];
+  const host: HostApi = {
+    acceptInbound: (m) => (inbound.push(m), { sessionId: 's', id: `i${inbound.length}`, seq: inbound.length }),
+    answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
+    scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
+    listSessions: () => [],
+  };
+  const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
+  return { input, printed: () => printed, inbound, answers, host, channel };
+}
+
+const conversation = { channelType: 'terminal', platformId: 'local', threadId: null };
+
+describe('terminal channel', () => {
+  it('sends each line as a chat message and prints what the agent sends', async () => {
+    const t = setup();
+    await t.channel.start(t.host);
+    t.input.write('hello there\n\n');
+    await waitFor('line accepted', () => t.inbound.length === 1);
+    expect(t.inbound[0]).toEqual({ conversation, kind: 'chat', content: { text: 'hello there', sender: 'ann', senderId: 'ann' } });
+    await t.channel.deliver({ sessionId: 's', id: 'o1', seq: 2, conversation, inReplyTo: 'i1', payload: { type: 'chat', text: 'hi ann', files: [] } });
+    await t.channel.deliver({ sessionId: 's', id: null, seq: null, conversation, inReplyTo: null, payload: { type: 'notice', text: 'gave up' } });
+    expect(t.printed()).toBe('agent> hi ann\npincer: gave up\n');
+    await t.channel.stop();
+  });
+
+  it('answers an open question with the next line, by number or label; other lines stay messages', async () => {
+    const t = setup();
+    await t.channel.start(t.host);
+    await t.channel.deliver({
+      sessionId: 's', id: 'o1', seq: 2, conversation, inReplyTo: null,
+      payload: { type: 'question', questionId: 'q1', title: 'Deploy?', question: 'Ship it now?', options: [{ label: 'Yes', value: 'y' }, { label: 'Later', value: 'later' }] },
+    });
+    expect(t.printed()).toContain('  2. Later');
+    t.input.write('maybe\n');
+    t.input.write('2\n');
+    await waitFor('answered', () => t.answers.length === 1);
+    expect(t.answers[0]).toEqual({ questionId: 'q1', selectedOption: 'later', userId: 'ann' });
+    expect(t.inbound.map((m) => (m.content as { text: string }).text)).toEqual(['maybe']);
+    t.input.write('2\n');
+    await waitFor('after the answer, a plain message', () => t.inbound.length === 2);
+    expect(t.answers).toHaveLength(1);
+    await t.channel.stop();
+  });
+});
