@@ -21,8 +21,10 @@ export type AttachmentTasks = {
 export function encodeFile({ path }: AttachmentTasks['encodeFile']['input']): AttachmentTasks['encodeFile']['output'] {
   const bytes = fs.readFileSync(path);
   const encoded = Buffer.from(bytes.toString('base64'), 'latin1');
-  // A fresh ArrayBuffer of exactly the encoded bytes (small Buffers share a pooled one that must not move).
-  const base64 = encoded.buffer.slice(encoded.byteOffset, encoded.byteOffset + encoded.length);
+  // Transfer needs an ArrayBuffer of exactly the encoded bytes: large Buffers own theirs; small ones share a pooled
+  // one that must not move, so they are copied.
+  const whole = encoded.byteOffset === 0 && encoded.length === encoded.buffer.byteLength;
+  const base64 = whole ? (encoded.buffer as ArrayBuffer) : encoded.buffer.slice(encoded.byteOffset, encoded.byteOffset + encoded.length);
   return withTransfer({ base64, size: bytes.length }, [base64]);
 }
 
