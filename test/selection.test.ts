@@ -113,8 +113,9 @@ describe('the runner applies the policy', () => {
       line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok\]/,
     },
     { case: 'the group policy', config: { groupProvider: 'Mock' }, line: /\[runner\] provider mock: group policy "Mock" \[candidates: / },
+    { case: 'a host-published config', config: { provider: 'mock', generation: 7 }, line: /\[runner\] ready: provider mock \(session policy "mock"\), .*, config generation 7\n/ },
   ];
-  it.each(cases)('logs the decision with its candidates for $case', async ({ config, line }) => {
+  it.each(cases)('logs the decision for $case', async ({ config, line }) => {
     const s = createTestSession();
     fs.writeFileSync(s.paths.config, JSON.stringify(config));
     const runner = startRunner(s.paths.root, { AGENT_PROVIDER: '' });

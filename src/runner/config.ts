@@ -65,6 +65,8 @@ export interface RunnerConfig {
   groupProvider?: string;
   /** the provider of the configured model's entry (config.json `models[model].provider`), if any. */
   modelProvider?: string;
+  /** the host's configuration generation of config.json (one atomic snapshot), for the log. */
+  generation?: number;
   adminUserId: string | undefined;
   assistantName: string | undefined;
   model: string | undefined;
@@ -99,6 +101,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     provider: env.AGENT_PROVIDER || file.provider,
     groupProvider: file.groupProvider,
     modelProvider: file.model ? file.models?.[file.model]?.provider : undefined,
+    generation: file.generation,
     adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
     model: file.model,

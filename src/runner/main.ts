@@ -77,7 +77,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   log.info(
-    `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}`,
+    `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
+      (config.generation === undefined ? '' : `, config generation ${config.generation}`),
   );
   try {
     await runner.run();
