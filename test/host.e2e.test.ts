@@ -34,6 +34,8 @@ describe('pincer host over HTTP', () => {
     const reply = await stream.waitFor('the reply', (e) => e.event === 'chat');
     expect(reply.data.text).toContain('hello host</message>');
     expect(reply.data.sessionId).toBe(sent.sessionId);
+    // The answer is written (and streamed) before the query ends and the runner marks the row completed.
+    await waitFor('completed', () => inboundRows(host, sent.sessionId)[0]?.status === 'completed');
     const rows = inboundRows(host, sent.sessionId);
     expect(rows[0]).toMatchObject({ id: sent.id, status: 'completed', channel_type: 'http', platform_id: 'alice' });
     const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'), { readonly: true });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSessionDb } from '../src/db/connection.js';
 import { readRunnerState } from '../src/db/state.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { recorded, recordFile } from './support/mock-record.js';
@@ -244,6 +245,21 @@ describe('pincer runner with the mock provider', () => {
     expect(s.inbound(id)).toMatchObject({ status: 'processing', last_error: 'runner stopped before the answer was complete' });
     expect(readRunnerState(s.db)).toMatchObject({ state: 'stopping', batchIds: [] });
   });
+
+  it('survives a database held locked past its busy timeout, and then answers', async () => {
+    const s = createTestSession();
+    const runner = startRunner(s.paths.root, { PINCER_BUSY_TIMEOUT_MS: '5000', PINCER_POLL_IDLE_MS: '200' });
+    await runner.ready();
+    const { id } = s.chat('behind a lock', { processAfter: new Date(Date.now() + 300).toISOString() });
+    const locker = openSessionDb(s.paths.db);
+    locker.exec('BEGIN IMMEDIATE');
+    await waitFor('the runner hit the lock', () => /poll failed \(1 in a row\): database is locked/.test(runner.stderr()), { timeoutMs: 15_000, intervalMs: 50 });
+    locker.exec('COMMIT');
+    locker.close();
+    await waitFor('answered after the lock', () => s.inbound(id).status === 'completed', { timeoutMs: 15_000 });
+    expect(runner.child.exitCode).toBeNull();
+    expect(await runner.stop()).toBe(0);
+  }, 40_000);
 
   it('runner killed with SIGKILL mid-batch loses nothing: rows are still there on restart', async () => {
     const s = createTestSession();

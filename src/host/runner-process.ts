@@ -5,6 +5,12 @@ import { fileURLToPath } from 'node:url';
 /** The compiled CLI entry; a runner is `node <cli> runner`. */
 export const CLI_ENTRY = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 
+/**
+ * V8 flags for a runner: a 1 MiB young generation. A runner is idle most of the time; the default 16 MiB semi-spaces
+ * only inflate its memory (bench: growth over 9,000 messages +86 → +23 MiB, no measurable throughput loss).
+ */
+export const RUNNER_NODE_FLAGS = ['--max-semi-space-size=1'];
+
 export interface RunnerProcessOptions {
   workspace: string;
   /** environment of the runner; PINCER_WORKSPACE is set from `workspace`. */
@@ -16,7 +22,7 @@ export interface RunnerProcessOptions {
 /** Start a runner as a plain child process (the default; containers come with the host). */
 export function spawnRunner(options: RunnerProcessOptions): ChildProcess {
   const stderr = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
-  const child = spawn(process.execPath, [CLI_ENTRY, 'runner'], {
+  const child = spawn(process.execPath, [...RUNNER_NODE_FLAGS, CLI_ENTRY, 'runner'], {
     env: { ...options.env, PINCER_WORKSPACE: options.workspace },
     stdio: ['ignore', 'ignore', stderr],
   });

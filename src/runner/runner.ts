@@ -53,6 +53,9 @@ export interface RunnerDeps {
   skills?: SkillResource[];
 }
 
+/** After this many poll failures in a row the loop gives up and the runner exits 1. */
+const MAX_CONSECUTIVE_FAILURES = 10;
+
 /** How the active query is going; shared by the event loop, the follow-up pump and `stop()`. */
 interface QueryProgress {
   /** `end()` was called: no more pushes. */
@@ -93,16 +96,19 @@ export class Runner {
     const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
     setRunnerStateName(db, 'idle');
     try {
+      let failures = 0;
       while (!this.stopping) {
-        const claim = this.queue.claim('start');
-        this.logFailed(claim.failed);
-        if (claim.command) {
-          await this.runCommand(claim.command);
-          continue;
+        try {
+          await this.pollOnce();
+          failures = 0;
+        } catch (err) {
+          // A locked or busy database (another process held it past the busy timeout) must not end the runner:
+          // log, wait one idle interval, try again. Only a loop that keeps failing gives up (the host restarts it).
+          failures += 1;
+          if (failures >= MAX_CONSECUTIVE_FAILURES) throw err;
+          this.deps.log.warn(`poll failed (${failures} in a row): ${errorMessage(err)}`);
+          await waker.wait(config.pollIdleMs);
         }
-        const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
-        if (messages.length > 0) await this.runBatch(messages);
-        else if (claim.messages.length === 0 && claim.failed.length === 0) await waker.wait(this.idleWaitMs());
       }
     } finally {
       clearInterval(heartbeat);
@@ -111,6 +117,19 @@ export class Runner {
       if (unsent.length > 0) this.queue.recordError(unsent.map((m) => m.row.id), 'runner stopped before the message reached the agent');
       setRunnerBatch(db, 'stopping', [], null);
     }
+  }
+
+  /** One turn of the poll loop: claim, then run a command or a batch, or wait for a change. */
+  private async pollOnce(): Promise<void> {
+    const claim = this.queue.claim('start');
+    this.logFailed(claim.failed);
+    if (claim.command) {
+      await this.runCommand(claim.command);
+      return;
+    }
+    const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
+    if (messages.length > 0) await this.runBatch(messages);
+    else if (claim.messages.length === 0 && claim.failed.length === 0) await this.deps.waker.wait(this.idleWaitMs());
   }
 
   /** Stop taking work; let the active query finish within the grace period, then abort it. */
@@ -257,31 +276,42 @@ export class Runner {
 
   /** While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). */
   private async pushFollowUps(query: AgentQuery, batch: Batch, progress: QueryProgress, transcript: Transcript): Promise<void> {
-    const { db, config, waker, log } = this.deps;
+    const { config, waker, log } = this.deps;
     while (!progress.inputEnded && !this.stopping) {
       await waker.wait(config.pollActiveMs);
       if (progress.inputEnded || this.stopping) return;
-      const claim = this.queue.claim('push');
-      this.logFailed(claim.failed);
-      const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
-      if (messages.length === 0) continue;
-      // A push carries text only: attachments of follow-ups are referenced as files.
-      const prepared = await preparePrompt(messages, {
-        timeZone: config.timeZone,
-        media: { ...this.mediaOptions, nativeMedia: [] },
-        formatter: this.deps.formatter,
-      });
-      if (progress.inputEnded || this.stopping) {
-        // The query closed its input meanwhile: these go first into the next query.
-        this.carry.push(...prepared.messages);
-        return;
+      try {
+        await this.pushOnce(query, batch, progress, transcript);
+      } catch (err) {
+        // Never reject: the query is still running and the event loop awaits this only when it ends.
+        log.warn(`follow-up poll failed: ${errorMessage(err)}`);
       }
-      batch.add(messages);
-      setRunnerBatch(db, 'busy', batch.ids, batch.routing);
-      query.push(prepared.text);
-      transcript.add('prompt', prepared.text);
-      log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
     }
+  }
+
+  /** Claim newly due messages and push them into the running query (or carry them to the next one). */
+  private async pushOnce(query: AgentQuery, batch: Batch, progress: QueryProgress, transcript: Transcript): Promise<void> {
+    const { db, config, log } = this.deps;
+    const claim = this.queue.claim('push');
+    this.logFailed(claim.failed);
+    const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
+    if (messages.length === 0) return;
+    // A push carries text only: attachments of follow-ups are referenced as files.
+    const prepared = await preparePrompt(messages, {
+      timeZone: config.timeZone,
+      media: { ...this.mediaOptions, nativeMedia: [] },
+      formatter: this.deps.formatter,
+    });
+    if (progress.inputEnded || this.stopping) {
+      // The query closed its input meanwhile: these go first into the next query.
+      this.carry.push(...prepared.messages);
+      return;
+    }
+    batch.add(messages);
+    setRunnerBatch(db, 'busy', batch.ids, batch.routing);
+    query.push(prepared.text);
+    transcript.add('prompt', prepared.text);
+    log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
   }
 
   private fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): void {

@@ -1,0 +1,110 @@
+import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { Logger } from '../../shared/log.js';
+import type { ProviderEvent } from '../types.js';
+import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeErrorCode } from './errors.js';
+
+/**
+ * `translateClaudeEvents` of the seed, one SDK message at a time:
+ * - system/init → `init` (once per query; Claude Code repeats it every turn);
+ * - result → `result` with the uuid of the last entry of the conversation seen (an assistant message, a tool result,
+ *   after `/compact` the summary) as `resumeAt`: resuming at an older entry would fail once the conversation is
+ *   compacted ("No message found"); an `is_error` result → `error`;
+ * - system/api_retry → retryable `error` classified by the API error (Claude Code would retry; the host does);
+ * - rate_limit_event with status `rejected` → `error` classified `quota`;
+ * - system/task_notification → `progress`;
+ * - system/compact_boundary of a `/compact` → its otherwise empty result says "Conversation compacted.";
+ * - everything else → logged only.
+ */
+export class ClaudeEventTranslator {
+  private announced = false;
+  /** the last top-level transcript entry seen: where the next query resumes. */
+  private lastEntryUuid: string | undefined;
+  /** a manual compaction (`/compact`) happened in the current turn. */
+  private compacted = false;
+
+  constructor(
+    private readonly log: Logger,
+    /** where the model API is (ANTHROPIC_BASE_URL), named in transport errors. */
+    private readonly apiUrl: string | undefined,
+  ) {}
+
+  translate(message: SDKMessage): ProviderEvent[] {
+    switch (message.type) {
+      case 'system':
+        return this.system(message);
+      case 'assistant':
+        if (message.parent_tool_use_id === null && !message.error) this.lastEntryUuid = message.uuid;
+        this.log.debug(`assistant: ${message.message.content.map((block) => block.type).join(', ')}`);
+        return [];
+      case 'user':
+        // tool results, and the summary a compaction leaves: entries of the conversation too
+        if (message.parent_tool_use_id === null && message.uuid) this.lastEntryUuid = message.uuid;
+        return [];
+      case 'result':
+        return [this.result(message)];
+      case 'rate_limit_event': {
+        const info = message.rate_limit_info;
+        if (info.status !== 'rejected') {
+          this.log.debug(`rate limit ${info.status} (${info.rateLimitType ?? 'unknown window'})`);
+          return [];
+        }
+        const resets = info.resetsAt ? `; resets at ${new Date(info.resetsAt * 1000).toISOString()}` : '';
+        return [errorEvent(new ClaudeProviderError('quota', `usage limit reached (${info.rateLimitType ?? 'unknown window'})${resets}`))];
+      }
+      case 'stream_event':
+        return [];
+      default:
+        this.log.debug(`${message.type}${'subtype' in message ? `/${String(message.subtype)}` : ''}`);
+        return [];
+    }
+  }
+
+  private system(message: Extract<SDKMessage, { type: 'system' }>): ProviderEvent[] {
+    if (message.subtype === 'init') {
+      for (const server of message.mcp_servers) {
+        if (server.status !== 'connected') this.log.warn(`MCP server ${server.name}: ${server.status}`);
+      }
+      if (this.announced) return [];
+      this.announced = true;
+      this.log.info(`session ${message.session_id} (model ${message.model}, ${message.tools.length} tools)`);
+      return [{ type: 'init', sessionId: message.session_id }];
+    }
+    if (message.subtype === 'api_retry') {
+      const code = classifyApiError(message.error, message.error_status);
+      const what = message.error_status === null ? `no answer from ${this.apiUrl ?? 'the model API'}` : `HTTP ${message.error_status}`;
+      return [errorEvent(new ClaudeProviderError(code, `model API request failed (${what}, ${message.error}); attempt ${message.attempt} of ${message.max_retries + 1}`))];
+    }
+    if (message.subtype === 'compact_boundary') {
+      this.log.info(`conversation compacted (${message.compact_metadata.trigger}, ${message.compact_metadata.pre_tokens} tokens before)`);
+      if (message.compact_metadata.trigger === 'manual') this.compacted = true;
+      this.lastEntryUuid = message.uuid;
+      return [];
+    }
+    if (message.subtype === 'task_notification') {
+      return [{ type: 'progress', message: `task ${message.task_id} ${message.status}: ${message.summary}` }];
+    }
+    this.log.debug(`system/${message.subtype}`);
+    return [];
+  }
+
+  private result(message: SDKResultMessage): ProviderEvent {
+    const compacted = this.compacted;
+    this.compacted = false;
+    if (message.subtype === 'success' && !message.is_error) {
+      // `/compact` answers with no text; say that it happened rather than leave the user without a reply.
+      const text = message.result || (compacted ? 'Conversation compacted.' : null);
+      return { type: 'result', text, resumeAt: this.lastEntryUuid };
+    }
+    if (message.subtype === 'success') {
+      // An API error ends the turn as an `is_error` result whose text Claude Code wrote (`API Error: 500 …`).
+      const code: ClaudeErrorCode = message.api_error_status ? classifyApiError(undefined, message.api_error_status) : classifyErrorText(message.result);
+      return errorEvent(new ClaudeProviderError(code, message.result || 'Claude Code reported an error'));
+    }
+    const detail = message.errors.join('; ') || message.subtype;
+    return errorEvent(new ClaudeProviderError('execution', `Claude Code ended the turn: ${detail}`));
+  }
+}
+
+export function errorEvent(error: ClaudeProviderError): ProviderEvent {
+  return { type: 'error', message: error.message, retryable: error.retryable, classification: error.code };
+}
