@@ -63,6 +63,12 @@ describe('provider selection policy', () => {
     expect(result).toMatchObject({ ok: true, provider: 'claude', reason: expect.stringContaining('falling back to claude') });
   });
 
+  it('an explicit choice accepts credentials that auto does not (a stored login, not a key)', () => {
+    const storedLogin: ProviderProbe = { ...ok('claude'), autoCredentials: false };
+    expect(select({ session: 'claude', probes: [storedLogin, ok('codex')] })).toMatchObject({ ok: true, provider: 'claude' });
+    expect(select({ probes: [storedLogin, ok('codex')] })).toMatchObject({ ok: true, provider: 'codex' });
+  });
+
   it('auto fails when even the fallback is not installed', () => {
     const result = select({ probes: [missing('claude'), ok('mock', false)] });
     expect(result).toMatchObject({ ok: false, code: 'not-installed', message: expect.stringContaining('fallback "claude" is not installed') });

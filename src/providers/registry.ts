@@ -33,6 +33,11 @@ export interface ProviderRegistration {
   create(config: ProviderConfig): AgentProvider;
   /** For `auto`: whether this provider can run with `env` (credentials present). Absent → never chosen by auto. */
   usableWith?(env: Record<string, string | undefined>): boolean;
+  /**
+   * For an explicit choice: whether the provider can authenticate at all (a key, a cloud switch, a stored login).
+   * Defaults to `usableWith`. `auto` stays with `usableWith`, the stricter test.
+   */
+  hasCredentials?(env: Record<string, string | undefined>): boolean;
   /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
   requirements?: ProviderRequirements;
 }
@@ -75,11 +80,11 @@ export function probeProviders(env: Record<string, string | undefined>): Provide
     const requirements = registration?.requirements ??
       KNOWN_PROVIDER_REQUIREMENTS[name] ?? { credentialsEnv: [], packages: [], executables: [], auto: Boolean(registration?.usableWith) };
     const probe = probeProvider(name, registration !== undefined, requirements, env);
-    if (registration?.usableWith && !registration.requirements) {
-      const credentials = registration.usableWith(env);
-      return { ...probe, credentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
-    }
-    return probe;
+    if (!registration || registration.requirements || !(registration.usableWith || registration.hasCredentials)) return probe;
+    // The provider's own tests win over the table: explicit choices use hasCredentials, auto uses usableWith.
+    const credentials = (registration.hasCredentials ?? registration.usableWith)!(env);
+    const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
+    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
   });
 }
 

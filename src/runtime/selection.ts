@@ -16,6 +16,8 @@ export interface ProviderProbe {
   /** why not installed */
   notInstalled?: string;
   credentials: boolean;
+  /** credentials good enough for `auto` to choose it (stricter for some: an API key, not a stored login); default `credentials` */
+  autoCredentials?: boolean;
   /** what to set when credentials are missing */
   noCredentials?: string;
   /** whether `auto` may choose it */
@@ -94,7 +96,7 @@ function checkExplicit(
 }
 
 function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
-  const usable = input.probes.find((p) => p.auto && p.installed && p.credentials);
+  const usable = input.probes.find((p) => p.auto && p.installed && (p.autoCredentials ?? p.credentials));
   if (usable) return { ok: true, provider: usable.name, source, candidates, reason: `auto (${why}): first installed provider with credentials` };
   const fallback = input.normalise(input.fallback ?? 'claude');
   const probe = input.probes.find((p) => p.name === fallback);
