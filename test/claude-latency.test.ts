@@ -16,7 +16,7 @@ afterEach(async () => {
   expect(left).toEqual({ runners: 0, claude: 0 });
 });
 
-describe.runIf(process.env.PINCER_MEASURE === '1')('Claude provider latency', () => {
+describe.runIf(process.env.PINCER_MEASURE === '1')('Claude provider latency (a measurement, not a check: runs only with PINCER_MEASURE=1)', () => {
   it.each(['0', '1'])('insert → first messages_out row, one-tool turn, 10 runs (PINCER_CLAUDE_PREWARM=%s)', async (prewarm) => {
     const fake = await fakeAnthropic();
     const session = createTestSession();

@@ -21,7 +21,8 @@ function makeHome(): string {
 
 function doctor(args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor', ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    // No Claude login either: a config dir of its own.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CLAUDE_CONFIG_DIR: path.join(os.tmpdir(), 'pincer-no-claude-login'), ...env },
     encoding: 'utf8',
     timeout: 20_000,
   });
@@ -48,7 +49,7 @@ describe('pincer doctor', () => {
 
   it.each([
     { case: 'an unknown provider', config: { provider: 'claud' }, line: '✗ provider: unknown provider "claud" (known: claude, codex, opencode, mock' },
-    { case: 'a provider that is not installed', config: { groupProvider: 'codex-app-server' }, line: '✗ provider: provider "codex" (group policy "codex-app-server") is not installed' },
+    { case: 'a provider without credentials', config: { groupProvider: 'claude-code' }, line: '✗ provider: provider "claude" (group policy "claude-code") has no credentials: set ANTHROPIC_API_KEY' },
     { case: 'an invalid config.json', config: { provder: 'mock' }, line: '✗ config: invalid' },
   ])('flags $case and exits 1', ({ config, line }) => {
     const home = makeHome();
@@ -75,7 +76,7 @@ describe('pincer doctor with a host home', () => {
     const home = makeHome();
     const store = new CentralStore(openCentralDb(path.join(home, 'pincer.db')));
     const ok = store.createAgentGroup({ name: 'main', folder: 'main', provider: 'mock', timezone: 'UTC' });
-    store.createAgentGroup({ name: 'coder', folder: 'coder', provider: 'codex-app-server', timezone: 'UTC' });
+    store.createAgentGroup({ name: 'coder', folder: 'coder', provider: 'claude-code', timezone: 'UTC' });
     const session = createSessionFolder(path.join(home, 'sessions', 's-1'));
     store.insertSession({ id: 's-1', agentGroupId: ok.id, channelType: 'terminal', platformId: 'local', threadKey: '', folder: session.root });
     store.db.close();
@@ -88,7 +89,7 @@ describe('pincer doctor with a host home', () => {
       `agent group main (${ok.id}, ${path.join(home, 'groups', 'main')})\n  provider: mock — group policy "mock"\n` +
         `  resources: 0 skills from none, 1 prompt (/standup) from convention\n  sessions: s-1\n`,
     );
-    expect(out).toMatch(/agent group coder \(.*\)\n {2}✗ provider: provider "codex" \(group policy "codex-app-server"\) (is not installed|has no credentials)/);
+    expect(out).toMatch(/agent group coder \(.*\)\n {2}✗ provider: provider "claude" \(group policy "claude-code"\) has no credentials/);
     expect(out).toMatch(/1 agent group and 1 session cannot start\n$/);
     expect(code).toBe(1);
   });

@@ -134,12 +134,14 @@ describe('the runner applies the policy', () => {
     const s = createTestSession();
     s.db.close();
     const result = spawnSync(process.execPath, [BUILT_CLI, 'runner'], {
-      env: { PATH: process.env.PATH, AGENT_PROVIDER: 'codex-app-server', TZ: 'UTC', PINCER_WORKSPACE: s.paths.root },
+      env: { PATH: process.env.PATH, AGENT_PROVIDER: 'claude-code', TZ: 'UTC', PINCER_WORKSPACE: s.paths.root, CLAUDE_CONFIG_DIR: s.paths.root },
       encoding: 'utf8',
       timeout: 10_000,
     });
     expect(result.status).toBe(2);
-    // Not installed in this build, or (once the Codex provider is) no key in this environment: never another provider.
-    expect(result.stderr).toMatch(/^\[runner\] error: provider "codex" \(session policy "codex-app-server"\) (is not installed|has no credentials): [^\n]+\n$/);
+    // No key, no cloud switch, no stored login: refused, never replaced by another provider.
+    expect(result.stderr).toBe(
+      '[runner] error: provider "claude" (session policy "claude-code") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN\n',
+    );
   });
 });

@@ -27,7 +27,13 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
   out.push('providers in this environment:');
   const width = Math.max(...report.probes.map((p) => p.name.length));
   for (const probe of report.probes) {
-    const status = !probe.installed ? `not installed: ${probe.notInstalled}` : !probe.credentials ? `no credentials: ${probe.noCredentials}` : 'ok';
+    const status = !probe.installed
+      ? `not installed: ${probe.notInstalled}`
+      : !probe.credentials
+        ? `no credentials: ${probe.noCredentials}`
+        : probe.auto && probe.autoCredentials === false
+          ? 'ok if chosen; auto skips it in this environment'
+          : 'ok';
     out.push(`  ${probe.name.padEnd(width)}  ${status}${probe.auto ? '' : ' (never chosen by auto)'}`);
   }
   out.push('');

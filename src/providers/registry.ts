@@ -11,7 +11,12 @@ import type { AgentProvider, ProviderConfig } from './types.js';
  * Provider registry (seed "Provider 工厂"; OpenClaw "运行时选择"): names are normalised (lower case, aliases), an
  * explicit unknown name fails closed with an exact message, and only `auto` may choose among providers.
  */
-export type ProviderErrorCode = 'unknown' | 'unavailable' | 'not-installed' | 'no-credentials';
+/**
+ * unknown: no such provider; not-installed: known, but not in this build or its SDK/binary is missing; no-credentials:
+ * configured explicitly without credentials; unavailable: the provider's own start-up check failed; config: a setting
+ * it reads is invalid.
+ */
+export type ProviderErrorCode = 'unknown' | 'unavailable' | 'config' | 'not-installed' | 'no-credentials';
 
 export class ProviderError extends Error {
   constructor(
@@ -34,8 +39,8 @@ export interface ProviderRegistration {
   /** For `auto`: whether this provider can run with `env` (credentials present). Absent → never chosen by auto. */
   usableWith?(env: Record<string, string | undefined>): boolean;
   /**
-   * For an explicit choice: whether the provider can authenticate at all (a key, a cloud switch, a stored login).
-   * Defaults to `usableWith`. `auto` stays with `usableWith`, the stricter test.
+   * For an explicit choice: whether the provider can authenticate at all (a key, a cloud switch, a stored login); when
+   * false the policy refuses it with `no-credentials`. Absent: the provider's factory decides. `auto` uses `usableWith`.
    */
   hasCredentials?(env: Record<string, string | undefined>): boolean;
   /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
@@ -81,8 +86,9 @@ export function probeProviders(env: Record<string, string | undefined>): Provide
       KNOWN_PROVIDER_REQUIREMENTS[name] ?? { credentialsEnv: [], packages: [], executables: [], auto: Boolean(registration?.usableWith) };
     const probe = probeProvider(name, registration !== undefined, requirements, env);
     if (!registration || registration.requirements || !(registration.usableWith || registration.hasCredentials)) return probe;
-    // The provider's own tests win over the table: explicit choices use hasCredentials, auto uses usableWith.
-    const credentials = (registration.hasCredentials ?? registration.usableWith)!(env);
+    // The provider's own tests win over the table: auto uses usableWith; an explicit choice is refused here only by
+    // hasCredentials, else the provider's factory checks what it really needs (a stored login may do).
+    const credentials = registration.hasCredentials ? registration.hasCredentials(env) : true;
     const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
     return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
   });

@@ -40,6 +40,9 @@ export interface QueryInput {
   skills?: { name: string; description: string; file: string; dir: string }[];
 }
 
+/** The parts of a query that stay the same for a runner, known before the first message arrives. */
+export type PrepareInput = Omit<QueryInput, 'prompt' | 'sessionId' | 'resumeAt'>;
+
 export interface AgentQuery {
   /** Push a follow-up message into the active query. Must not throw; call only before `end()`. */
   push(message: string): void;
@@ -72,6 +75,11 @@ export interface AgentProvider {
   readonly nativeSkills?: boolean;
   /** True when the provider archives transcripts itself (Claude's PreCompact hook); else the runner does after each query. */
   readonly archivesTranscripts?: boolean;
+  /**
+   * Start expensive set-up (OpenCode: its local server) ahead of the first query, with what every query of this runner
+   * will pass. Must not throw and returns at once; a query still finds the set-up unfinished or failed and handles it.
+   */
+  prepare?(input: PrepareInput): void;
   /** Release anything kept between queries (servers, child processes). Called once when the runner stops. */
   close?(): Promise<void>;
 }

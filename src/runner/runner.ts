@@ -95,6 +95,16 @@ export class Runner {
     const { db, config, waker } = this.deps;
     const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
     setRunnerStateName(db, 'idle');
+    // Let the provider start its slow parts (OpenCode's server) while no message is waiting yet.
+    this.safely('provider prepare', () =>
+      this.deps.provider.prepare?.({
+        cwd: config.paths.agent,
+        mcpServers: this.deps.mcpServers,
+        systemPrompt: this.deps.systemPrompt,
+        env: this.deps.providerEnv,
+        additionalDirectories: this.deps.additionalDirectories,
+      }),
+    );
     try {
       let failures = 0;
       while (!this.stopping) {

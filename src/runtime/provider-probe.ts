@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ProviderProbe } from './selection.js';
 
 /**
@@ -40,8 +40,7 @@ export const KNOWN_PROVIDER_REQUIREMENTS: Record<string, ProviderRequirements> =
 /** The order `auto` tries providers in. */
 export const AUTO_PREFERENCE = ['claude', 'codex', 'opencode'];
 
-const require = createRequire(import.meta.url);
-const packageRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 export function probeProvider(
   name: string,
@@ -65,17 +64,17 @@ export function probeProvider(
   };
 }
 
+/**
+ * Whether `pkg` is installed where this module would import it from: a `node_modules/<pkg>/package.json` in this
+ * folder or one above. Not `require.resolve`: ESM-only SDKs export no `require` entry and no `package.json`.
+ */
 function packageResolves(pkg: string): boolean {
-  try {
-    require.resolve(`${pkg}/package.json`);
-    return true;
-  } catch {
-    try {
-      require.resolve(pkg);
-      return true;
-    } catch {
-      return false;
-    }
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (fs.existsSync(path.join(dir, 'node_modules', pkg, 'package.json'))) return true;
+    const parent = path.dirname(dir);
+    if (parent === dir) return false;
+    dir = parent;
   }
 }
 

@@ -118,6 +118,7 @@ function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: s
 function describeCandidate(probe: ProviderProbe): CandidateReport {
   if (!probe.installed) return { name: probe.name, usable: false, status: `not installed (${probe.notInstalled})` };
   if (!probe.credentials) return { name: probe.name, usable: false, status: `no credentials (${probe.noCredentials})` };
+  if (probe.auto && probe.autoCredentials === false) return { name: probe.name, usable: true, status: 'ok if chosen; auto skips it here' };
   return { name: probe.name, usable: true, status: 'ok' };
 }
 

@@ -1,0 +1,155 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CodexOptions, ThreadOptions } from '@openai/codex-sdk';
+import { z } from 'zod';
+import { childEnv } from '../child-env.js';
+import { providerTimeoutMs } from '../deadline.js';
+import { ProviderError } from '../registry.js';
+import type { QueryInput } from '../types.js';
+
+/**
+ * Codex settings from the environment (seed "Codex Provider": sandbox mode, approval policy and network access come
+ * from the environment) and their translation into the SDK's `CodexOptions` / `ThreadOptions`. An invalid value fails
+ * closed at start-up with the variable's name.
+ */
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+const CodexEnvSchema = z.object({
+  OPENAI_API_KEY: optional(z.string()),
+  CODEX_API_KEY: optional(z.string()),
+  OPENAI_BASE_URL: optional(z.url()),
+  CODEX_MODEL: optional(z.string()),
+  CODEX_SANDBOX_MODE: optional(z.enum(['read-only', 'workspace-write', 'danger-full-access'])),
+  CODEX_APPROVAL_POLICY: optional(z.enum(['never', 'on-request', 'on-failure', 'untrusted'])),
+  CODEX_NETWORK_ACCESS: optional(z.enum(['true', 'false'])),
+  CODEX_MAX_RETRIES: optional(z.coerce.number().int().min(0)),
+  CODEX_HOME: optional(z.string()),
+  PINCER_WORKSPACE: optional(z.string()),
+});
+
+export interface CodexSettings {
+  /** the API key (OPENAI_API_KEY, else CODEX_API_KEY); a local server may need none. */
+  apiKey: string | undefined;
+  /** an OpenAI-compatible server speaking the Responses API (OPENAI_BASE_URL); unset: the OpenAI API. */
+  baseUrl: string | undefined;
+  model: string | undefined;
+  sandboxMode: NonNullable<ThreadOptions['sandboxMode']>;
+  approvalPolicy: NonNullable<ThreadOptions['approvalPolicy']>;
+  networkAccess: boolean | undefined;
+  /** request/stream retries of the CLI (CODEX_MAX_RETRIES); unset: the CLI's defaults. */
+  maxRetries: number | undefined;
+  /** CODEX_HOME as configured; unset: `<workspace>/.codex`, so threads survive a runner restart. */
+  home: string | undefined;
+  workspace: string | undefined;
+  timeoutMs: number;
+  env: Record<string, string | undefined>;
+}
+
+/** The id under which a custom OpenAI-compatible server is configured (`openai` is reserved by Codex). */
+const CUSTOM_PROVIDER_ID = 'pincer';
+
+export function readCodexSettings(env: Record<string, string | undefined>, model?: string): CodexSettings {
+  const parsed = CodexEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ProviderError('config', `codex: invalid ${String(issue?.path[0] ?? 'setting')}: ${issue?.message ?? 'bad value'}`);
+  }
+  const e = parsed.data;
+  const settings: CodexSettings = {
+    apiKey: e.OPENAI_API_KEY ?? e.CODEX_API_KEY,
+    baseUrl: e.OPENAI_BASE_URL,
+    model: e.CODEX_MODEL ?? model,
+    sandboxMode: e.CODEX_SANDBOX_MODE ?? 'workspace-write',
+    approvalPolicy: e.CODEX_APPROVAL_POLICY ?? 'never',
+    networkAccess: e.CODEX_NETWORK_ACCESS === undefined ? undefined : e.CODEX_NETWORK_ACCESS === 'true',
+    maxRetries: e.CODEX_MAX_RETRIES,
+    home: e.CODEX_HOME,
+    workspace: e.PINCER_WORKSPACE,
+    timeoutMs: providerTimeoutMs(env),
+    env,
+  };
+  if (settings.baseUrl && !settings.model) {
+    throw new ProviderError('config', 'codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves');
+  }
+  return settings;
+}
+
+/** Where Codex keeps its threads for this session (created if missing). */
+export function codexHome(settings: CodexSettings, cwd: string): string {
+  const home = settings.home ?? path.join(settings.workspace ?? path.dirname(cwd), '.codex');
+  fs.mkdirSync(home, { recursive: true });
+  return home;
+}
+
+export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
+  const config: NonNullable<CodexOptions['config']> = {
+    analytics: { enabled: false },
+    // shell_snapshot runs the user's login shell in the background at start-up; killed with the turn on an
+    // interrupt, it would outlive the CLI (and it reads the user's profile, which an agent session must not need).
+    features: { plugins: false, shell_snapshot: false },
+  };
+  if (settings.model) config.model = settings.model;
+  if (input.systemPrompt) config.developer_instructions = input.systemPrompt;
+  if (settings.baseUrl) {
+    const provider: Record<string, string | number> = {
+      name: 'OpenAI-compatible server (Pincer)',
+      base_url: settings.baseUrl,
+      wire_api: 'responses',
+      env_key: 'OPENAI_API_KEY',
+    };
+    if (settings.maxRetries !== undefined) {
+      provider.request_max_retries = settings.maxRetries;
+      provider.stream_max_retries = settings.maxRetries;
+    }
+    config.model_provider = CUSTOM_PROVIDER_ID;
+    config.model_providers = { [CUSTOM_PROVIDER_ID]: provider };
+  }
+  const servers = Object.entries(input.mcpServers);
+  if (servers.length > 0) {
+    // Without an approval mode MCP calls are refused under approval policy `never`; MCP servers do not inherit the
+    // CLI's environment, so each gets its own `env`.
+    config.mcp_servers = Object.fromEntries(
+      servers.map(([name, server]) => [
+        name,
+        {
+          command: server.command,
+          args: server.args,
+          env: server.env,
+          default_tools_approval_mode: 'approve',
+          // Codex starts the turn without a server that is not up in 10 s (its default); a busy machine needs longer.
+          startup_timeout_sec: 30,
+        },
+      ]),
+    );
+  }
+  const env = childEnv(settings.env, [], {
+    CODEX_HOME: home,
+    // A local server may need no key, but the custom provider's `env_key` must name a set variable.
+    OPENAI_API_KEY: settings.baseUrl ? (settings.apiKey ?? 'unused') : undefined,
+  });
+  return { config, env, apiKey: settings.baseUrl ? undefined : settings.apiKey };
+}
+
+export function threadOptions(settings: CodexSettings, input: QueryInput): ThreadOptions {
+  return {
+    model: settings.model,
+    workingDirectory: input.cwd,
+    skipGitRepoCheck: true,
+    sandboxMode: settings.sandboxMode,
+    approvalPolicy: settings.approvalPolicy,
+    networkAccessEnabled: settings.networkAccess,
+    additionalDirectories: input.additionalDirectories?.length ? input.additionalDirectories : undefined,
+  };
+}
+
+/**
+ * Codex expects to work inside a git repository (seed: `git init` in the workspace). Best effort: without git the
+ * thread still runs, because `skipGitRepoCheck` is set.
+ */
+export function ensureGitRepository(cwd: string, log: (message: string) => void): void {
+  const inside = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd, stdio: 'ignore' });
+  if (inside.error || inside.status === 0) return;
+  const init = spawnSync('git', ['init', '-q'], { cwd, stdio: 'ignore' });
+  if (init.status === 0) log(`[codex] initialised a git repository in ${cwd}`);
+}

@@ -1,0 +1,89 @@
+import type { ThreadEvent, ThreadItem } from '@openai/codex-sdk';
+import type { ModelDeadline } from '../deadline.js';
+import type { ProviderEvent } from '../types.js';
+
+/**
+ * Translates one Codex turn's `ThreadEvent`s (seed "Codex Provider"): `thread.started` → `init`; the last
+ * `agent_message` → the turn's result text; `turn.failed` and stream `error` → `error`; tool items stop the model
+ * deadline while they run; non-fatal `error` items and tool activity → `progress`.
+ */
+export class CodexTurn {
+  /** the text of the last agent message of this turn. */
+  text = '';
+  completed = false;
+  failure: string | null = null;
+  threadId: string | null = null;
+
+  constructor(readonly deadline: ModelDeadline) {}
+
+  /** The provider events for one thread event (`init` is left to the provider: once per query). */
+  translate(event: ThreadEvent): ProviderEvent[] {
+    switch (event.type) {
+      case 'thread.started':
+        this.threadId = event.thread_id;
+        return [];
+      case 'turn.started':
+        this.deadline.touch();
+        return [];
+      case 'item.started':
+        if (isTool(event.item)) {
+          this.deadline.toolStarted();
+          return [{ type: 'progress', message: `tool started: ${describeItem(event.item)}` }];
+        }
+        this.deadline.touch();
+        return [];
+      case 'item.updated':
+        this.deadline.touch();
+        return [];
+      case 'item.completed':
+        return this.itemCompleted(event.item);
+      case 'turn.completed':
+        this.completed = true;
+        return [];
+      case 'turn.failed':
+        this.failure = event.error.message;
+        return [];
+      case 'error':
+        this.failure = event.message;
+        return [];
+    }
+  }
+
+  private itemCompleted(item: ThreadItem): ProviderEvent[] {
+    if (isTool(item)) {
+      this.deadline.toolFinished();
+      return [{ type: 'progress', message: `tool finished: ${describeItem(item)}` }];
+    }
+    if (item.type === 'error') {
+      // Non-fatal (e.g. "Model metadata for `x` not found", "Reconnecting... 2/5"): no model progress.
+      return [{ type: 'progress', message: `codex: ${item.message}` }];
+    }
+    this.deadline.touch();
+    if (item.type === 'agent_message' && item.text) this.text = item.text;
+    return [];
+  }
+}
+
+function isTool(item: ThreadItem): boolean {
+  return item.type === 'mcp_tool_call' || item.type === 'command_execution' || item.type === 'file_change' || item.type === 'web_search';
+}
+
+function describeItem(item: ThreadItem): string {
+  switch (item.type) {
+    case 'mcp_tool_call':
+      return `${item.server}/${item.tool} (${item.status})`;
+    case 'command_execution':
+      return `command (${item.status})`;
+    default:
+      return item.type;
+  }
+}
+
+/** A classification for `error` events from a Codex failure message. */
+export function classifyCodexError(message: string): { classification: string; retryable: boolean } {
+  if (/\b401\b|unauthori[sz]ed|invalid api key|missing.*api key/i.test(message)) return { classification: 'auth', retryable: false };
+  if (/\b429\b|rate limit|quota/i.test(message)) return { classification: 'quota', retryable: true };
+  if (/\b5\d\d\b|internal server error|bad gateway|unavailable|high demand/i.test(message)) return { classification: 'api', retryable: true };
+  if (/connect|stream disconnected|timed? ?out|error sending request/i.test(message)) return { classification: 'transport', retryable: true };
+  return { classification: 'codex', retryable: false };
+}
