@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
 import { registerDoctorCommand } from './doctor.js';
+import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
@@ -34,5 +35,6 @@ registerMessageCommands(program);
 registerChatCommand(program);
 registerDoctorCommand(program);
 registerHostCommand(program);
+registerContainerCommands(program);
 
 await program.parseAsync(process.argv);

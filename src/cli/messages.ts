@@ -13,7 +13,7 @@ export function registerMessageCommands(program: Command): void {
   program
     .command('send <dir> <text>')
     .description('insert a pending message into the session at <dir>; prints {"id","seq"}')
-    .option('--sender <name>', 'sender of a chat message', os.userInfo().username)
+    .option('--sender <name>', 'sender of a chat message', defaultSender())
     .option('--kind <kind>', 'chat | chat-sdk | task | webhook | system', 'chat')
     .option('--content-json <json>', 'the whole content object (overrides <text>)')
     .option('--process-after <time>', 'ISO time; without a zone it is read in TZ')
@@ -129,4 +129,16 @@ export function outboundJson(row: OutboundRow): Record<string, unknown> {
 function fail(message: string): never {
   process.stderr.write(`pincer: ${message}\n`);
   process.exit(2);
+}
+
+/**
+ * The login name, for `--sender`'s default. Every command is registered at start-up, so this must not throw: in a
+ * container the runner's uid has no passwd entry and `os.userInfo()` fails with ENOENT.
+ */
+function defaultSender(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER || 'user';
+  }
 }

@@ -1,6 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { launchDockerRunner } from './runner-docker.js';
-import { spawnRunner, stopRunner } from './runner-process.js';
+import { BwrapLauncher } from '../container/bwrap.js';
+import { loadLauncherConfig } from '../container/config.js';
+import { CLI_ENTRY, spawnRunner, stopRunner } from './runner-process.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -54,7 +56,13 @@ export const launchProcessRunner: LaunchRunner = (options) => {
 
 /** The launcher the configuration asks for (PINCER_RUNNER). */
 export function launcherFor(config: HostConfig['runners']): LaunchRunner {
-  return config.kind === 'docker' ? (options) => launchDockerRunner(options, config.dockerImage, config.env) : launchProcessRunner;
+  if (config.kind === 'docker') return (options) => launchDockerRunner(options, config.dockerImage, config.env);
+  if (config.kind === 'bwrap') {
+    // src/container's bubblewrap sandbox (PINCER_BWRAP_NETWORK from the runners' environment)
+    const launcher = new BwrapLauncher(loadLauncherConfig(config.env).bwrap, CLI_ENTRY);
+    return (options) => launcher.launch(options);
+  }
+  return launchProcessRunner;
 }
 
 /** Resolves with the exit code (or signal) once `child` has exited, at once if it already has. */

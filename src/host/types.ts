@@ -17,7 +17,7 @@ export interface HostConfig {
   http: { port: number; host: string; token: string | undefined } | null;
   runners: {
     /** `process`: a child process (default); `docker`: a container of `dockerImage` (PINCER_RUNNER). */
-    kind: 'process' | 'docker';
+    kind: 'process' | 'docker' | 'bwrap';
     dockerImage: string;
     /** an idle runner with nothing due is stopped after this long. */
     idleTimeoutMs: number;

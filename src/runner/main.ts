@@ -76,6 +76,10 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // A launcher that holds our stdin open (PINCER_STOP_ON_STDIN_EOF=1) makes it a lifeline: when the host dies, the
+  // pipe closes and we stop cleanly, so a container never outlives its host (src/container/).
+  const lifeline = env.PINCER_STOP_ON_STDIN_EOF === '1';
+  if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
     `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
       (config.generation === undefined ? '' : `, config generation ${config.generation}`),
@@ -87,6 +91,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     return 1;
   } finally {
     waker.close();
+    if (lifeline) process.stdin.destroy();
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
     await pools.close();
     db.close();

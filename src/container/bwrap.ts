@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createLogger } from '../shared/log.js';
+import { RUNNER_NODE_FLAGS } from '../host/runner-process.js';
+import { runnerEnvironment, sandboxProviderDefaults } from './env.js';
+import { ContainerError } from './errors.js';
+import { launchedRunner, runnerStdio } from './handle.js';
+import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
+import { resolveFolders, type RunnerFolders } from './workspace.js';
+
+const log = createLogger('container');
+
+/**
+ * Runners in a bubblewrap sandbox (CONTAINER-NOTES.md): no daemon, ~0.14 s to start, works as non-root. A tmpfs root
+ * with the host's /usr and a few files of /etc read-only, the session at /workspace, the app read-only at /app, new namespaces
+ * (only loopback inside unless PINCER_BWRAP_NETWORK=host), no capabilities, a clean environment, and `--die-with-parent` so a runner
+ * never outlives its host. bwrap does not forward SIGTERM, so `stop()` signals the runner's Node process directly.
+ */
+export class BwrapLauncher implements RunnerLauncher {
+  readonly kind = 'bwrap' as const;
+
+  constructor(
+    private readonly settings: BwrapSettings,
+    private readonly cliEntry: string,
+  ) {}
+
+  async check(): Promise<void> {
+    const found = (process.env.PATH ?? '').split(path.delimiter).some((dir) => fs.existsSync(path.join(dir, 'bwrap')));
+    if (!found) throw new ContainerError('bwrap-unavailable', 'bwrap not found on PATH (install bubblewrap)');
+  }
+
+  launch(options: LaunchOptions): LaunchedRunner {
+    const folders = resolveFolders(options);
+    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env) };
+    const stdio = runnerStdio(options);
+    const child = spawn('bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env), { env: {}, stdio: stdio.stdio });
+    stdio.close();
+    log.info(`started bwrap runner for ${folders.workspace} (${Object.keys(env).length} variables)`);
+    return launchedRunner('bwrap', child, {
+      terminate: () => {
+        const runner = child.pid === undefined ? undefined : runnerUnder(child.pid);
+        if (runner !== undefined) signal(runner, 'SIGTERM');
+        else child.kill('SIGKILL'); // not started yet: nothing to lose
+      },
+      forceKill: () => child.kill('SIGKILL'), // --die-with-parent takes the sandbox down with bwrap
+      killMarginMs: 0,
+    });
+  }
+}
+
+const ETC_ENTRIES = ['passwd', 'group', 'hosts', 'resolv.conf', 'nsswitch.conf', 'localtime', 'ssl', 'ca-certificates', 'alternatives'];
+
+/** The bwrap arguments (pure, for tests). Host paths are never exposed beyond the listed binds. */
+export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEntry: string, env: Record<string, string>): string[] {
+  const args = ['--unshare-all'];
+  if (!settings.isolateNetwork) args.push('--share-net');
+  // run by root, bwrap keeps every capability inside unless told otherwise
+  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--clearenv');
+  const setenv = { ...env, PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', PINCER_WORKSPACE: '/workspace' };
+  for (const [name, value] of Object.entries(setenv).sort(([a], [b]) => a.localeCompare(b))) args.push('--setenv', name, value);
+  args.push(
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/lib', '/lib',
+    '--symlink', 'usr/lib64', '/lib64',
+    '--symlink', 'usr/bin', '/bin',
+    '--symlink', 'usr/sbin', '/sbin',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    '--tmpfs', '/tmp',
+    '--bind', folders.workspace, '/workspace',
+  );
+  // only the parts of /etc a runner and its tools use: never the whole folder (shadow, keys, host config)
+  for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
+  if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
+  if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
+  args.push('--ro-bind', settings.appRoot, '/app');
+  let node = fs.realpathSync(settings.node);
+  if (!node.startsWith('/usr/')) {
+    // a Node outside /usr (nvm, a tarball): bind its folder read-only
+    args.push('--ro-bind', path.dirname(node), '/opt/pincer-node');
+    node = path.join('/opt/pincer-node', path.basename(node));
+  }
+  const entry = path.posix.join('/app', path.relative(settings.appRoot, cliEntry).split(path.sep).join('/'));
+  args.push('--chdir', '/workspace', node, ...RUNNER_NODE_FLAGS, entry, 'runner');
+  return args;
+}
+
+/**
+ * The runner under a bwrap pid: the first descendant that is not bwrap itself (bwrap → bwrap as the sandbox's init →
+ * node). Deeper processes (a provider's CLI, the MCP server) are the runner's own children and are not chosen.
+ */
+export function runnerUnder(pid: number): number | undefined {
+  const children = new Map<number, Array<{ pid: number; comm: string }>>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may contain spaces, so split around the last ')'.
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), { pid: Number(entry), comm }]);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  let current = pid;
+  for (;;) {
+    const next = children.get(current)?.[0];
+    if (next === undefined) return undefined;
+    if (next.comm !== 'bwrap') return next.pid;
+    current = next.pid;
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // already gone
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The environment a sandboxed runner gets: only what the runner needs (seed "容器启动": `AGENT_PROVIDER`, the admin
+ * user, provider-specific variables, `TZ`), never the host's other secrets. A process runner inherits the host's
+ * environment as before; a container or bwrap runner starts from nothing and gets exactly this.
+ */
+
+/** Variables every runner may need. */
+const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL', 'NANOCLAW_ADMIN_USER_ID']);
+
+/**
+ * Pincer's own settings (`PINCER_*`: runner tuning, provider timeouts) pass, except the host's: its home, HTTP token,
+ * launcher settings. A name that looks like a credential never passes on the strength of the prefix alone.
+ */
+const HOST_ONLY = /^PINCER_(HOME|WORKSPACE|HTTP_|HOST_|RUNNER|DOCKER_|CONTAINER_|BWRAP_)|TOKEN|SECRET|PASSWORD|PASSWD/;
+
+/** Each provider's own variables (credentials, base URL, model, CLI switches); keys are registry names. */
+const PROVIDER_VARIABLES: Record<string, RegExp> = {
+  claude: /^(ANTHROPIC_|CLAUDE_CODE_|CLAUDE_AGENT_SDK_|IS_SANDBOX$)/,
+  codex: /^(OPENAI_|CODEX_)/,
+  opencode: /^(OPENCODE_|OPENAI_)/,
+  mock: /^MOCK_/,
+};
+
+/** `AGENT_PROVIDER` as the registry would name it (aliases of SPEC §4); unset or `auto`/`default` → `auto`. */
+export function providerFamily(name: string | undefined): string {
+  const lower = (name ?? '').trim().toLowerCase();
+  if (lower === '' || lower === 'default' || lower === 'auto') return 'auto';
+  if (lower === 'claude-code') return 'claude';
+  if (lower === 'codex-app-server') return 'codex';
+  if (lower === 'echo') return 'mock';
+  return lower;
+}
+
+/**
+ * Pick the runner's variables from `env`: the common ones, `PINCER_*` settings that are not the host's, and the
+ * variables of the configured provider only (with `auto`, every provider's, since `auto` chooses by credentials).
+ * `extra` names (PINCER_CONTAINER_ENV) pass as given. Unset and empty values are left out.
+ */
+export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string[] = []): Record<string, string> {
+  const family = providerFamily(env.AGENT_PROVIDER);
+  const providerPatterns =
+    family === 'auto' ? Object.values(PROVIDER_VARIABLES) : [PROVIDER_VARIABLES[family]].filter((p) => p !== undefined);
+  const extraNames = new Set(extra);
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || value === '') continue;
+    const pass =
+      extraNames.has(name) ||
+      COMMON.has(name) ||
+      (name.startsWith('PINCER_') && !HOST_ONLY.test(name)) ||
+      providerPatterns.some((pattern) => pattern.test(name));
+    if (pass) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Settings a sandbox adds for the provider. HOME is a tmpfs there, so Claude Code's state (sessions, transcripts)
+ * would die with the sandbox and a restarted runner could not resume: keep it in the session folder instead. A host
+ * path given by the host would mean nothing inside, so the host's CLAUDE_CONFIG_DIR is never passed.
+ */
+export function sandboxProviderDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
+  const family = providerFamily(env.AGENT_PROVIDER);
+  return family === 'claude' || family === 'auto' ? { CLAUDE_CONFIG_DIR: '/workspace/.claude' } : {};
+}
+
+/** What the `docker` CLI itself needs from the host's environment (and nothing that goes into the container). */
+export function dockerCliEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const name of ['PATH', 'HOME', 'DOCKER_HOST', 'DOCKER_CONFIG', 'DOCKER_CONTEXT', 'DOCKER_CERT_PATH', 'DOCKER_TLS_VERIFY']) {
+    if (env[name] !== undefined) out[name] = env[name];
+  }
+  return out;
+}

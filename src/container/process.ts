@@ -1,0 +1,30 @@
+import { spawn } from 'node:child_process';
+import { CLI_ENTRY, RUNNER_NODE_FLAGS } from '../host/runner-process.js';
+import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
+import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
+
+/**
+ * The default: the runner as a plain child process with the host's environment (as `spawnRunner`), behind the
+ * launcher interface so the host treats every kind alike. `cliEntry` is the compiled CLI (tests pass dist's).
+ */
+export class ProcessLauncher implements RunnerLauncher {
+  readonly kind = 'process' as const;
+
+  constructor(private readonly cliEntry: string = CLI_ENTRY) {}
+
+  async check(): Promise<void> {}
+
+  launch(options: LaunchOptions): LaunchedRunner {
+    const stdio = runnerStdio(options);
+    const child = spawn(process.execPath, [...RUNNER_NODE_FLAGS, this.cliEntry, 'runner'], {
+      env: { ...options.env, ...LIFELINE_ENV, PINCER_WORKSPACE: options.workspace },
+      stdio: stdio.stdio,
+    });
+    stdio.close();
+    return launchedRunner('process', child, {
+      terminate: () => child.kill('SIGTERM'),
+      forceKill: () => child.kill('SIGKILL'),
+      killMarginMs: 0,
+    });
+  }
+}

@@ -1,0 +1,111 @@
+import type { ChildProcess } from 'node:child_process';
+
+/**
+ * How a session's runner is started (SPEC §6): a plain child process (the default), a Docker container, or a
+ * bubblewrap sandbox. Every launcher gives the host the same handle, so the host can choose by configuration alone.
+ */
+export type RunnerKind = 'process' | 'docker' | 'bwrap';
+
+/** What the host tells a launcher about one runner. */
+export interface LaunchOptions {
+  /** the session folder on the host; a sandbox mounts it at /workspace. Must exist (a container never creates it). */
+  workspace: string;
+  /**
+   * the agent group's folder, when it lives outside the session folder: mounted at /workspace/agent (read-write).
+   * Absent: the session folder's own `agent/` is used.
+   */
+  agentDir?: string;
+  /** the shared global folder: mounted read-only at /workspace/global. Absent: the session folder's own `global/`. */
+  globalDir?: string;
+  /**
+   * the environment the host would give a process runner. A sandboxed runner gets only what it needs from it
+   * (`runnerEnvironment`): its own settings and the selected provider's credentials, never the host's other secrets.
+   */
+  env: NodeJS.ProcessEnv;
+  /** append the runner's stderr here; without it the runner's stderr is inherited (or piped, see `stderr`). */
+  logFile?: string;
+  /** `pipe`: expose the runner's stderr as `child.stderr` (tests); ignored when `logFile` is set. */
+  stderr?: 'inherit' | 'pipe';
+  /**
+   * a short name for the runner (e.g. the session id); the container is named `pincer-runner-<name>` so a host can
+   * find one left behind by a host that died. Absent: a random name.
+   */
+  name?: string;
+}
+
+/** A started runner. Like a `ChildProcess` for the host, with a `stop()` that really ends a container too. */
+export interface LaunchedRunner {
+  readonly kind: RunnerKind;
+  /**
+   * the local process: the runner itself (`process`), the `docker run` client attached to the container (`docker`),
+   * or `bwrap` (`bwrap`). Its `exit` event is the runner's end; its exit code is the runner's (137 after SIGKILL).
+   */
+  readonly child: ChildProcess;
+  /** the container's name (`docker` only). */
+  readonly containerName: string | undefined;
+  /**
+   * resolves with the exit code (or signal name) once the runner has ended and, for Docker, its container is gone.
+   * Never rejects.
+   */
+  readonly exited: Promise<number | string>;
+  /**
+   * SIGTERM to the runner, SIGKILL after `graceMs` (default 5000); resolves like `exited`. A runner exits 0 on
+   * SIGTERM once its current batch is written, so nothing is lost. Safe to call more than once or after the end.
+   */
+  stop(graceMs?: number): Promise<number | string>;
+  /** end it now (SIGKILL; a container is removed); resolves like `exited`. Rows in flight stay `processing`. */
+  kill(): Promise<number | string>;
+}
+
+/** Starts runners of one kind. `launch` throws `ContainerError` at once for bad options; later failures end `exited`. */
+export interface RunnerLauncher {
+  readonly kind: RunnerKind;
+  launch(options: LaunchOptions): LaunchedRunner;
+  /**
+   * Resolves when runners can be started now (docker: the daemon answers and the image exists; bwrap: installed);
+   * rejects with a `ContainerError` that says what to do. A host calls it once at start to fail fast.
+   */
+  check(): Promise<void>;
+}
+
+/** Resource limits and isolation settings of a sandboxed runner (from the environment, `loadLauncherConfig`). */
+export interface SandboxLimits {
+  /** `docker run --memory`, e.g. `2g`. */
+  memory: string;
+  /** `docker run --cpus`, e.g. `1`. */
+  cpus: string;
+  /** `docker run --pids-limit`. */
+  pids: number;
+  /** `docker run --network`: `none` by default; a real provider needs a network that reaches its API. */
+  network: string;
+}
+
+export interface DockerSettings extends SandboxLimits {
+  /** the runner image: the host's own Node and its libraries (`pincer container image` builds it). */
+  image: string;
+  /** the built Pincer app (package.json, dist/, node_modules/) on the host; mounted read-only at /app. */
+  appRoot: string;
+  /** the environment of the `docker` CLI itself (DOCKER_HOST, PATH, HOME); never passed into the container. */
+  cliEnv: NodeJS.ProcessEnv;
+  /** `uid:gid` for `--user`; absent: the owner of the session folder. */
+  user?: string;
+  /** extra variable names to pass into the container besides the runner's own (PINCER_CONTAINER_ENV). */
+  extraEnv: string[];
+}
+
+export interface BwrapSettings {
+  /** the built Pincer app on the host; bound read-only at /app. */
+  appRoot: string;
+  /** the Node binary run inside (the host's own). */
+  node: string;
+  /** `--unshare-net` (only loopback inside) unless false. */
+  isolateNetwork: boolean;
+  extraEnv: string[];
+}
+
+/** The launcher configuration a host reads from its environment. */
+export interface LauncherConfig {
+  kind: RunnerKind;
+  docker: DockerSettings;
+  bwrap: BwrapSettings;
+}

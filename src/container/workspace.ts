@@ -1,0 +1,39 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ContainerError } from './errors.js';
+import type { LaunchOptions } from './types.js';
+
+/** The host folders a sandboxed runner sees, checked: a bind mount of a missing folder must fail here, clearly. */
+export interface RunnerFolders {
+  workspace: string;
+  /** mounted at /workspace/agent when set. */
+  agentDir: string | undefined;
+  /** mounted read-only at /workspace/global: the given folder, else the session's own `global/` if present. */
+  globalDir: string | undefined;
+  /** owner of the session folder, `uid:gid`: the runner must be able to write its DB files. */
+  owner: string;
+}
+
+export function resolveFolders(options: LaunchOptions): RunnerFolders {
+  const workspace = requireDirectory(options.workspace, 'session folder');
+  const agentDir = options.agentDir === undefined ? undefined : requireDirectory(options.agentDir, 'agent folder');
+  let globalDir = options.globalDir === undefined ? undefined : requireDirectory(options.globalDir, 'global folder');
+  const ownGlobal = path.join(workspace, 'global');
+  if (globalDir === undefined && isDirectory(ownGlobal)) globalDir = ownGlobal;
+  const stat = fs.statSync(workspace);
+  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}` };
+}
+
+function requireDirectory(dir: string, what: string): string {
+  const abs = path.resolve(dir);
+  if (!isDirectory(abs)) throw new ContainerError('workspace', `${what} not found: ${abs}`);
+  return fs.realpathSync(abs);
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
