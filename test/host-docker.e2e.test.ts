@@ -1,23 +1,30 @@
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureRunnerImage } from '../src/container/index.js';
+import { packageRoot } from '../src/container/config.js';
 import { openSessionDb } from '../src/db/connection.js';
 import type { InboundRow } from '../src/db/types.js';
-import { buildRunnerImage, dockerAvailable, startDockerDaemon, type DockerDaemon } from './support/docker-daemon.js';
+import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
+import { BUILT_CLI } from './support/runner-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
- * Runners in real Docker containers (PINCER_RUNNER=docker), on a private daemon with an image built offline from
- * this machine's Node. Skipped where Docker is not installed (Debian's docker.io; see CONTAINER-NOTES.md).
+ * `pincer host` with PINCER_RUNNER=docker: the host's launch seam takes src/container's Docker launcher. Runners run
+ * in real containers on a private dockerd, from the base image `ensureRunnerImage` builds offline from this
+ * machine's Node (the app is mounted). Skipped, saying why, where docker.io is not installed or we are not root.
  */
-const IMAGE = 'pincer-runner-test';
-let daemon: DockerDaemon;
+const skip = dockerdUnavailable();
+if (skip) console.warn(`[container] skipping host Docker test: ${skip}`);
 
-describe.skipIf(!dockerAvailable())('pincer host with Docker runners', () => {
+const IMAGE = 'pincer-runner-test';
+let daemon: PrivateDockerd;
+
+describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
   beforeAll(async () => {
-    daemon = await startDockerDaemon();
-    buildRunnerImage(daemon, IMAGE);
-  }, 300_000);
+    daemon = await startPrivateDockerd();
+    await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, appRoot: packageRoot(BUILT_CLI) });
+  }, 120_000);
 
   afterAll(async () => {
     await daemon?.stop();
@@ -25,11 +32,11 @@ describe.skipIf(!dockerAvailable())('pincer host with Docker runners', () => {
 
   afterEach(async () => {
     expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
-    expect(daemon.docker('ps', '-a', '--format', '{{.Names}}').trim()).toBe('');
+    expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
   });
 
   it('answers through a runner in a container, recovers from the container being killed, and removes it on stop', async () => {
-    const host = await startHost({ PINCER_RUNNER: 'docker', PINCER_DOCKER_IMAGE: IMAGE, DOCKER_HOST: daemon.host, MOCK_DELAY_MS: '1500' });
+    const host = await startHost({ PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon.host, MOCK_DELAY_MS: '1500' });
     const stream = host.stream('boxed');
     const res = await host.request('POST', '/v1/conversations/boxed/messages', { text: 'hello container' });
     const { sessionId, id } = res.body as { sessionId: string; id: string };
@@ -40,16 +47,34 @@ describe.skipIf(!dockerAvailable())('pincer host with Docker runners', () => {
     }, { timeoutMs: 20_000 });
     // The runner's pid is a pid inside the container, not the docker client the host started.
     expect(host.runnerPids()).not.toContain(state.pid);
-    expect(daemon.docker('ps', '--format', '{{.Names}}').trim()).toBe(`pincer-${sessionId}`);
-    daemon.docker('kill', `pincer-${sessionId}`);
+    expect((await dockerCli(['ps', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe(`pincer-runner-${sessionId}`);
+    await dockerCli(['kill', `pincer-runner-${sessionId}`], daemon.cliEnv);
     const reply = await stream.waitFor('reply from the next container', (e) => e.event === 'chat', 30_000);
     expect(reply.data.text).toContain('hello container');
     const row = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(id) as InboundRow;
     db.close();
     expect(row).toMatchObject({ status: 'completed', tries: 2 });
-    expect(host.stderr()).toMatch(/container pincer-s-/);
+    expect(host.stderr()).toMatch(/container pincer-runner-s-/);
     expect(host.stderr()).toMatch(/exited unexpectedly/);
     stream.close();
     expect(await host.stop()).toBe(0);
+  }, 120_000);
+
+  it('removes the container of one of its sessions left by an earlier host when it starts', async () => {
+    const env = { PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon.host };
+    const first = await startHost(env);
+    const stream = first.stream('leftover');
+    const res = await first.request('POST', '/v1/conversations/leftover/messages', { text: 'hello' });
+    const { sessionId } = res.body as { sessionId: string };
+    await stream.waitFor('the reply', (e) => e.event === 'chat');
+    stream.close();
+    expect(await first.stop()).toBe(0);
+    // a container of that session's name that no host holds, as a host that died could leave
+    const name = `pincer-runner-${sessionId}`;
+    await dockerCli(['run', '-d', '--name', name, '--label', 'io.pincer.runner=1', '--network', 'none', IMAGE, '/usr/local/bin/node', '-e', 'setInterval(() => {}, 1000)'], daemon.cliEnv);
+    expect((await dockerCli(['ps', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe(name);
+    const second = await startHost(env, first.home);
+    expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
+    expect(await second.stop()).toBe(0);
   }, 120_000);
 });

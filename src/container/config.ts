@@ -10,10 +10,7 @@ import { ContainerError } from './errors.js';
 import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
-/**
- * The base image (the host's Node and libraries; the app is mounted). Not `PINCER_DOCKER_IMAGE`: the host's own Docker
- * runner (src/host/runner-docker.ts) reads that one for an image with the app inside, a different kind of image.
- */
+/** The base image (the host's Node and libraries; the app is mounted): `PINCER_CONTAINER_IMAGE`. */
 export const DEFAULT_IMAGE = 'pincer-node';
 /** A docker image reference as Pincer accepts it: lower case, `name[:tag]`, optional path. */
 export const IMAGE_NAME = /^[a-z0-9][a-z0-9_.\-/:]*$/;

@@ -18,7 +18,6 @@ const HostEnvSchema = z.object({
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
-  PINCER_DOCKER_IMAGE: z.string().min(1).default('pincer-runner'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_RUNNER_START_TIMEOUT_MS: positiveInt(60_000),
@@ -69,7 +68,6 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
     runners: {
       kind: e.PINCER_RUNNER,
-      dockerImage: e.PINCER_DOCKER_IMAGE,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
       heartbeatTimeoutMs: e.PINCER_HEARTBEAT_TIMEOUT_MS,
       startTimeoutMs: e.PINCER_RUNNER_START_TIMEOUT_MS,

@@ -1,7 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { launchDockerRunner } from './runner-docker.js';
-import { BwrapLauncher } from '../container/bwrap.js';
-import { loadLauncherConfig } from '../container/config.js';
+import { createLauncher, loadLauncherConfig } from '../container/config.js';
 import { CLI_ENTRY, spawnRunner, stopRunner } from './runner-process.js';
 import type { HostConfig } from './types.js';
 
@@ -31,6 +29,8 @@ export interface LaunchedRunner {
   readonly kind: RunnerKind;
   /** the local process whose `exit` is the runner's end (the runner, or the `docker run` client). */
   readonly child: ChildProcess;
+  /** the container's name (`docker` only). */
+  readonly containerName?: string;
   /** SIGTERM (the runner finishes its batch), SIGKILL after `graceMs`; resolves once it has ended. */
   stop(graceMs?: number): Promise<number | string>;
   /** end it now (a container is removed); resolves once it has ended. */
@@ -56,13 +56,11 @@ export const launchProcessRunner: LaunchRunner = (options) => {
 
 /** The launcher the configuration asks for (PINCER_RUNNER). */
 export function launcherFor(config: HostConfig['runners']): LaunchRunner {
-  if (config.kind === 'docker') return (options) => launchDockerRunner(options, config.dockerImage, config.env);
-  if (config.kind === 'bwrap') {
-    // src/container's bubblewrap sandbox (PINCER_BWRAP_NETWORK from the runners' environment)
-    const launcher = new BwrapLauncher(loadLauncherConfig(config.env).bwrap, CLI_ENTRY);
-    return (options) => launcher.launch(options);
-  }
-  return launchProcessRunner;
+  if (config.kind === 'process') return launchProcessRunner;
+  // src/container's Docker and bubblewrap launchers, configured from the runners' environment (DOCKER_HOST,
+  // PINCER_CONTAINER_*, PINCER_BWRAP_NETWORK); read here, at the host's start, so a bad value fails it at once.
+  const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind });
+  return (options) => launcher.launch(options);
 }
 
 /** Resolves with the exit code (or signal) once `child` has exited, at once if it already has. */

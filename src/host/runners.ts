@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
 import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
-import { containerName, removeContainer } from './runner-docker.js';
+import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
 import { openSessionDb } from '../db/connection.js';
 import { sessionPaths } from '../db/layout.js';
 import { readRunnerState } from '../db/state.js';
@@ -122,7 +122,7 @@ export class RunnerSupervisor {
     child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
     child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
-    this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.kind === 'docker' ? `, container ${containerName(launch.sessionId)}` : ''}`);
+    this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.containerName ? `, container ${runner.containerName}` : ''}`);
     return true;
   }
 
@@ -212,7 +212,11 @@ export class RunnerSupervisor {
  */
 export async function stopOrphanRunners(sessions: SessionRecord[], config: HostConfig['runners'], log: Logger): Promise<void> {
   if (config.kind === 'docker') {
-    await Promise.all(sessions.map((session) => removeContainer(session.id, config.env)));
+    try {
+      await removeRunnerContainers(sessions.map((session) => containerNameFor(session.id)), dockerCliEnvironment(config.env));
+    } catch (err) {
+      log.warn(`cannot remove runner containers left by an earlier host: ${errorMessage(err)}`);
+    }
     return;
   }
   for (const session of sessions) {

@@ -16,9 +16,11 @@ export interface HostConfig {
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   http: { port: number; host: string; token: string | undefined } | null;
   runners: {
-    /** `process`: a child process (default); `docker`: a container of `dockerImage` (PINCER_RUNNER). */
+    /**
+     * `process`: a child process (default); `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through
+     * src/container, configured from `env` (PINCER_RUNNER, PINCER_CONTAINER_*, PINCER_BWRAP_NETWORK, DOCKER_HOST).
+     */
     kind: 'process' | 'docker' | 'bwrap';
-    dockerImage: string;
     /** an idle runner with nothing due is stopped after this long. */
     idleTimeoutMs: number;
     /** a runner whose heartbeat is older than this is killed and its rows recovered. */
