@@ -46,7 +46,7 @@ describe('pincer runner with the Claude provider', () => {
     expect(request!.lastUserText).not.toContain('chat-42'); // routing never reaches the model
     expect(getSessionValue(session.db, 'claude:session_id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(getSessionValue(session.db, 'claude:resume_at')).toMatch(/^[0-9a-f-]{36}$/);
-    expect(runner.stderr()).toContain('[runner] ready: provider claude (configured)');
+    expect(runner.stderr()).toContain('[runner] ready: provider claude (session policy ');
     expect(await runner.stop()).toBe(0);
   });
 
@@ -204,7 +204,7 @@ describe('Claude provider: compaction and configuration', () => {
     const runner = startRunner(session.paths.root, env);
     expect(await runner.exited).toBe(2);
     expect(runner.stderr().trim()).toBe(
-      '[runner] error: provider "claude" needs credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (or use --provider mock)',
+      '[runner] error: provider "claude" (session policy "claude") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN',
     );
   });
 
@@ -219,7 +219,7 @@ describe('Claude provider: compaction and configuration', () => {
     const fake = await fakeServer();
     const session = createTestSession();
     const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'auto' }));
-    expect(runner.stderr()).toContain('[runner] ready: provider claude (auto: credentials found)');
+    expect(runner.stderr()).toContain('[runner] ready: provider claude (auto (session policy "auto"): first installed provider with credentials)');
     expect(await runner.stop()).toBe(0);
   });
 });

@@ -37,9 +37,9 @@ describe('codex and opencode configuration', () => {
   });
 
   it.each([
-    ['the alias codex-app-server', { AGENT_PROVIDER: 'Codex-App-Server', OPENAI_API_KEY: 'k' }, 'provider codex (configured)'],
-    ['auto with an OpenAI key', { AGENT_PROVIDER: 'auto', OPENAI_API_KEY: 'k' }, 'provider codex (auto: credentials found)'],
-    ['auto with an OpenCode model', { AGENT_PROVIDER: 'auto', OPENCODE_MODEL: 'anthropic/some-model' }, 'provider opencode (auto: credentials found)'],
+    ['the alias codex-app-server', { AGENT_PROVIDER: 'Codex-App-Server', OPENAI_API_KEY: 'k' }, 'provider codex (session policy "Codex-App-Server")'],
+    ['auto with an OpenAI key', { AGENT_PROVIDER: 'auto', OPENAI_API_KEY: 'k' }, 'provider codex (auto (session policy "auto"): first installed provider with credentials)'],
+    ['auto with an OpenCode model', { AGENT_PROVIDER: 'auto', OPENCODE_MODEL: 'anthropic/some-model' }, 'provider opencode (auto (session policy "auto"): first installed provider with credentials)'],
   ])('resolves %s', async (_name, env, ready) => {
     const session = createTestSession();
     const runner = startRunner(session.paths.root, env);

@@ -106,7 +106,8 @@ describe('transcript archive', () => {
     const dir = path.join(s.paths.agent, 'conversations');
     const [file] = await waitFor('archive', () => fs.existsSync(dir) && fs.readdirSync(dir).length > 0 && fs.readdirSync(dir));
     expect(file).toMatch(/^\d{4}-\d{2}-\d{2}-plan-the-q3-launch-please\.md$/);
-    const text = fs.readFileSync(path.join(dir, file!), 'utf8');
+    // The archive is created, then written (not atomically): wait for its content rather than reading it at once.
+    const text = await waitFor('archive content', () => fs.readFileSync(path.join(dir, file!), 'utf8'));
     expect(text).toMatch(/^# Conversation \d{4}-\d{2}-\d{2} \d{2}:\d{2} \(UTC\)/);
     expect(text).toMatch(/## Prompt · .*\n\n```text\n<context timezone="UTC"\/>[\s\S]*Plan the Q3 launch, please!/);
     expect(text).toMatch(/## Agent · .*\n\n```text\necho: /);

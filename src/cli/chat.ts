@@ -27,6 +27,8 @@ export function registerChatCommand(program: Command): void {
 }
 
 async function chat(options: { provider: string; dir?: string }): Promise<number> {
+  // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
+  process.env.PINCER_AUTO_FALLBACK ||= 'mock';
   registerBuiltInProviders();
   try {
     resolveProvider(options.provider, process.env);

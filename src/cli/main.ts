@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerChatCommand } from './chat.js';
+import { registerDoctorCommand } from './doctor.js';
 import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
@@ -32,6 +33,7 @@ program
 registerSessionCommands(program);
 registerMessageCommands(program);
 registerChatCommand(program);
+registerDoctorCommand(program);
 registerHostCommand(program);
 registerContainerCommands(program);
 

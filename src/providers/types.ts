@@ -33,6 +33,11 @@ export interface QueryInput {
   env: Record<string, string | undefined>;
   /** Extra directories the agent may use. */
   additionalDirectories?: string[];
+  /**
+   * The agent group's skills (resource package), for providers with `nativeSkills`: load them the SDK's way (Claude:
+   * skill folders with SKILL.md). Other providers get them in `systemPrompt` instead and never see this.
+   */
+  skills?: { name: string; description: string; file: string; dir: string }[];
 }
 
 /** The parts of a query that stay the same for a runner, known before the first message arrives. */
@@ -66,6 +71,8 @@ export interface AgentProvider {
   readonly nativeSlashCommands: readonly string[];
   /** Media the provider takes as native content blocks; everything else reaches it as `[file available at: …]`. */
   readonly nativeMedia?: readonly ('image' | 'pdf')[];
+  /** Whether the provider loads skills itself from `QueryInput.skills` (Claude); otherwise they go in the system prompt. */
+  readonly nativeSkills?: boolean;
   /** True when the provider archives transcripts itself (Claude's PreCompact hook); else the runner does after each query. */
   readonly archivesTranscripts?: boolean;
   /**

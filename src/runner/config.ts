@@ -31,6 +31,10 @@ export const ConfigFileSchema = z.strictObject({
   adminUserId: z.string().optional(),
   model: z.string().optional(),
   provider: z.string().optional(),
+  /** the agent group's provider policy (agent_groups.agent_provider); `provider` is the session's */
+  groupProvider: z.string().optional(),
+  /** model entries: a model id → the provider that runs it (selection policy, src/runtime/selection.ts) */
+  models: z.record(z.string(), z.strictObject({ provider: z.string().optional() })).optional(),
   timezone: z.string().optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
@@ -57,6 +61,12 @@ export interface RunnerConfig {
   paths: SessionPaths;
   /** provider name as configured (AGENT_PROVIDER, else config.json `provider`); resolved by the registry. */
   provider: string | undefined;
+  /** the agent group's provider policy (config.json `groupProvider`); the session's (`provider`) beats it. */
+  groupProvider?: string;
+  /** the provider of the configured model's entry (config.json `models[model].provider`), if any. */
+  modelProvider?: string;
+  /** the host's configuration generation of config.json (one atomic snapshot), for the log. */
+  generation?: number;
   adminUserId: string | undefined;
   assistantName: string | undefined;
   model: string | undefined;
@@ -89,6 +99,9 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
   return {
     paths,
     provider: env.AGENT_PROVIDER || file.provider,
+    groupProvider: file.groupProvider,
+    modelProvider: file.model ? file.models?.[file.model]?.provider : undefined,
+    generation: file.generation,
     adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
     model: file.model,

@@ -3,8 +3,13 @@ import { initRunnerState } from '../db/state.js';
 import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
 import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
 import { registerBuiltInProviders } from '../providers/index.js';
-import { createProvider, isProviderError, resolveProvider } from '../providers/registry.js';
+import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
+import { createRunnerPools, RunnerPoolsConfigError } from '../runtime/pools.js';
+import { describeSelection } from '../runtime/selection.js';
 import { createLogger, errorMessage } from '../shared/log.js';
+import { describeResources, loadResources, skillsSection } from '../runtime/resources/index.js';
+import { BatchFormatter } from './batch-formatter.js';
+import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, isRunnerConfigError, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { Runner } from './runner.js';
 import { Waker } from './wake.js';
@@ -19,19 +24,38 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   let setup;
   try {
     const config = loadRunnerConfig(env);
-    const choice = resolveProvider(config.provider, env);
+    const selection = selectProviderFor(
+      {
+        session: config.provider,
+        group: config.groupProvider,
+        model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+      },
+      env,
+    );
+    // Bad configuration exits with one line (the policy's exact message); the candidates go to the debug log.
+    if (!selection.ok) log.debug(describeSelection(selection));
+    const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
     const provider = createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
-    setup = { config, choice, db, provider };
+    const pools = createRunnerPools(env, log);
+    setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
-    if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err)) {
+    if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
       return 2;
     }
     throw err;
   }
-  const { config, choice, db, provider } = setup;
+  const { config, choice, db, provider, pools, selection } = setup;
+  // Every provider decision is logged with its candidates and reason.
+  log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);
+  // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
+  const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
+  log.info(describeResources(resources));
+  for (const diagnostic of resources.diagnostics) log.warn(`resources: ${diagnostic.message}`);
+  const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
+  const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
   const runner = new Runner({
     db,
@@ -40,10 +64,14 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     provider,
     waker,
     log,
-    systemPrompt: [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS].filter(Boolean).join('\n\n'),
+    systemPrompt,
     additionalDirectories: discoverExtraDirectories(config.paths),
     mcpServers: { [MCP_SERVER_NAME]: pincerMcpServer(config.paths.root, config.timeZone, env) },
     providerEnv: { ...env },
+    formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
+    attachments: pools.attachments,
+    prompts: resources.prompts,
+    skills: resources.skills,
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);
@@ -53,7 +81,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const lifeline = env.PINCER_STOP_ON_STDIN_EOF === '1';
   if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
-    `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}`,
+    `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
+      (config.generation === undefined ? '' : `, config generation ${config.generation}`),
   );
   try {
     await runner.run();
@@ -64,6 +93,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     waker.close();
     if (lifeline) process.stdin.destroy();
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
+    await pools.close();
     db.close();
   }
   log.info('stopped');

@@ -1,5 +1,6 @@
 import type { Attachment, InboundContent } from '../db/content.js';
 import type { ContentBlock } from '../providers/types.js';
+import type { BatchFormatter } from './batch-formatter.js';
 import { formatBatch, type FormattableMessage } from './format.js';
 import { prepareAttachments } from './media/prepare.js';
 import type { MediaOptions } from './media/types.js';
@@ -18,7 +19,7 @@ export interface PreparedPrompt {
 
 export async function preparePrompt(
   messages: FormattableMessage[],
-  options: { timeZone: string; media: MediaOptions },
+  options: { timeZone: string; media: MediaOptions; formatter?: BatchFormatter },
 ): Promise<PreparedPrompt> {
   const blocks: ContentBlock[] = [];
   const prepared = await Promise.all(
@@ -31,7 +32,9 @@ export async function preparePrompt(
       return { ...message, notes: media.notes };
     }),
   );
-  const text = formatBatch(prepared, { timeZone: options.timeZone });
+  const text = options.formatter
+    ? await options.formatter.format(prepared, { timeZone: options.timeZone })
+    : formatBatch(prepared, { timeZone: options.timeZone });
   return { messages: prepared, text, prompt: blocks.length > 0 ? [...blocks, { type: 'text', text }] : text };
 }
 

@@ -11,10 +11,13 @@ import {
 } from '../db/state.js';
 import type { RoutingContext } from '../db/types.js';
 import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput } from '../providers/types.js';
+import type { AttachmentCodec } from '../runtime/attachments.js';
+import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { archiveTranscript, summarySourceOf, Transcript } from './archive.js';
 import { Batch, describeKinds } from './batch.js';
-import { detectCommand } from './commands.js';
+import type { BatchFormatter } from './batch-formatter.js';
+import { detectCommand, withPromptExpanded } from './commands.js';
 import type { RunnerConfig } from './config.js';
 import type { FormattableMessage } from './format.js';
 import type { MediaOptions } from './media/types.js';
@@ -40,6 +43,14 @@ export interface RunnerDeps {
   additionalDirectories: string[];
   mcpServers: Record<string, McpServerConfig>;
   providerEnv: Record<string, string | undefined>;
+  /** formats prompts, on a worker when the batch is large; without it, formatting is inline. */
+  formatter?: BatchFormatter;
+  /** base64-encodes attachments for native blocks, on a worker when the file is large; without it, inline. */
+  attachments?: AttachmentCodec;
+  /** the agent group's prompts (resource package): each is a `/name` command. */
+  prompts?: PromptResource[];
+  /** the agent group's skills, given to providers that load skills natively (`nativeSkills`). */
+  skills?: SkillResource[];
 }
 
 /** After this many poll failures in a row the loop gives up and the runner exits 1. */
@@ -66,7 +77,7 @@ export class Runner {
 
   constructor(private readonly deps: RunnerDeps) {
     const native = deps.provider.nativeSlashCommands;
-    this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native) !== null);
+    this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native, deps.prompts) !== null);
     this.keys = sessionKeys(deps.providerName);
     this.scripts = new TaskScripts(
       this.queue,
@@ -136,14 +147,15 @@ export class Runner {
     if (this.stopping) return;
     this.stopping = true;
     this.deps.waker.notify();
-    const active = this.active;
-    if (active) {
-      active.query.end();
-      active.stopTimer = setTimeout(() => {
-        active.progress.abortedByStop = true;
-        active.query.abort();
-      }, this.deps.config.stopGraceMs);
-    }
+    if (this.active) this.endForStop(this.active);
+  }
+
+  private endForStop(active: NonNullable<Runner['active']>): void {
+    active.query.end();
+    active.stopTimer = setTimeout(() => {
+      active.progress.abortedByStop = true;
+      active.query.abort();
+    }, this.deps.config.stopGraceMs);
   }
 
   private takeCarry(): FormattableMessage[] {
@@ -159,11 +171,21 @@ export class Runner {
 
   private get mediaOptions(): MediaOptions {
     const { config, provider } = this.deps;
-    return { root: config.paths.root, nativeMedia: provider.nativeMedia ?? [], downloadTimeoutMs: config.downloadTimeoutMs };
+    return {
+      root: config.paths.root,
+      nativeMedia: provider.nativeMedia ?? [],
+      downloadTimeoutMs: config.downloadTimeoutMs,
+      codec: this.deps.attachments,
+    };
   }
 
   private async runCommand(message: ClaimedMessage): Promise<void> {
-    const command = detectCommand(message, this.deps.provider.nativeSlashCommands);
+    const command = detectCommand(message, this.deps.provider.nativeSlashCommands, this.deps.prompts);
+    if (command?.type === 'prompt') {
+      this.deps.log.info(`prompt command /${command.prompt.name} in message ${message.row.seq}`);
+      await this.runBatch([withPromptExpanded(message, command.prompt, command.args)]);
+      return;
+    }
     if (command?.type === 'native') {
       // Provider-native commands go to the provider raw, unformatted.
       await this.runBatch([message], command.text);
@@ -189,7 +211,7 @@ export class Runner {
     try {
       prepared = rawPrompt
         ? { text: rawPrompt, prompt: rawPrompt }
-        : await preparePrompt(messages, { timeZone: config.timeZone, media: this.mediaOptions });
+        : await preparePrompt(messages, { timeZone: config.timeZone, media: this.mediaOptions, formatter: this.deps.formatter });
     } catch (err) {
       const error = `could not prepare the prompt: ${errorMessage(err)}`;
       log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
@@ -209,9 +231,12 @@ export class Runner {
       systemPrompt: this.deps.systemPrompt,
       env: this.deps.providerEnv,
       additionalDirectories: this.deps.additionalDirectories,
+      ...(provider.nativeSkills && this.deps.skills?.length ? { skills: this.deps.skills } : {}),
     });
     const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false };
     this.active = { query, progress };
+    // Preparing the prompt is asynchronous: a stop that came meanwhile applies to this query too.
+    if (this.stopping) this.endForStop(this.active);
     const followUps = this.pushFollowUps(query, batch, progress, transcript);
     try {
       for await (const event of query.events) {
@@ -285,6 +310,7 @@ export class Runner {
     const prepared = await preparePrompt(messages, {
       timeZone: config.timeZone,
       media: { ...this.mediaOptions, nativeMedia: [] },
+      formatter: this.deps.formatter,
     });
     if (progress.inputEnded || this.stopping) {
       // The query closed its input meanwhile: these go first into the next query.

@@ -1,5 +1,5 @@
 import type { ProviderRegistration } from '../registry.js';
-import { hasClaudeKey, loadClaudeSettings } from './config.js';
+import { hasClaudeCredentials, hasClaudeKey, loadClaudeSettings } from './config.js';
 import { ClaudeProvider } from './provider.js';
 
 /** `claude` (alias `claude-code`); `auto` picks it when an API key or OAuth token is present. */
@@ -8,4 +8,5 @@ export const claudeRegistration: ProviderRegistration = {
   aliases: ['claude-code'],
   create: (config) => new ClaudeProvider(loadClaudeSettings(config.env, config.model)),
   usableWith: hasClaudeKey,
+  hasCredentials: hasClaudeCredentials,
 };

@@ -37,7 +37,7 @@ export async function prepareAttachments(messageId: string, attachments: Attachm
       continue;
     }
     if (saved.native) {
-      const data = fs.readFileSync(saved.path).toString('base64');
+      const data = options.codec ? (await options.codec.encodeFile(saved.path)).data : fs.readFileSync(saved.path).toString('base64');
       result.blocks.push(
         saved.kind === 'pdf'
           ? { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data } }

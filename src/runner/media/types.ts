@@ -1,3 +1,5 @@
+import type { AttachmentCodec } from '../../runtime/attachments.js';
+
 /** What an inbound attachment is, decided from its bytes (seed "媒体处理"). */
 export type MediaKind = 'image' | 'pdf' | 'audio' | 'video' | 'file';
 
@@ -26,6 +28,8 @@ export interface MediaOptions {
   nativeMedia: readonly ('image' | 'pdf')[];
   /** timeout of a URL download. */
   downloadTimeoutMs: number;
+  /** encodes native blocks (on a worker for large files); without it, inline. */
+  codec?: AttachmentCodec;
 }
 
 /** One attachment's outcome: saved (with its path and detected type) or not, with the reason. */

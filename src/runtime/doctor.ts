@@ -1,0 +1,120 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CentralStore } from '../host/central-db/store.js';
+import { registerBuiltInProviders } from '../providers/index.js';
+import { probeProviders, selectProviderFor } from '../providers/registry.js';
+import { RUNNER_COMMANDS } from '../runner/commands.js';
+import { loadRunnerConfig } from '../runner/config.js';
+import { loadResources } from './resources/load.js';
+import type { LoadedResources } from './resources/types.js';
+import type { ProviderProbe, Selection } from './selection.js';
+
+/**
+ * `pincer doctor`'s findings: for each session folder (and its agent group folder `agent/`), the provider the runner
+ * would start with and why — through the same configuration loader and selection policy the runner uses — and what
+ * its resource package loads. Nothing is started.
+ */
+export interface SessionReport {
+  name: string;
+  dir: string;
+  /** the runner configuration could not be read: the runner would exit 2 with this line */
+  configError?: string;
+  selection?: Selection;
+  /** auto failed, but `pincer chat` sessions fall back to mock */
+  chatFallbackNote?: boolean;
+  resources?: LoadedResources;
+}
+
+/** An agent group of the host's central DB: its provider policy decides for every session of the group. */
+export interface GroupReport {
+  name: string;
+  id: string;
+  dir: string;
+  selection: Selection;
+  resources: LoadedResources;
+  sessions: string[];
+}
+
+export interface DoctorReport {
+  probes: ProviderProbe[];
+  /** from `<home>/pincer.db`, when a host has created one */
+  groups: GroupReport[];
+  sessions: SessionReport[];
+  /** sessions that cannot start (a configured provider missing its binary or key, bad config) */
+  failures: number;
+}
+
+/** Inspect the agent groups of `home`'s central DB (if any) and `dirs` (session folders) under the environment `env`. */
+export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string): DoctorReport {
+  registerBuiltInProviders();
+  const groups = home ? diagnoseGroups(home, env) : [];
+  const sessions = dirs.map((dir) => diagnoseSession(dir, env));
+  const failures =
+    groups.filter((g) => !g.selection.ok).length +
+    sessions.filter((s) => s.configError !== undefined || (s.selection && !s.selection.ok)).length;
+  return { probes: probeProviders(env), groups, sessions, failures };
+}
+
+/**
+ * The host's agent groups, read-only from `<home>/pincer.db` (the host may be running). The host starts each runner
+ * with AGENT_PROVIDER set to the group's provider, so the group's policy is what decides; the shell's AGENT_PROVIDER
+ * does not apply here.
+ */
+function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
+  const file = path.join(home, 'pincer.db');
+  if (!fs.existsSync(file)) return [];
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const store = new CentralStore(db);
+    const sessions = store.listSessions();
+    const groupEnv = { ...env, AGENT_PROVIDER: undefined };
+    return store.listAgentGroups().map((group) => {
+      const dir = path.join(home, 'groups', group.folder);
+      return {
+        name: group.name,
+        id: group.id,
+        dir,
+        selection: selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
+        resources: loadResources(dir, RUNNER_COMMANDS),
+        sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),
+      };
+    });
+  } finally {
+    db.close();
+  }
+}
+
+function diagnoseSession(dir: string, env: NodeJS.ProcessEnv): SessionReport {
+  const report: SessionReport = { name: path.basename(dir), dir };
+  let config;
+  try {
+    config = loadRunnerConfig({ ...env, PINCER_WORKSPACE: dir });
+  } catch (err) {
+    report.configError = err instanceof Error ? err.message : String(err);
+    return report;
+  }
+  report.selection = selectProviderFor(
+    {
+      session: config.provider,
+      group: config.groupProvider,
+      model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+    },
+    env,
+  );
+  if (!report.selection.ok && report.selection.message.startsWith('auto')) report.chatFallbackNote = true;
+  // Reserved names: the runner's commands (provider-native ones depend on the provider and are not known here).
+  report.resources = loadResources(config.paths.agent, RUNNER_COMMANDS);
+  return report;
+}
+
+/** Session folders under `<home>/sessions/` (those holding a session.db), sorted. */
+export function sessionFoldersUnder(home: string): string[] {
+  const root = path.join(home, 'sessions');
+  if (!fs.existsSync(root)) return [];
+  return fs
+    .readdirSync(root)
+    .map((name) => path.join(root, name))
+    .filter((dir) => fs.existsSync(path.join(dir, 'session.db')))
+    .sort();
+}

@@ -1,0 +1,55 @@
+/**
+ * Resource packages (OpenClaw "清单"; SPEC §7): an agent group folder declares skills and prompts in its
+ * `package.json` under `"pincer"` (paths or globs relative to the folder, `!pattern` excludes), else in the
+ * conventional `skills/<name>/SKILL.md` and `prompts/<name>.md`. Loading never fails and never stays silent: every
+ * problem becomes a diagnostic for the runner's log and `pincer doctor`.
+ */
+
+export interface SkillResource {
+  /** frontmatter `name`, else the skill's folder name (or the file name for a single-file skill) */
+  name: string;
+  /** frontmatter `description`, else the first paragraph of the body */
+  description: string;
+  /** the SKILL.md (or single .md) file */
+  file: string;
+  /** the skill's folder: what a provider that loads skills natively (Claude) is given */
+  dir: string;
+}
+
+export interface PromptResource {
+  /** the slash command name without the slash, lower case: `prompts/Review.md` → `review` */
+  name: string;
+  description: string | undefined;
+  /** the body without frontmatter; `$ARGUMENTS` is replaced by the command's arguments */
+  template: string;
+  file: string;
+}
+
+export type ResourceDiagnosticCode =
+  | 'invalid-manifest'
+  | 'missing-path'
+  | 'empty-glob'
+  | 'outside-package'
+  | 'no-skill-file'
+  | 'unreadable'
+  | 'invalid-name'
+  | 'name-collision';
+
+export interface ResourceDiagnostic {
+  code: ResourceDiagnosticCode;
+  /** one line, naming the file or entry */
+  message: string;
+}
+
+export interface LoadedResources {
+  /** the agent group folder the resources were loaded from */
+  root: string;
+  /** where each kind was declared */
+  sources: { skills: ResourceSource; prompts: ResourceSource };
+  skills: SkillResource[];
+  prompts: PromptResource[];
+  diagnostics: ResourceDiagnostic[];
+}
+
+/** `manifest`: package.json "pincer"; `convention`: the skills/ or prompts/ folder; `none`: neither exists. */
+export type ResourceSource = 'manifest' | 'convention' | 'none';

@@ -1,0 +1,32 @@
+/**
+ * Errors of the worker-task pool. Codes:
+ * - `overloaded`: the pool's pending-task or pending-byte limit was reached; the task was refused before its input
+ *   was built. `details` carries the limit that was hit. Retry later or do the work another way.
+ * - `timeout`: the task ran longer than its timeout; its worker was stopped before this rejected.
+ * - `failed`: the task threw, or its worker crashed or exited. `message` says what happened.
+ * - `unavailable`: the pool is closed (or closing), or its compiled worker code is missing.
+ * A task cancelled through its AbortSignal rejects with the signal's reason instead (as `fetch` does).
+ */
+export type WorkerTaskErrorCode = 'overloaded' | 'timeout' | 'failed' | 'unavailable';
+
+export interface WorkerTaskErrorDetails {
+  pool: string;
+  task: string;
+  /** for `overloaded`: which limit, and its value */
+  limit?: { name: 'maxPendingTasks' | 'maxPendingBytes'; value: number };
+}
+
+export class WorkerTaskError extends Error {
+  constructor(
+    readonly code: WorkerTaskErrorCode,
+    message: string,
+    readonly details: WorkerTaskErrorDetails,
+  ) {
+    super(message);
+    this.name = 'WorkerTaskError';
+  }
+}
+
+export function isWorkerTaskError(err: unknown, code?: WorkerTaskErrorCode): err is WorkerTaskError {
+  return err instanceof WorkerTaskError && (code === undefined || err.code === code);
+}

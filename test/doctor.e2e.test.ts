@@ -1,0 +1,96 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSessionFolder } from '../src/db/layout.js';
+import { CentralStore, openCentralDb } from '../src/host/central-db/store.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+
+const homes: string[] = [];
+
+afterEach(() => {
+  for (const home of homes.splice(0)) fs.rmSync(home, { recursive: true, force: true });
+});
+
+function makeHome(): string {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-doctor-'));
+  homes.push(home);
+  return home;
+}
+
+function doctor(args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor', ...args], {
+    // No Claude login either: a config dir of its own.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CLAUDE_CONFIG_DIR: path.join(os.tmpdir(), 'pincer-no-claude-login'), ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  return { code: result.status, out: result.stdout, err: result.stderr };
+}
+
+describe('pincer doctor', () => {
+  it('shows the provider each session would run and why, and its resources', () => {
+    const home = makeHome();
+    const ok = createSessionFolder(path.join(home, 'sessions', 'ok'));
+    fs.writeFileSync(ok.config, JSON.stringify({ provider: 'echo' }));
+    fs.mkdirSync(path.join(ok.agent, 'prompts'));
+    fs.writeFileSync(path.join(ok.agent, 'prompts', 'review.md'), 'Review $ARGUMENTS');
+    const group = createSessionFolder(path.join(home, 'sessions', 'group'));
+    fs.writeFileSync(group.config, JSON.stringify({ groupProvider: 'MOCK' }));
+
+    const { code, out } = doctor(['--home', home]);
+    expect(out).toMatch(/^ {2}mock +ok \(never chosen by auto\)$/m);
+    expect(out).toContain(`session ok (${ok.root})\n  provider: mock — session policy "echo"\n  resources: 0 skills from none, 1 prompt (/review) from convention\n`);
+    expect(out).toContain(`session group (${group.root})\n  provider: mock — group policy "MOCK"\n`);
+    expect(out).toMatch(/all sessions can start\n$/);
+    expect(code).toBe(0);
+  });
+
+  it.each([
+    { case: 'an unknown provider', config: { provider: 'claud' }, line: '✗ provider: unknown provider "claud" (known: claude, codex, opencode, mock' },
+    { case: 'a provider without credentials', config: { groupProvider: 'claude-code' }, line: '✗ provider: provider "claude" (group policy "claude-code") has no credentials: set ANTHROPIC_API_KEY' },
+    { case: 'an invalid config.json', config: { provder: 'mock' }, line: '✗ config: invalid' },
+  ])('flags $case and exits 1', ({ config, line }) => {
+    const home = makeHome();
+    const s = createSessionFolder(path.join(home, 'sessions', 's'));
+    fs.writeFileSync(s.config, JSON.stringify(config));
+    const { code, out } = doctor(['--home', home]);
+    expect(out).toContain(line);
+    expect(out).toMatch(/1 session cannot start\n$/);
+    expect(code).toBe(1);
+  });
+
+  it('lists resource problems of a session given with --workspace', () => {
+    const home = makeHome();
+    const s = createSessionFolder(path.join(home, 'x'));
+    fs.writeFileSync(path.join(s.agent, 'package.json'), JSON.stringify({ pincer: { skills: ['skills/*/SKILL.md'] } }));
+    const { code, out } = doctor(['--workspace', s.root], { AGENT_PROVIDER: 'mock' });
+    expect(out).toContain('  ! skills: "skills/*/SKILL.md" matched nothing\n');
+    expect(code).toBe(0);
+  });
+});
+
+describe('pincer doctor with a host home', () => {
+  it('shows each agent group of the central DB with its provider, resources and sessions', () => {
+    const home = makeHome();
+    const store = new CentralStore(openCentralDb(path.join(home, 'pincer.db')));
+    const ok = store.createAgentGroup({ name: 'main', folder: 'main', provider: 'mock', timezone: 'UTC' });
+    store.createAgentGroup({ name: 'coder', folder: 'coder', provider: 'claude-code', timezone: 'UTC' });
+    const session = createSessionFolder(path.join(home, 'sessions', 's-1'));
+    store.insertSession({ id: 's-1', agentGroupId: ok.id, channelType: 'terminal', platformId: 'local', threadKey: '', folder: session.root });
+    store.db.close();
+    fs.mkdirSync(path.join(home, 'groups', 'main', 'prompts'), { recursive: true });
+    fs.writeFileSync(path.join(home, 'groups', 'main', 'prompts', 'standup.md'), 'Summarise $ARGUMENTS');
+
+    // The shell's AGENT_PROVIDER does not apply to groups: the host sets it per group.
+    const { code, out } = doctor(['--home', home], { AGENT_PROVIDER: 'claud' });
+    expect(out).toContain(
+      `agent group main (${ok.id}, ${path.join(home, 'groups', 'main')})\n  provider: mock — group policy "mock"\n` +
+        `  resources: 0 skills from none, 1 prompt (/standup) from convention\n  sessions: s-1\n`,
+    );
+    expect(out).toMatch(/agent group coder \(.*\)\n {2}✗ provider: provider "claude" \(group policy "claude-code"\) has no credentials/);
+    expect(out).toMatch(/1 agent group and 1 session cannot start\n$/);
+    expect(code).toBe(1);
+  });
+});

@@ -1,0 +1,120 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { describeResources, expandPrompt, loadResources, skillsSection } from '../src/runtime/resources/index.js';
+
+const roots: string[] = [];
+
+afterEach(() => {
+  for (const root of roots.splice(0)) fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** An agent group folder with the given files (path → content; `null` makes a directory). */
+function groupFolder(files: Record<string, string | null>): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-resources-'));
+  roots.push(root);
+  for (const [file, content] of Object.entries(files)) {
+    const full = path.join(root, file);
+    if (content === null) {
+      fs.mkdirSync(full, { recursive: true });
+      continue;
+    }
+    fs.mkdirSync(path.dirname(full), { recursive: true });
+    fs.writeFileSync(full, content);
+  }
+  return root;
+}
+
+const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: "${description}"\n---\n# ${name}\n\nSteps.`;
+const manifest = (pincer: unknown) => JSON.stringify({ name: 'group', pincer });
+
+describe('resource packages', () => {
+  it('loads the conventional skills/ and prompts/ folders', () => {
+    const root = groupFolder({
+      'skills/pdf/SKILL.md': skill('pdf', 'Work with PDF files'),
+      'skills/notes/SKILL.md': '# Notes\n\nKeep short notes in notes.md.\n\nMore.',
+      'prompts/review.md': '---\ndescription: Review a change\n---\nReview $ARGUMENTS carefully.',
+      'prompts/README.txt': 'not a prompt',
+    });
+    const loaded = loadResources(root);
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'convention' });
+    expect(loaded.skills.map((s) => [s.name, s.description])).toEqual([
+      ['notes', 'Notes'],
+      ['pdf', 'Work with PDF files'],
+    ]);
+    expect(loaded.skills[1]!.dir).toBe(path.join(root, 'skills/pdf'));
+    expect(loaded.prompts).toEqual([
+      { name: 'review', description: 'Review a change', template: 'Review $ARGUMENTS carefully.', file: path.join(root, 'prompts/review.md') },
+    ]);
+    expect(loaded.diagnostics).toEqual([]);
+    expect(describeResources(loaded)).toBe('resources: 2 skills (notes, pdf) from convention, 1 prompt (/review) from convention');
+  });
+
+  it('follows package.json "pincer" globs with !excludes instead of the conventions', () => {
+    const root = groupFolder({
+      'package.json': manifest({ skills: ['tools/*/SKILL.md', '!tools/draft/**'], prompts: 'commands/*.md' }),
+      'tools/deploy/SKILL.md': skill('deploy', 'Deploy the app'),
+      'tools/draft/SKILL.md': skill('draft', 'Unfinished'),
+      'skills/ignored/SKILL.md': skill('ignored', 'Not listed'),
+      'commands/ship.md': 'Ship it: $ARGUMENTS',
+    });
+    const loaded = loadResources(root);
+    expect(loaded.sources).toEqual({ skills: 'manifest', prompts: 'manifest' });
+    expect(loaded.skills.map((s) => s.name)).toEqual(['deploy']);
+    expect(loaded.prompts.map((p) => p.name)).toEqual(['ship']);
+    expect(loaded.diagnostics).toEqual([]);
+  });
+
+  it('falls back to the convention for a kind the manifest does not list', () => {
+    const root = groupFolder({ 'package.json': manifest({ prompts: ['commands'] }), 'skills/a/SKILL.md': skill('a', 'A'), 'commands/x.md': 'X' });
+    const loaded = loadResources(root);
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'manifest' });
+    expect(loaded.skills.map((s) => s.name)).toEqual(['a']);
+    expect(loaded.prompts.map((p) => p.name)).toEqual(['x']);
+  });
+
+  it.each([
+    { code: 'missing-path', files: { 'package.json': manifest({ skills: ['skills/gone'] }) }, message: 'skills: "skills/gone" does not exist' },
+    { code: 'empty-glob', files: { 'package.json': manifest({ prompts: ['prompts/*.txt'] }), 'prompts/a.md': 'A' }, message: 'prompts: "prompts/*.txt" matched nothing' },
+    { code: 'outside-package', files: { 'package.json': manifest({ skills: ['../elsewhere/*'] }) }, message: 'skills: "../elsewhere/*" is outside the package folder' },
+    { code: 'invalid-manifest', files: { 'package.json': manifest({ skills: 42 }) }, message: '"pincer": skills:' },
+    { code: 'invalid-manifest', files: { 'package.json': manifest({ themes: ['t/*.json'] }) }, message: '"pincer.themes" is not a resource kind Pincer loads' },
+    { code: 'invalid-manifest', files: { 'package.json': '{ not json' }, message: 'package.json: cannot read' },
+    { code: 'no-skill-file', files: { 'skills/half/notes.md': 'x' }, message: 'half has no SKILL.md' },
+    { code: 'name-collision', files: { 'skills/a/SKILL.md': skill('same', 'one'), 'skills/b/SKILL.md': skill('same', 'two') }, message: 'skill "same" is defined twice' },
+    { code: 'name-collision', files: { 'prompts/clear.md': 'Clear!' }, message: 'collides with the command /clear' },
+    { code: 'invalid-name', files: { 'prompts/two words.md': 'x' }, message: '"two words" is not a usable command name' },
+    { code: 'unreadable', files: { 'prompts/dir.md': null }, message: 'cannot read' },
+  ] as { code: string; files: Record<string, string | null>; message: string }[])('reports $code: $message', ({ code, files, message }) => {
+    const loaded = loadResources(groupFolder(files), ['/clear']);
+    expect(loaded.diagnostics.map((d) => d.code)).toContain(code);
+    expect(loaded.diagnostics.find((d) => d.code === code)!.message).toContain(message);
+    expect(describeResources(loaded)).toMatch(/\d+ problems?$/);
+  });
+
+  it('loads nothing, silently, from a folder with no resources', () => {
+    const loaded = loadResources(groupFolder({ 'CLAUDE.md': 'hi' }));
+    expect(loaded).toMatchObject({ skills: [], prompts: [], diagnostics: [], sources: { skills: 'none', prompts: 'none' } });
+  });
+});
+
+describe('prompt templates and the skills section', () => {
+  const prompt = (template: string) => ({ name: 'p', description: undefined, template, file: '/p.md' });
+
+  it.each([
+    { template: 'Review $ARGUMENTS now; then $ARGUMENTS again', args: ' src/a.ts ', expected: 'Review src/a.ts now; then src/a.ts again' },
+    { template: 'Summarise the day.', args: 'briefly', expected: 'Summarise the day.\n\nbriefly' },
+    { template: 'Summarise the day.', args: '', expected: 'Summarise the day.' },
+    { template: 'Fix $ARGUMENTS', args: '', expected: 'Fix ' },
+  ])('expands "$template" with "$args"', ({ template, args, expected }) => {
+    expect(expandPrompt(prompt(template), args)).toBe(expected);
+  });
+
+  it('lists every skill with its description and file', () => {
+    const section = skillsSection([{ name: 'pdf', description: 'Work with PDFs', file: '/g/skills/pdf/SKILL.md', dir: '/g/skills/pdf' }]);
+    expect(section).toContain('## Skills');
+    expect(section).toContain('- pdf: Work with PDFs (instructions: /g/skills/pdf/SKILL.md)');
+    expect(skillsSection([])).toBeUndefined();
+  });
+});

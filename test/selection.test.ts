@@ -1,0 +1,147 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { registerBuiltInProviders } from '../src/providers/index.js';
+import { isProviderError, normaliseProviderName, resolveProvider } from '../src/providers/registry.js';
+import { describeSelection, selectProvider, type ProviderProbe, type SelectionInput } from '../src/runtime/selection.js';
+import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
+
+registerBuiltInProviders();
+
+afterEach(async () => {
+  expect(await stopAllRunners()).toBe(0);
+  cleanupSessions();
+});
+
+const ok = (name: string, auto = true): ProviderProbe => ({ name, installed: true, credentials: true, auto });
+const noKey = (name: string): ProviderProbe => ({ name, installed: true, credentials: false, noCredentials: `set ${name.toUpperCase()}_KEY`, auto: true });
+const missing = (name: string): ProviderProbe => ({ name, installed: false, notInstalled: `${name} binary not found`, credentials: true, auto: true });
+
+function select(input: Partial<SelectionInput> & { probes: ProviderProbe[] }) {
+  return selectProvider({ normalise: normaliseProviderName, ...input });
+}
+
+const allUsable = [ok('claude'), ok('codex'), ok('opencode'), ok('mock', false)];
+
+describe('provider selection policy', () => {
+  it.each([
+    { case: 'session beats group and model', policy: { session: 'codex', group: 'opencode', model: { id: 'm', provider: 'claude' } }, provider: 'codex', source: 'session' },
+    { case: 'group beats model', policy: { group: 'opencode', model: { id: 'm', provider: 'codex' } }, provider: 'opencode', source: 'group' },
+    { case: 'the model entry applies when no scope is set', policy: { model: { id: 'gpt-x', provider: 'codex' } }, provider: 'codex', source: 'model' },
+    { case: '"default" inherits', policy: { session: 'default', group: 'codex' }, provider: 'codex', source: 'group' },
+    { case: 'empty inherits', policy: { session: '  ', group: 'opencode' }, provider: 'opencode', source: 'group' },
+    { case: 'nothing set is auto', policy: {}, provider: 'claude', source: 'auto' },
+    { case: 'an explicit auto stops inheritance', policy: { session: 'auto', group: 'codex' }, provider: 'claude', source: 'session' },
+    { case: 'aliases are normalised', policy: { session: 'Codex-App-Server' }, provider: 'codex', source: 'session' },
+    { case: 'claude-code is claude', policy: { group: 'CLAUDE-CODE' }, provider: 'claude', source: 'group' },
+  ])('$case', ({ policy, provider, source }) => {
+    const result = select({ ...policy, probes: allUsable });
+    expect(result).toMatchObject({ ok: true, provider, source });
+  });
+
+  it.each([
+    { code: 'unknown', session: 'claud', probes: allUsable, message: 'unknown provider "claud" (known: claude, codex, opencode, mock)' },
+    { code: 'not-installed', session: 'codex', probes: [ok('claude'), missing('codex')], message: 'provider "codex" (session policy "codex") is not installed: codex binary not found' },
+    { code: 'no-credentials', session: 'claude', probes: [noKey('claude'), ok('codex')], message: 'provider "claude" (session policy "claude") has no credentials: set CLAUDE_KEY' },
+  ])('an explicit choice fails closed when $code, never falling back', ({ code, session, probes, message }) => {
+    const result = select({ session, probes });
+    expect(result).toMatchObject({ ok: false, code, message });
+  });
+
+  it('names the layer of an unknown name set on the group', () => {
+    expect(select({ group: 'gemini', probes: allUsable })).toMatchObject({ ok: false, message: expect.stringContaining('in the group policy') });
+  });
+
+  it('auto takes the first installed provider with credentials, in preference order', () => {
+    const result = select({ probes: [noKey('claude'), missing('codex'), ok('opencode'), ok('mock', false)] });
+    expect(result).toMatchObject({ ok: true, provider: 'opencode', source: 'auto' });
+  });
+
+  it('auto never picks a provider that is not for auto (mock); it falls back to claude', () => {
+    const result = select({ probes: [noKey('claude'), missing('codex'), ok('mock', false)] });
+    expect(result).toMatchObject({ ok: true, provider: 'claude', reason: expect.stringContaining('falling back to claude') });
+  });
+
+  it('an explicit choice accepts credentials that auto does not (a stored login, not a key)', () => {
+    const storedLogin: ProviderProbe = { ...ok('claude'), autoCredentials: false };
+    expect(select({ session: 'claude', probes: [storedLogin, ok('codex')] })).toMatchObject({ ok: true, provider: 'claude' });
+    expect(select({ probes: [storedLogin, ok('codex')] })).toMatchObject({ ok: true, provider: 'codex' });
+  });
+
+  it('auto fails when even the fallback is not installed', () => {
+    const result = select({ probes: [missing('claude'), ok('mock', false)] });
+    expect(result).toMatchObject({ ok: false, code: 'not-installed', message: expect.stringContaining('fallback "claude" is not installed') });
+  });
+
+  it('auto uses the configured fallback (pincer chat: mock)', () => {
+    const result = select({ probes: [missing('claude'), ok('mock', false)], fallback: 'mock' });
+    expect(result).toMatchObject({ ok: true, provider: 'mock' });
+  });
+
+  it('describes the decision with every candidate', () => {
+    const line = describeSelection(select({ probes: [noKey('claude'), missing('codex'), ok('opencode')] }));
+    expect(line).toMatch(/^provider opencode: auto \(no policy set\)/);
+    expect(line).toContain('claude: no credentials (set CLAUDE_KEY)');
+    expect(line).toContain('codex: not installed (codex binary not found)');
+    expect(line).toContain('opencode: ok');
+  });
+});
+
+describe('the registry with this build', () => {
+  it('resolves mock explicitly and through its alias', () => {
+    expect(resolveProvider('mock', {}).name).toBe('mock');
+    expect(resolveProvider('ECHO', {}).name).toBe('mock');
+  });
+
+  it('uses PINCER_AUTO_FALLBACK for auto when nothing is usable', () => {
+    const env = { PATH: '', PINCER_AUTO_FALLBACK: 'mock' };
+    expect(resolveProvider(undefined, env)).toMatchObject({ name: 'mock', reason: expect.stringContaining('falling back to mock') });
+  });
+
+  it('fails an explicit unknown name with a ProviderError of code unknown', () => {
+    let caught: unknown;
+    try {
+      resolveProvider('claud', {});
+    } catch (err) {
+      caught = err;
+    }
+    expect(isProviderError(caught) && caught.code).toBe('unknown');
+    expect((caught as Error).message).toMatch(/^unknown provider "claud" \(known: claude, codex, opencode, mock/);
+  });
+});
+
+describe('the runner applies the policy', () => {
+  const cases = [
+    {
+      case: 'a model entry',
+      config: { model: 'tiny', models: { tiny: { provider: 'echo' } } },
+      line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok\]/,
+    },
+    { case: 'the group policy', config: { groupProvider: 'Mock' }, line: /\[runner\] provider mock: group policy "Mock" \[candidates: / },
+    { case: 'a host-published config', config: { provider: 'mock', generation: 7 }, line: /\[runner\] ready: provider mock \(session policy "mock"\), .*, config generation 7\n/ },
+  ];
+  it.each(cases)('logs the decision for $case', async ({ config, line }) => {
+    const s = createTestSession();
+    fs.writeFileSync(s.paths.config, JSON.stringify(config));
+    const runner = startRunner(s.paths.root, { AGENT_PROVIDER: '' });
+    await runner.ready();
+    expect(runner.stderr()).toMatch(line);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('exits 2 with one line when the configured provider cannot run here', () => {
+    const s = createTestSession();
+    s.db.close();
+    const result = spawnSync(process.execPath, [BUILT_CLI, 'runner'], {
+      env: { PATH: process.env.PATH, AGENT_PROVIDER: 'claude-code', TZ: 'UTC', PINCER_WORKSPACE: s.paths.root, CLAUDE_CONFIG_DIR: s.paths.root },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(result.status).toBe(2);
+    // No key, no cloud switch, no stored login: refused, never replaced by another provider.
+    expect(result.stderr).toBe(
+      '[runner] error: provider "claude" (session policy "claude-code") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN\n',
+    );
+  });
+});
