@@ -147,14 +147,17 @@ describe('host delivery of MCP rows', () => {
       () => {
         const sessions = fs.readdirSync(path.join(host.home, 'sessions'));
         for (const s of sessions) {
-          let sdb;
+          let row: OutboundRow | undefined;
           try {
-            sdb = openSessionDb(path.join(host.home, 'sessions', s, 'session.db'), { readonly: true });
+            const sdb = openSessionDb(path.join(host.home, 'sessions', s, 'session.db'), { readonly: true });
+            try {
+              row = sdb.prepare(`SELECT * FROM messages_out WHERE delivery_error IS NOT NULL`).get() as OutboundRow | undefined;
+            } finally {
+              sdb.close();
+            }
           } catch {
-            continue; // a session being provisioned right now
+            continue; // a session being provisioned (and migrated) right now
           }
-          const row = sdb.prepare(`SELECT * FROM messages_out WHERE delivery_error IS NOT NULL`).get() as OutboundRow | undefined;
-          sdb.close();
           if (row) return row;
         }
         return undefined;

@@ -289,8 +289,11 @@ describe('pincer host runner lifecycle and retries', () => {
     const { sessionId, id } = res.body as { sessionId: string; id: string };
     await waitFor('two occurrences answered', () => stream.events.filter((e) => e.event === 'chat').length >= 2, { timeoutMs: 15_000 });
     expect(String(stream.events.find((e) => e.event === 'chat')!.data.text)).toContain('[SCHEDULED TASK]');
-    const tasks = inboundRows(host, sessionId).filter((r) => r.kind === 'task');
-    expect(tasks.length).toBeGreaterThanOrEqual(3);
+    // the next occurrence is inserted once the previous one completes: wait for it rather than read at once
+    const tasks = await waitFor('a third occurrence', () => {
+      const rows = inboundRows(host, sessionId).filter((r) => r.kind === 'task');
+      return rows.length >= 3 && rows;
+    });
     expect(tasks[0]!.id).toBe(id);
     for (const later of tasks.slice(1)) {
       expect(later.series_id).toBe(id);

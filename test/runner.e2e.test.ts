@@ -267,7 +267,8 @@ describe('pincer runner with the mock provider', () => {
     const runner = startRunner(s.paths.root, { MOCK_DELAY_MS: '60000' });
     await runner.ready();
     const ids = [s.chat('a').id, s.chat('b').id];
-    await waitFor('busy', () => readRunnerState(s.db)?.state === 'busy');
+    // both in the batch in flight (b may come as a follow-up pushed into the query)
+    await waitFor('both in flight', () => ids.every((id) => readRunnerState(s.db)?.batchIds.includes(id)));
     const late = s.chat('arrives during the batch').id;
     await runner.kill('SIGKILL');
     const statuses = [...ids, late].map((id) => s.inbound(id).status);
