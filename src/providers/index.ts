@@ -1,13 +1,16 @@
 import { claudeRegistration } from './claude/registration.js';
-import { CodexProvider, codexUsableWith } from './codex/provider.js';
+import { codexUsableWith } from './codex/config.js';
 import { MockProvider } from './mock.js';
-import { OpenCodeProvider, openCodeUsableWith } from './opencode/provider.js';
+import { openCodeUsableWith } from './opencode/config.js';
 import { registerProvider } from './registry.js';
 
-/** Every provider this build ships, registered once. Real SDK providers register here as they land. */
+/**
+ * Every provider this build ships, registered once. Registrations are light; each SDK provider module is imported
+ * only by `create`, so a runner carries just the provider it runs.
+ */
 export function registerBuiltInProviders(): void {
   registerProvider({ name: 'mock', aliases: ['echo'], create: (config) => new MockProvider(config) });
   registerProvider(claudeRegistration);
-  registerProvider({ name: 'codex', aliases: ['codex-app-server'], create: (config) => new CodexProvider(config), usableWith: codexUsableWith });
-  registerProvider({ name: 'opencode', create: (config) => new OpenCodeProvider(config), usableWith: openCodeUsableWith });
+  registerProvider({ name: 'codex', aliases: ['codex-app-server'], create: async (config) => new (await import('./codex/provider.js')).CodexProvider(config), usableWith: codexUsableWith });
+  registerProvider({ name: 'opencode', create: async (config) => new (await import('./opencode/provider.js')).OpenCodeProvider(config), usableWith: openCodeUsableWith });
 }

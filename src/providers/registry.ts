@@ -35,7 +35,8 @@ export function isProviderError(err: unknown): err is ProviderError {
 export interface ProviderRegistration {
   name: string;
   aliases?: string[];
-  create(config: ProviderConfig): AgentProvider;
+  /** build the provider; may import its SDK lazily. Throws ProviderError for bad configuration. */
+  create(config: ProviderConfig): AgentProvider | Promise<AgentProvider>;
   /** For `auto`: whether this provider can run with `env` (credentials present). Absent → never chosen by auto. */
   usableWith?(env: Record<string, string | undefined>): boolean;
   /**
@@ -124,7 +125,7 @@ export function choiceFrom(selection: Selection): ProviderChoice {
   return { name: selection.provider, reason: selection.reason, description: describeSelection(selection) };
 }
 
-export function createProvider(name: string, config: ProviderConfig): AgentProvider {
+export async function createProvider(name: string, config: ProviderConfig): Promise<AgentProvider> {
   const registration = registrations.get(normaliseProviderName(name));
   if (!registration) {
     throw new ProviderError('unknown', `unknown provider "${name}" (known: ${knownProviders().join(', ')})`);

@@ -153,3 +153,8 @@ export function ensureGitRepository(cwd: string, log: (message: string) => void)
   const init = spawnSync('git', ['init', '-q'], { cwd, stdio: 'ignore' });
   if (init.status === 0) log(`[codex] initialised a git repository in ${cwd}`);
 }
+
+/** `auto` picks Codex when an OpenAI key is configured. */
+export function codexUsableWith(env: Record<string, string | undefined>): boolean {
+  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+}

@@ -130,7 +130,3 @@ export class CodexProvider implements AgentProvider {
   }
 }
 
-/** `auto` picks Codex when an OpenAI key is configured. */
-export function codexUsableWith(env: Record<string, string | undefined>): boolean {
-  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
-}

@@ -132,3 +132,8 @@ export function openCodeEnv(settings: OpenCodeSettings, cwd: string, config: Con
     OPENCODE_DISABLE_AUTOUPDATE: '1',
   });
 }
+
+/** `auto` picks OpenCode when a model for it is configured. */
+export function openCodeUsableWith(env: Record<string, string | undefined>): boolean {
+  return Boolean(env.OPENCODE_MODEL);
+}

@@ -277,7 +277,3 @@ async function isIdle(client: OpencodeClient, sessionId: string): Promise<boolea
   return !mine || mine.type === 'idle';
 }
 
-/** `auto` picks OpenCode when a model for it is configured. */
-export function openCodeUsableWith(env: Record<string, string | undefined>): boolean {
-  return Boolean(env.OPENCODE_MODEL);
-}
