@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseInboundContent } from '../src/db/content.js';
 import type { InboundRow } from '../src/db/types.js';
-import { formatBatch, formatTime, type FormattableMessage } from '../src/runner/format.js';
+import { formatBatch, type FormattableMessage } from '../src/runner/format.js';
+import { formatTime } from '../src/shared/time.js';
 
 let nextSeq = 1;
 function message(kind: string, content: unknown, extra: Partial<InboundRow> = {}): FormattableMessage {

@@ -1,7 +1,7 @@
 import { CronExpressionParser } from 'cron-parser';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InboundRow } from '../src/db/types.js';
-import { formatTime } from '../src/runner/format.js';
+import { formatTime } from '../src/shared/time.js';
 import { closeAllMcpClients, putBatchInFlight, startMcpClient } from './support/mcp-client.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 

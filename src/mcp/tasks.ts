@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { prepared } from '../db/connection.js';
 import { insertInbound, insertOutbound } from '../db/messages.js';
 import type { InboundRow } from '../db/types.js';
-import { formatTime } from '../runner/format.js';
+import { formatTime } from '../shared/time.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, MAX_TEXT_CHARS, text } from './schemas.js';

@@ -1,3 +1,4 @@
+import type { InboundContent } from '../db/content.js';
 import type { RoutingContext } from '../db/types.js';
 import type { ClaimedMessage } from './queue.js';
 
@@ -46,4 +47,20 @@ export function describeKinds(messages: ClaimedMessage[]): string {
   const counts = new Map<string, number>();
   for (const { message } of messages) counts.set(message.kind, (counts.get(message.kind) ?? 0) + 1);
   return [...counts].map(([kind, count]) => `${kind}×${count}`).join(', ');
+}
+
+/** The words a conversation is named after: the first message's text, prompt, or event. */
+export function summarySourceOf(message: InboundContent | undefined): string {
+  if (!message) return 'conversation';
+  switch (message.kind) {
+    case 'chat':
+    case 'chat-sdk':
+      return message.content.text;
+    case 'task':
+      return message.content.prompt;
+    case 'webhook':
+      return `${message.content.source} ${message.content.event}`;
+    case 'system':
+      return String('action' in message.content ? message.content.action : message.content.type);
+  }
 }

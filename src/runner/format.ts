@@ -7,6 +7,7 @@ import type {
   WebhookContent,
 } from '../db/content.js';
 import type { InboundRow } from '../db/types.js';
+import { formatTime } from '../shared/time.js';
 import { escapeXml, xmlAttributes } from './xml.js';
 
 /**
@@ -52,34 +53,6 @@ export function formatBatch(messages: FormattableMessage[], options: FormatOptio
   }
   flushChat();
   return sections.join(SECTION_SEPARATOR);
-}
-
-/** One formatter per zone: building an Intl.DateTimeFormat costs ~20× more than using one (bench profile). */
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatterFor(timeZone: string): Intl.DateTimeFormat {
-  let formatter = formatters.get(timeZone);
-  if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-CA', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-    });
-    formatters.set(timeZone, formatter);
-  }
-  return formatter;
-}
-
-export function formatTime(iso: string, timeZone: string): string {
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return iso;
-  const parts = formatterFor(timeZone).formatToParts(date);
-  const get = (type: string): string => parts.find((p) => p.type === type)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}`;
 }
 
 function formatChat(item: FormattableMessage, options: FormatOptions): string {

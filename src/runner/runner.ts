@@ -14,8 +14,8 @@ import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput } from '../
 import type { AttachmentCodec } from '../runtime/attachments.js';
 import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
-import { archiveTranscript, summarySourceOf, Transcript } from './archive.js';
-import { Batch, describeKinds } from './batch.js';
+import { archiveTranscript, Transcript } from '../shared/transcript-archive.js';
+import { Batch, describeKinds, summarySourceOf } from './batch.js';
 import type { BatchFormatter } from './batch-formatter.js';
 import { detectCommand, withPromptExpanded } from './commands.js';
 import type { RunnerConfig } from './config.js';

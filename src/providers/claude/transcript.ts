@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import { archiveTranscript as writeArchive, Transcript } from '../../runner/archive.js';
+import { archiveTranscript as writeArchive, Transcript } from '../../shared/transcript-archive.js';
 
 /**
  * Transcript archiving for Claude (seed "对话转录归档"): before Claude Code compacts a conversation, its JSONL

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { InboundContent } from '../db/content.js';
-import { formatTime } from './format.js';
+import { formatTime } from './time.js';
 
 /**
- * Transcript archive (seed "对话转录归档"): for providers without a compaction hook the runner writes each query's
+ * Transcript archive (seed "对话转录归档"), shared by the runner and the Claude provider's PreCompact hook: for
+ * providers without a compaction hook the runner writes each query's
  * turns — prompts and results with their times — to `agent/conversations/{date}-{summary}.md`, readable by a person.
  */
 export interface TranscriptTurn {
@@ -20,22 +20,6 @@ export class Transcript {
 
   add(role: TranscriptTurn['role'], text: string): void {
     this.turns.push({ at: new Date().toISOString(), role, text });
-  }
-}
-
-/** The words a conversation is named after: the first message's text, prompt, or event. */
-export function summarySourceOf(message: InboundContent | undefined): string {
-  if (!message) return 'conversation';
-  switch (message.kind) {
-    case 'chat':
-    case 'chat-sdk':
-      return message.content.text;
-    case 'task':
-      return message.content.prompt;
-    case 'webhook':
-      return `${message.content.source} ${message.content.event}`;
-    case 'system':
-      return String('action' in message.content ? message.content.action : message.content.type);
   }
 }
 
