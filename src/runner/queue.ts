@@ -114,7 +114,8 @@ export class InboundQueue {
   msUntilNextDue(): number | undefined {
     const row = prepared(this.db, NEXT_DUE).get({ now: isoNow() }) as { jd: number | null };
     if (row.jd === null) return undefined;
-    const dueMs = (row.jd - 2440587.5) * 86_400_000;
+    // julianday is a double: round to the whole millisecond the row was written with, or float noise adds 1 ms
+    const dueMs = Math.round((row.jd - 2440587.5) * 86_400_000);
     return Math.max(0, Math.ceil(dueMs - Date.now()));
   }
 
