@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from './support/processes.js';
 import { BwrapLauncher, runnerUnder } from '../src/container/bwrap.js';
 import { packageRoot } from '../src/container/config.js';
 import { onPath } from './support/dockerd.js';
@@ -14,15 +15,6 @@ if (skip) console.warn(`[container] skipping bwrap tests: ${skip}`);
 
 const launcher = new BwrapLauncher({ appRoot: packageRoot(BUILT_CLI), node: process.execPath, isolateNetwork: true, extraEnv: [] }, BUILT_CLI);
 const env = { AGENT_PROVIDER: 'mock', TZ: 'UTC', PINCER_POLL_IDLE_MS: '60000' };
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function hostPid(runner: TrackedRunner): Promise<number> {
   return waitFor('the runner inside bwrap', () => runnerUnder(runner.handle.child.pid!));
@@ -54,7 +46,7 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
     const pid = await hostPid(runner);
     expect(await runner.handle.stop()).toBe(0);
     expect(runner.stderr()).toContain('[runner] stopped');
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
   });
 
   it('sees only loopback, only the runner environment, and has no capabilities', async () => {
@@ -88,7 +80,7 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
     const { id } = s.chat('keep me');
     await waitFor('processing', () => s.inbound(id).status === 'processing');
     expect(await runner.handle.kill()).toBe('SIGKILL');
-    await waitFor('the sandboxed runner gone', () => !alive(pid));
+    await waitFor('the sandboxed runner gone', () => !isAlive(pid));
     expect(s.inbound(id)).toMatchObject({ status: 'processing', tries: 1 });
     s.db.prepare("UPDATE messages_in SET status = 'pending' WHERE id = ?").run(id);
     const again = launchTracked(launcher, { workspace: s.paths.root, env });

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from './support/processes.js';
 import { createLauncher, loadLauncherConfig } from '../src/container/index.js';
 import { killAllLaunched, launchTracked } from './support/launched-runners.js';
 import { BUILT_CLI } from './support/runner-harness.js';
@@ -55,9 +56,9 @@ describe('the process launcher', () => {
     try {
       await waitFor('runner ready', () => fs.existsSync(logFile) && fs.readFileSync(logFile, 'utf8').includes('[runner] ready'));
       const runnerPid = Number(/launched (\d+)/.exec(out)?.[1]);
-      expect(alive(runnerPid)).toBe(true);
+      expect(isAlive(runnerPid)).toBe(true);
       host.kill('SIGKILL');
-      await waitFor('the orphaned runner gone', () => !alive(runnerPid));
+      await waitFor('the orphaned runner gone', () => !isAlive(runnerPid));
       expect(fs.readFileSync(logFile, 'utf8')).toContain('[runner] stopped');
     } finally {
       host.kill('SIGKILL');
@@ -65,11 +66,3 @@ describe('the process launcher', () => {
   });
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

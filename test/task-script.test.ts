@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from './support/processes.js';
 import { DEFAULT_SCRIPT_TIMEOUT_MS, runTaskScript, scriptEnvironment } from '../src/runner/task-script.js';
 import { waitFor } from './support/wait.js';
 
@@ -16,15 +17,6 @@ function tmp(): string {
 
 const env = { PATH: process.env.PATH, HOME: '/tmp', TZ: 'UTC', LANG: 'C.UTF-8', ANTHROPIC_API_KEY: 'sk-secret', GITHUB_TOKEN: 'ghp-secret', ALLOWED_ONE: 'ok' };
 const run = (script: string, timeoutMs = 10_000) => runTaskScript(script, { cwd: tmp(), env, timeoutMs, allowEnv: ['ALLOWED_ONE'] });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('task pre-scripts', () => {
   it('defaults to the seed timeout of 30 s', () => {
@@ -56,7 +48,7 @@ describe('task pre-scripts', () => {
     const outcome = await run(`sleep 60 & echo $! > ${pidFile}\nsleep 60\n`, 1000);
     expect(outcome).toEqual({ ok: false, error: 'script timed out after 1000 ms and was killed' });
     const child = Number(fs.readFileSync(pidFile, 'utf8'));
-    await waitFor('background child killed', () => !alive(child), { timeoutMs: 5000 });
+    await waitFor('background child killed', () => !isAlive(child), { timeoutMs: 5000 });
   });
 
   it('kills children a script leaves behind when it exits', async () => {
@@ -64,7 +56,7 @@ describe('task pre-scripts', () => {
     const pidFile = path.join(dir, 'child.pid');
     expect(await run(`sleep 60 & echo $! > ${pidFile}\necho '{"wakeAgent": false}'`)).toEqual({ ok: true, wakeAgent: false, data: undefined });
     const child = Number(fs.readFileSync(pidFile, 'utf8'));
-    await waitFor('left-behind child killed', () => !alive(child), { timeoutMs: 5000 });
+    await waitFor('left-behind child killed', () => !isAlive(child), { timeoutMs: 5000 });
   });
 
   it('never sees secrets: only PATH, HOME, TZ, LANG and allowed names', async () => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { isAlive } from './processes.js';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -119,13 +120,9 @@ export async function stopAllHosts(): Promise<{ hosts: number; runners: number }
 /** Runner processes started by any host of this file that are still alive. */
 export function runnerPidsLeft(): number[] {
   return [...allRunnerPids].filter((pid) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      allRunnerPids.delete(pid);
-      return false;
-    }
+    if (isAlive(pid)) return true;
+    allRunnerPids.delete(pid);
+    return false;
   });
 }
 

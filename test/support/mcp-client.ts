@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 import { initRunnerState, readRunnerState, setRunnerBatch } from '../../src/db/state.js';
 import type { InboundRow, RoutingContext, RunnerStateName } from '../../src/db/types.js';
 import { BUILT_CLI } from './runner-harness.js';
+import { isAlive } from './processes.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -81,16 +82,6 @@ export async function closeAllMcpClients(): Promise<number> {
   return left.length;
 }
 
-/** True while a process with this pid exists. */
-export function isAlive(pid: number | null): boolean {
-  if (pid === null) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Make `runner_state` say that a runner has the inbound row `id` in flight, with that row's routing — what the real
@@ -103,3 +94,5 @@ export function putBatchInFlight(db: Database.Database, id: string, state: Runne
   setRunnerBatch(db, state, [id], routing);
   return routing;
 }
+
+export { isAlive } from './processes.js';

@@ -56,3 +56,14 @@ export async function reapSessionProcesses(root: string, graceMs = 10_000): Prom
   }
   return left;
 }
+
+/** True while a process with this pid exists. */
+export function isAlive(pid: number | null): boolean {
+  if (pid === null) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
