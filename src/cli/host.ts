@@ -7,8 +7,15 @@ import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
-import { openCentralDb } from '../host/central-db/store.js';
-import { createLogger } from '../shared/log.js';
+import { CentralStore, openCentralDb } from '../host/central-db/store.js';
+import { usageRoutes } from '../host/channels/http/routes/usage.js';
+import type { HttpRouteModule } from '../host/channels/http/types.js';
+import { HostMetrics } from '../host/metrics.js';
+import { Budgets } from '../host/usage/budgets.js';
+import { UsageLedger } from '../host/usage/ledger.js';
+import { PriceTable } from '../host/usage/prices.js';
+import { createLogger, type Logger } from '../shared/log.js';
+import type Database from 'better-sqlite3';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -44,16 +51,18 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     throw err;
   }
   fs.mkdirSync(config.home, { recursive: true });
+  const metrics = new HostMetrics();
   const channels = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
   if (config.http) {
     const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+    const routes = [usageRoutesFor(mailboxDb, config.home, metrics, config.http.metricsToken, log)];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
   }
   let host: Host;
   try {
-    host = await Host.start({ config, channels, log });
+    host = await Host.start({ config, channels, log, metrics });
   } catch (err) {
     mailboxDb?.close();
     if (!isHostError(err)) throw err;
@@ -68,6 +77,13 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   await host.stop();
   mailboxDb?.close();
   return 0;
+}
+
+/** `/v1/usage`, budgets and `/metrics`, on the HTTP channel's own connection to the central DB. */
+function usageRoutesFor(db: Database.Database, home: string, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
+  const store = new CentralStore(db);
+  const budgets = new Budgets(db, new UsageLedger(db, PriceTable.load(path.join(home, 'prices.json')), log));
+  return usageRoutes({ db, budgets, metrics, metricsToken, findGroup: (nameOrId) => store.findAgentGroup(nameOrId) });
 }
 
 function loadOrCreateToken(file: string, log: ReturnType<typeof createLogger>): string {

@@ -6,8 +6,9 @@
  * - `invalid-input`: a request or action whose input failed validation; the message names the field.
  * - `not-found`: a question, session or file that does not exist.
  * - `delivery`: a channel could not deliver a message (retried by delivery, then recorded as `delivery_error`).
+ * - `over-budget`: the agent group has reached a budget; the message says which limit and when it resets.
  */
-export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery';
+export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'over-budget';
 
 export class HostError extends Error {
   constructor(
