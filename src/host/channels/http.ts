@@ -14,7 +14,7 @@ import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from 
 /**
  * The HTTP channel: a JSON API on loopback (by default) with a bearer token. A conversation is any id a client picks
  * (`/v1/conversations/{id}/…`); what the agent sends to it is stored in the mailbox and streamed over SSE.
- * README "HTTP API" lists the routes with curl examples.
+ * docs/http-api.md lists the routes with curl examples.
  */
 export interface HttpChannelOptions {
   port: number;
