@@ -36,7 +36,7 @@ export class HostMetrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'pincer_host_' });
-    const metrics = this;
+    const gauges = (): HostGaugeSource | undefined => this.source;
     new Gauge({
       name: 'pincer_runners',
       help: 'Runners the host supervises, by state.',
@@ -44,7 +44,7 @@ export class HostMetrics {
       registers,
       collect() {
         this.reset();
-        for (const [state, n] of Object.entries(metrics.source?.runnersByState() ?? {})) this.set({ state }, n);
+        for (const [state, n] of Object.entries(gauges()?.runnersByState() ?? {})) this.set({ state }, n);
       },
     });
     new Gauge({
@@ -52,7 +52,7 @@ export class HostMetrics {
       help: 'Inbound messages pending or in work, over all sessions.',
       registers,
       collect() {
-        this.set(metrics.source?.pendingMessages() ?? 0);
+        this.set(gauges()?.pendingMessages() ?? 0);
       },
     });
     this.pickupLatency = new Histogram({
