@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AttachmentSchema, describeIssues } from '../../db/content.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { HostError, isHostError } from '../errors.js';
+import { isUntrustedPathError, openOutboxFile } from '../untrusted-files.js';
 import type { ConversationRef } from '../types.js';
 import type { HttpMailbox, MailboxEvent } from './http-mailbox.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
@@ -25,6 +26,8 @@ export interface HttpChannelOptions {
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
+/** the shortest token accepted at all (PINCER_HTTP_TOKEN); a generated token file holds 32 random bytes. */
+const MIN_ENV_TOKEN_LENGTH = 16;
 const KEEPALIVE_MS = 15_000;
 const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -62,7 +65,10 @@ export class HttpChannel implements ChannelAdapter {
   private readonly streams = new Map<string, Set<http.ServerResponse>>();
   private keepalive: NodeJS.Timeout | null = null;
 
-  constructor(private readonly options: HttpChannelOptions) {}
+  constructor(private readonly options: HttpChannelOptions) {
+    // An empty token would compare equal to a missing header: authentication must never be off by accident.
+    if (options.token.length < MIN_ENV_TOKEN_LENGTH) throw new HostError('config', `the HTTP token must be at least ${MIN_ENV_TOKEN_LENGTH} characters`);
+  }
 
   async start(host: HostApi): Promise<void> {
     this.host = host;
@@ -182,9 +188,17 @@ export class HttpChannel implements ChannelAdapter {
   private file(res: http.ServerResponse, eventId: string, index: string): void {
     const event = this.options.mailbox.get(Number(eventId));
     const file = event?.files[Number(index)];
-    if (!file || !fs.existsSync(file)) throw new HttpError(404, `no file ${eventId}/${index}`);
+    if (!file) throw new HttpError(404, `no file ${eventId}/${index}`);
+    let fd: number;
+    try {
+      fd = openOutboxFile(file); // the agent may have swapped it for a link since delivery
+    } catch (err) {
+      if (!isUntrustedPathError(err)) throw err;
+      this.options.log.warn(`http: file ${eventId}/${index} refused: ${err.message}`);
+      throw new HttpError(404, `no file ${eventId}/${index} (${err.code === 'missing' ? 'it is gone' : 'refused: not a regular file in the outbox'})`);
+    }
     res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Disposition': `attachment; filename="${path.basename(file).replace(/"/g, '')}"` });
-    fs.createReadStream(file).pipe(res);
+    fs.createReadStream('', { fd }).pipe(res);
   }
 
   private authorised(req: http.IncomingMessage): boolean {
@@ -205,7 +219,8 @@ export class HttpChannel implements ChannelAdapter {
     }
     if (err instanceof HttpError) return json(res, err.status, { error: err.message, ...(err.field ? { field: err.field } : {}) });
     if (isHostError(err)) {
-      const status = err.code === 'invalid-input' ? 400 : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group' ? 404 : 500;
+      const status =
+        err.code === 'invalid-input' ? 400 : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group' ? 404 : err.code === 'quarantined' ? 503 : 500;
       return json(res, status, { error: err.message, code: err.code, ...(err.field ? { field: err.field } : {}) });
     }
     this.options.log.error(`http: ${errorMessage(err)}`);
