@@ -1,12 +1,12 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
+import { prepareHome } from '../host/home.js';
+import { loadOrCreateToken } from '../host/http-token.js';
 import { CentralStore, openCentralDb } from '../host/central-db/store.js';
 import { usageRoutes } from '../host/channels/http/routes/usage.js';
 import type { HttpRouteModule } from '../host/channels/http/types.js';
@@ -50,14 +50,21 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
-  fs.mkdirSync(config.home, { recursive: true });
   const metrics = new HostMetrics();
   const channels = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
   if (config.http) {
-    const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+    let token: string;
+    try {
+      prepareHome(config.home);
+      token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+    } catch (err) {
+      if (!isHostError(err)) throw err;
+      log.error(err.message);
+      return 2;
+    }
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    const routes = [usageRoutesFor(mailboxDb, config.home, metrics, config.http.metricsToken, log)];
+    const routes = [usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log)];
     channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
   }
   let host: Host;
@@ -86,18 +93,11 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
 }
 
 /** `/v1/usage`, budgets and `/metrics`, on the HTTP channel's own connection to the central DB. */
-function usageRoutesFor(db: Database.Database, home: string, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
+function usageRoutesFor(db: Database.Database, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
   const store = new CentralStore(db);
-  const budgets = new Budgets(db, new UsageLedger(db, PriceTable.load(path.join(home, 'prices.json')), log));
+  // Only lists and changes budgets here: no pricing, so the built-in table will do.
+  const budgets = new Budgets(db, new UsageLedger(db, new PriceTable(), log));
   return usageRoutes({ db, budgets, metrics, metricsToken, findGroup: (nameOrId) => store.findAgentGroup(nameOrId) });
-}
-
-function loadOrCreateToken(file: string, log: ReturnType<typeof createLogger>): string {
-  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  const token = randomBytes(24).toString('hex');
-  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  log.info(`http token created in ${file}`);
-  return token;
 }
 
 function parsePort(value: string): number {
