@@ -14,7 +14,7 @@ import { waitFor } from './support/wait.js';
  */
 let dir: string;
 let file: string;
-let dbs: ReturnType<typeof openCentralDb>[] = [];
+const dbs: ReturnType<typeof openCentralDb>[] = [];
 let state: SqliteStateAdapter;
 
 function open(): SqliteStateAdapter {

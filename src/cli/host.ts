@@ -8,6 +8,9 @@ import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { openCentralDb } from '../host/central-db/store.js';
+import type { ChannelAdapter } from '../host/channels/types.js';
+import { platformsIn } from '../host/platforms/catalog.js';
+import { PlatformWebhooks } from '../host/platforms/webhooks.js';
 import { createLogger } from '../shared/log.js';
 
 /**
@@ -43,13 +46,31 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
+  const platforms = platformsIn(process.env);
+  const refusal = [
+    ...platforms.incomplete,
+    ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
+  ];
+  if (refusal.length > 0) {
+    for (const line of refusal) log.error(line);
+    return 2;
+  }
   fs.mkdirSync(config.home, { recursive: true });
-  const channels = [];
+  const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
-  if (config.http) {
+  if (config.http || platforms.enabled.length > 0) mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
+  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
+  const platformChannels =
+    platforms.enabled.length > 0 && mailboxDb
+      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
+          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+        )
+      : [];
+  channels.push(...platformChannels);
+  if (config.http && mailboxDb) {
     const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
-    mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+    const webhooks = new PlatformWebhooks(platformChannels, log);
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, webhooks }));
   }
   let host: Host;
   try {

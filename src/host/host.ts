@@ -9,7 +9,7 @@ import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
-import type { SessionRecord } from './central-db/types.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError } from './errors.js';
@@ -109,10 +109,12 @@ export class Host implements HostApi {
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
     const written = insertInbound(slot.db, {
+      ...(message.id ? { id: message.id } : {}),
       kind: message.kind,
       content: message.content,
       processAfter: message.processAfter ?? null,
       recurrence: message.recurrence ?? null,
+      trigger: message.trigger ?? 1,
       ...routing(message.conversation),
     });
     slot.touch();
@@ -155,6 +157,14 @@ export class Host implements HostApi {
       processAfter,
       recurrence: task.recurrence ?? null,
     });
+  }
+
+  groupOf(conversation: ConversationRef): AgentGroup {
+    return this.sessions.resolveGroup(conversation);
+  }
+
+  sessionFolderOf(conversation: ConversationRef): string {
+    return this.sessionOf(conversation).slot.session.folder;
   }
 
   listSessions(): SessionSummary[] {

@@ -8,6 +8,7 @@ import { AttachmentSchema, describeIssues } from '../../db/content.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { HostError, isHostError } from '../errors.js';
 import type { ConversationRef } from '../types.js';
+import type { PlatformWebhooks } from '../platforms/webhooks.js';
 import type { HttpMailbox, MailboxEvent } from './http-mailbox.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
 
@@ -22,6 +23,8 @@ export interface HttpChannelOptions {
   token: string;
   mailbox: HttpMailbox;
   log: Logger;
+  /** chat platform webhooks (`/webhooks/<platform>`), answered before the bearer-token check: each is signed. */
+  webhooks?: PlatformWebhooks;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -120,6 +123,7 @@ export class HttpChannel implements ChannelAdapter {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     if (req.method === 'GET' && url.pathname === '/v1/health') return json(res, 200, { ok: true });
+    if (this.options.webhooks?.matches(req)) return this.options.webhooks.handle(req, res);
     if (!this.authorised(req)) {
       res.setHeader('WWW-Authenticate', 'Bearer');
       return json(res, 401, { error: 'missing or wrong bearer token (Authorization: Bearer <token>)' });
