@@ -2,15 +2,15 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HttpMailbox } from '../host/channels/http-mailbox.js';
-import { HttpChannel } from '../host/channels/http.js';
+import { HttpMailbox } from '../host/channels/http/mailbox.js';
+import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import type { ChannelAdapter } from '../host/channels/types.js';
 import { platformsIn } from '../host/platforms/catalog.js';
-import { PlatformWebhooks } from '../host/platforms/webhooks.js';
+import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
 import { createLogger } from '../shared/log.js';
 
 /**
@@ -24,7 +24,7 @@ export function registerHostCommand(program: Command): void {
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
     .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
     .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
-    .option('--provider <name>', 'provider of the default agent group when it is created (default AGENT_PROVIDER or auto)')
+    .option('--provider <name>', 'provider of the default agent group (default: AGENT_PROVIDER when the group is created, else auto)')
     .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
       process.exitCode = await runHost(options);
     });
@@ -69,8 +69,8 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   channels.push(...platformChannels);
   if (config.http && mailboxDb) {
     const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
-    const webhooks = new PlatformWebhooks(platformChannels, log);
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, webhooks }));
+    const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
   }
   let host: Host;
   try {
@@ -80,6 +80,12 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     if (!isHostError(err)) throw err;
     log.error(err.message);
     return 2;
+  }
+  // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
+  const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
+  if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
+    host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
+    log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -13,7 +13,7 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    description: 'tables of SPEC §2',
+    description: 'messages, session and runner state tables',
     up(db) {
       db.exec(`
         CREATE TABLE IF NOT EXISTS messages_in (
@@ -77,6 +77,31 @@ export const MIGRATIONS: readonly Migration[] = [
         CREATE INDEX IF NOT EXISTS messages_in_pending ON messages_in (status, seq);
         CREATE INDEX IF NOT EXISTS messages_in_series ON messages_in (series_id);
         CREATE INDEX IF NOT EXISTS messages_out_undelivered ON messages_out (delivered_at, seq);
+      `);
+    },
+  },
+  {
+    version: 3,
+    description: 'turn_usage: what each turn cost, written with its result',
+    up(db) {
+      // One row per turn. `id` is the host's cursor when it copies rows into its ledger; rows are never updated.
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS turn_usage (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          turn_id TEXT NOT NULL UNIQUE,
+          in_reply_to TEXT,
+          series_id TEXT,
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          input_tokens INTEGER NOT NULL,
+          output_tokens INTEGER NOT NULL,
+          cache_read_tokens INTEGER NOT NULL,
+          cache_write_tokens INTEGER NOT NULL,
+          cost_usd REAL,
+          duration_ms INTEGER NOT NULL,
+          by_model TEXT,
+          created_at TEXT NOT NULL
+        );
       `);
     },
   },
