@@ -142,6 +142,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     const limit = Number(body.limit ?? 100);
     const timeoutS = Number(body.timeout ?? 0);
     const pending = (): typeof updates => updates.filter((u) => u.update_id >= offset).slice(0, limit);
+    record(200); // recorded on arrival: a long poll is answered only when an update comes or it times out
     if (pending().length === 0 && timeoutS > 0) {
       await new Promise<void>((resolve) => {
         const done = (): void => {
@@ -155,7 +156,6 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
       });
     }
     if (res.destroyed) return;
-    record(200);
     reply(res, 200, { ok: true, result: pending() });
   }
 

@@ -83,6 +83,8 @@ export class PlatformChannel implements ChannelAdapter {
     this.typing.clear();
     await this.ready?.catch(() => undefined);
     await this.chat?.shutdown().catch((err: unknown) => this.options.log.warn(`${this.type}: shutdown: ${errorMessage(err)}`));
+    // Telegram's adapter has no disconnect: its long poll is stopped here, or it would keep the process alive.
+    await stopPolling(this.adapter);
   }
 
   /** A webhook request for this platform (POST /webhooks/<platform>), verified by the adapter before anything is stored. */
@@ -251,6 +253,7 @@ export class PlatformChannel implements ChannelAdapter {
         const delay = Math.min(START_RETRY_MAX_MS, START_RETRY_BASE_MS * 2 ** (this.startFailures - 1));
         this.options.log.warn(`${this.type}: could not connect (${errorMessage(err)}); retry in ${delay} ms`);
         void this.chat?.shutdown().catch(() => undefined);
+        void stopPolling(this.adapter);
         this.chat = null;
         this.retryTimer = setTimeout(() => {
           this.retryTimer = null;
@@ -318,6 +321,11 @@ export class PlatformChannel implements ChannelAdapter {
     };
     return logger;
   }
+}
+
+async function stopPolling(adapter: Adapter | null): Promise<void> {
+  const polling = adapter as { stopPolling?: () => Promise<void> } | null;
+  await polling?.stopPolling?.().catch(() => undefined);
 }
 
 function describeArg(arg: unknown): string {
