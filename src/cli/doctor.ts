@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import path from 'node:path';
+import { describePlatforms } from '../host/platforms/catalog.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../runtime/doctor.js';
 
@@ -10,15 +11,17 @@ import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../runtime/do
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check providers, provider selection and resource packages of each session')
+    .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory whose sessions/* to check (default: $PINCER_HOME, else ./.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
     .action((options: { home?: string; workspace?: string[] }) => {
       const home = path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
+      const platforms = describePlatforms(process.env);
       process.stdout.write(renderReport(report, options.workspace ? undefined : home));
-      process.exitCode = report.failures > 0 ? 1 : 0;
+      process.stdout.write(['', 'chat platforms (docs/platforms.md):', ...platforms.lines, ''].join('\n'));
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
 }
 

@@ -201,6 +201,7 @@ export function requesterOf(db: Database.Database, row: OutboundRow): string | u
   const parsed = parseInboundContent(trigger.kind, trigger.content);
   if (!parsed.ok) return undefined;
   if (parsed.value.kind === 'chat') return parsed.value.content.senderId;
-  if (parsed.value.kind === 'chat-sdk') return parsed.value.content.author.userId;
+  // A platform user is `<platform>:<user id>` (telegram:12345), as admin lists name them: ids are per platform.
+  if (parsed.value.kind === 'chat-sdk') return parsed.value.content.author.userId && `${trigger.channel_type}:${parsed.value.content.author.userId}`;
   return undefined;
 }

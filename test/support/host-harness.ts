@@ -68,9 +68,11 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
     stderr += chunk;
     for (const m of chunk.matchAll(/runner started for \S+: pid (\d+)/g)) allRunnerPids.add(Number(m[1]));
   });
+  // Declared before the exit listener: a host that exits before listening must not hit the handle's TDZ.
+  let handle: HostHandle | undefined;
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => {
-      hosts.delete(handle);
+      if (handle) hosts.delete(handle);
       resolve(code ?? signal ?? -1);
     }),
   );
@@ -79,7 +81,7 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
     const m = /http channel listening on http:\/\/[^:]+:(\d+)/.exec(stderr);
     return m ? Number(m[1]) : undefined;
   });
-  const handle: HostHandle = {
+  handle = {
     child,
     home,
     port,

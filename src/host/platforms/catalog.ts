@@ -22,6 +22,8 @@ export interface PlatformSpec {
   title: string;
   /** the longest text one platform message carries; longer answers are split. */
   textLimit: number;
+  /** what to set to enable it (for `pincer doctor`). */
+  enable: string;
   /** every environment variable the adapter reads (all kept away from runners: they hold platform secrets). */
   variables: readonly string[];
   status(env: NodeJS.ProcessEnv): PlatformStatus;
@@ -44,6 +46,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     name: 'telegram',
     title: 'Telegram',
     textLimit: 4096,
+    enable: 'TELEGRAM_BOT_TOKEN',
     variables: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET_TOKEN', 'TELEGRAM_API_BASE_URL', 'TELEGRAM_BOT_USERNAME', 'TELEGRAM_ALLOWED_USER_IDS'],
     status: (env) =>
       byVariables(env, ['TELEGRAM_BOT_TOKEN'], ['TELEGRAM_BOT_TOKEN'], () =>
@@ -61,6 +64,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     name: 'slack',
     title: 'Slack',
     textLimit: 12_000,
+    enable: 'SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (or SLACK_APP_TOKEN for Socket Mode)',
     variables: ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN', 'SLACK_API_URL'],
     status(env) {
       if (set(env, 'SLACK_APP_TOKEN')) {
@@ -91,6 +95,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     name: 'discord',
     title: 'Discord',
     textLimit: 2000,
+    enable: 'DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY and DISCORD_APPLICATION_ID',
     variables: ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID', 'DISCORD_API_URL', 'DISCORD_MENTION_ROLE_IDS'],
     status: (env) =>
       byVariables(env, ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'], ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'], () => ({
@@ -107,6 +112,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     name: 'whatsapp',
     title: 'WhatsApp',
     textLimit: 4096,
+    enable: 'WHATSAPP_ACCESS_TOKEN, WHATSAPP_APP_SECRET, WHATSAPP_PHONE_NUMBER_ID and WHATSAPP_VERIFY_TOKEN',
     variables: ['WHATSAPP_ACCESS_TOKEN', 'WHATSAPP_APP_SECRET', 'WHATSAPP_PHONE_NUMBER_ID', 'WHATSAPP_VERIFY_TOKEN', 'WHATSAPP_API_URL'],
     status(env) {
       const required = ['WHATSAPP_ACCESS_TOKEN', 'WHATSAPP_APP_SECRET', 'WHATSAPP_PHONE_NUMBER_ID', 'WHATSAPP_VERIFY_TOKEN'];
@@ -121,6 +127,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     name: 'github',
     title: 'GitHub',
     textLimit: 65_536,
+    enable: 'GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or GITHUB_APP_ID and GITHUB_PRIVATE_KEY)',
     variables: ['GITHUB_WEBHOOK_SECRET', 'GITHUB_TOKEN', 'GITHUB_APP_ID', 'GITHUB_PRIVATE_KEY', 'GITHUB_INSTALLATION_ID', 'GITHUB_API_URL', 'GITHUB_BOT_USERNAME'],
     status(env) {
       // GITHUB_TOKEN alone is common in shells and CI; the webhook secret is what says "answer on GitHub".
@@ -154,4 +161,22 @@ export function platformsIn(env: NodeJS.ProcessEnv): { enabled: { spec: Platform
     if (status.state === 'incomplete') incomplete.push(`${spec.title} is configured in part: ${status.missing} missing (see docs/platforms.md)`);
   }
   return { enabled, incomplete };
+}
+
+/** One line per platform for `pincer doctor`: on (and how events arrive), off (what to set), or incomplete. */
+export function describePlatforms(env: NodeJS.ProcessEnv): { lines: string[]; incomplete: number } {
+  const width = Math.max(...PLATFORMS.map((spec) => spec.name.length));
+  let incomplete = 0;
+  const lines = PLATFORMS.map((spec) => {
+    const status = spec.status(env);
+    const name = spec.name.padEnd(width);
+    if (status.state === 'off') return `  ${name}  off (set ${spec.enable})`;
+    if (status.state === 'incomplete') {
+      incomplete += 1;
+      return `  ${name}  ✗ configured in part: ${status.missing} missing; the host will not start`;
+    }
+    const where = status.inbound === 'webhook' ? `; webhook URL: https://<public address of the --http listener>/webhooks/${spec.name}` : '';
+    return `  ${name}  on: ${status.detail}${where}`;
+  });
+  return { lines, incomplete };
 }
