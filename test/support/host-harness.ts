@@ -68,11 +68,10 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
     stderr += chunk;
     for (const m of chunk.matchAll(/runner started for \S+: pid (\d+)/g)) allRunnerPids.add(Number(m[1]));
   });
-  // Declared before the exit listener: a host that exits before listening must not hit the handle's TDZ.
-  let handle: HostHandle | undefined;
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => {
-      if (handle) hosts.delete(handle);
+      // By child, not by handle: a host that exits before it listens has no handle yet.
+      for (const h of hosts) if (h.child === child) hosts.delete(h);
       resolve(code ?? signal ?? -1);
     }),
   );
@@ -81,7 +80,7 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
     const m = /http channel listening on http:\/\/[^:]+:(\d+)/.exec(stderr);
     return m ? Number(m[1]) : undefined;
   });
-  handle = {
+  const handle: HostHandle = {
     child,
     home,
     port,
