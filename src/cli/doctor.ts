@@ -19,13 +19,12 @@ export function registerDoctorCommand(program: Command): void {
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
       const platforms = describePlatforms(process.env);
-      process.stdout.write(renderReport(report, options.workspace ? undefined : home));
-      process.stdout.write(['', 'chat platforms (docs/platforms.md):', ...platforms.lines, ''].join('\n'));
+      process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
       process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
 }
 
-export function renderReport(report: DoctorReport, home: string | undefined): string {
+export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
   const out: string[] = [];
   out.push('providers in this environment:');
   const width = Math.max(...report.probes.map((p) => p.name.length));
@@ -68,6 +67,7 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     }
   }
   out.push('');
+  if (platformLines.length > 0) out.push('chat platforms (docs/platforms.md):', ...platformLines, '');
   out.push(summary(report));
   return out.join('\n') + '\n';
 }
