@@ -46,7 +46,6 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
-<<<<<<< HEAD
   const platforms = platformsIn(process.env);
   const refusal = [
     ...platforms.incomplete,
@@ -56,27 +55,10 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     for (const line of refusal) log.error(line);
     return 2;
   }
-  fs.mkdirSync(config.home, { recursive: true });
   const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
-  if (config.http || platforms.enabled.length > 0) mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
-  const platformChannels =
-    platforms.enabled.length > 0 && mailboxDb
-      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
-          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
-        )
-      : [];
-  channels.push(...platformChannels);
-  if (config.http && mailboxDb) {
-    const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
-    const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
-=======
-  const channels = [];
-  let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
+  let token: string | undefined;
   if (config.http) {
-    let token: string;
     try {
       prepareHome(config.home);
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
@@ -85,9 +67,22 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       log.error(err.message);
       return 2;
     }
+  }
+  if (config.http || platforms.enabled.length > 0) {
+    prepareHome(config.home);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
->>>>>>> main
+  }
+  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
+  const platformChannels =
+    platforms.enabled.length > 0 && mailboxDb
+      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
+          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+        )
+      : [];
+  channels.push(...platformChannels);
+  if (config.http && mailboxDb && token !== undefined) {
+    const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
   }
   let host: Host;
   try {

@@ -205,22 +205,3 @@ function parse<T>(schema: z.ZodType<T>, content: Record<string, unknown>): T {
   }
   return parsed.data;
 }
-<<<<<<< HEAD
-
-/**
- * Who asked: the sender id of the message the action answers (chat `senderId`, chat-sdk `author.userId`). Never the
- * display name: anyone can call themselves "admin".
- */
-export function requesterOf(db: Database.Database, row: OutboundRow): string | undefined {
-  if (!row.in_reply_to) return undefined;
-  const trigger = getInbound(db, row.in_reply_to);
-  if (!trigger) return undefined;
-  const parsed = parseInboundContent(trigger.kind, trigger.content);
-  if (!parsed.ok) return undefined;
-  if (parsed.value.kind === 'chat') return parsed.value.content.senderId;
-  // A platform user is `<platform>:<user id>` (telegram:12345), as admin lists name them: ids are per platform.
-  if (parsed.value.kind === 'chat-sdk') return parsed.value.content.author.userId && `${trigger.channel_type}:${parsed.value.content.author.userId}`;
-  return undefined;
-}
-=======
->>>>>>> main

@@ -132,7 +132,7 @@ export class Host implements HostApi {
       trigger: message.trigger ?? 1,
       ...routing(message.conversation),
     });
-    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value), ...message.conversation });
+    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
@@ -375,10 +375,13 @@ function routing(c: ConversationRef): { channelType: string; platformId: string;
   return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
 }
 
-/** The sender's platform user id as the channel gave it (never the display name, which anyone can choose). */
-function senderIdOf(parsed: InboundContent): string | null {
+/**
+ * The sender's platform user id as the channel gave it (never the display name, which anyone can choose). A chat
+ * platform's user is `<platform>:<user id>` (telegram:12345), as admin lists and allow-lists name them.
+ */
+function senderIdOf(parsed: InboundContent, channelType: string): string | null {
   if (parsed.kind === 'chat') return parsed.content.senderId ?? null;
-  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ?? null;
+  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ? `${channelType}:${parsed.content.author.userId}` : null;
   return null;
 }
 

@@ -67,7 +67,25 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-<<<<<<< HEAD
+    description: 'who sent each inbound message the host wrote (authority for system actions)',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS inbound_senders (
+          session_id TEXT NOT NULL REFERENCES sessions(id),
+          message_id TEXT NOT NULL,
+          sender_id TEXT,
+          channel_type TEXT NOT NULL,
+          platform_id TEXT NOT NULL,
+          thread_id TEXT,
+          created_at TEXT NOT NULL,
+          PRIMARY KEY (session_id, message_id)
+        );
+        CREATE INDEX IF NOT EXISTS inbound_senders_session ON inbound_senders (session_id);
+      `);
+    },
+  },
+  {
+    version: 3,
     description: 'Chat SDK state of the platform channels: subscriptions, locks, key-value cache, lists, queues',
     up(db) {
       db.exec(`
@@ -98,22 +116,6 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
           entry TEXT NOT NULL,
           PRIMARY KEY (thread_id, seq)
         );
-=======
-    description: 'who sent each inbound message the host wrote (authority for system actions)',
-    up(db) {
-      db.exec(`
-        CREATE TABLE IF NOT EXISTS inbound_senders (
-          session_id TEXT NOT NULL REFERENCES sessions(id),
-          message_id TEXT NOT NULL,
-          sender_id TEXT,
-          channel_type TEXT NOT NULL,
-          platform_id TEXT NOT NULL,
-          thread_id TEXT,
-          created_at TEXT NOT NULL,
-          PRIMARY KEY (session_id, message_id)
-        );
-        CREATE INDEX IF NOT EXISTS inbound_senders_session ON inbound_senders (session_id);
->>>>>>> main
       `);
     },
   },

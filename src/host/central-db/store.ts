@@ -4,12 +4,8 @@ import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
 import { isoNow } from '../../shared/time.js';
 import { restrictDatabaseFiles } from '../home.js';
 import { migrateCentral } from './schema.js';
-<<<<<<< HEAD
 import { z } from 'zod';
-import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
-=======
-import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord } from './types.js';
->>>>>>> main
+import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
 
 /**
  * The central DB (`<home>/pincer.db`): agent groups and their admins, conversation bindings, sessions, questions in

@@ -6,7 +6,7 @@ import { isoNow } from '../../shared/time.js';
 
 /**
  * The Chat SDK's state (thread subscriptions, per-thread locks with a TTL, a key-value cache with set-if-absent, lists
- * and per-thread queues) kept in the host's central DB (`chat_*` tables, migration 2), so a restarted host still
+ * and per-thread queues) kept in the host's central DB (`chat_*` tables), so a restarted host still
  * knows which events it has handled: a redelivered webhook or a re-polled update is claimed once
  * (`setIfNotExists`), never answered twice. No published state adapter uses SQLite. Every method runs one
  * synchronous statement or one IMMEDIATE transaction, so each is atomic against the others; times are epoch ms.
