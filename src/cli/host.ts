@@ -10,7 +10,10 @@ import { loadOrCreateToken } from '../host/http-token.js';
 import { CentralStore, openCentralDb } from '../host/central-db/store.js';
 import { usageRoutes } from '../host/channels/http/routes/usage.js';
 import type { HttpRouteModule } from '../host/channels/http/types.js';
+import type { ChannelAdapter } from '../host/channels/types.js';
 import { HostMetrics } from '../host/metrics.js';
+import { platformsIn } from '../host/platforms/catalog.js';
+import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
 import { Budgets } from '../host/usage/budgets.js';
 import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
@@ -51,10 +54,19 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     throw err;
   }
   const metrics = new HostMetrics();
-  const channels = [];
+  const platforms = platformsIn(process.env);
+  const refusal = [
+    ...platforms.incomplete,
+    ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
+  ];
+  if (refusal.length > 0) {
+    for (const line of refusal) log.error(line);
+    return 2;
+  }
+  const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
+  let token: string | undefined;
   if (config.http) {
-    let token: string;
     try {
       prepareHome(config.home);
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
@@ -63,8 +75,24 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       log.error(err.message);
       return 2;
     }
+  }
+  if (config.http || platforms.enabled.length > 0) {
+    prepareHome(config.home);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    const routes = [usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log)];
+  }
+  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
+  const platformChannels =
+    platforms.enabled.length > 0 && mailboxDb
+      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
+          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+        )
+      : [];
+  channels.push(...platformChannels);
+  if (config.http && mailboxDb && token !== undefined) {
+    const routes = [
+      usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
+      ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
+    ];
     channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
   }
   let host: Host;
