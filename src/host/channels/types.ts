@@ -1,3 +1,4 @@
+import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
 
 /**
@@ -72,6 +73,8 @@ export interface HostApi {
   scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt;
   /** Sessions of the host, with their runner's state, for diagnostics. */
   listSessions(): SessionSummary[];
+  /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
+  readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
 }
 
 export interface SessionSummary {
