@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { AccessStore } from '../host/channels/http/access.js';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
@@ -49,7 +50,9 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   if (config.http) {
     const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+    channels.push(
+      new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log }),
+    );
   }
   let host: Host;
   try {
