@@ -6,6 +6,7 @@ import { openCentralDb } from '../host/central-db/store.js';
 import { AccessStore } from '../host/channels/http/access.js';
 import { DEFAULT_HMAC_HEADER, DEFAULT_TOLERANCE_S, WEBHOOK_SCHEMES, type WebhookScheme } from '../host/channels/http/signatures.js';
 import { isHostError } from '../host/errors.js';
+import { prepareHome } from '../host/home.js';
 
 /**
  * Who may call the HTTP API, kept in the home's central DB; a running host sees every change at the next request.
@@ -128,7 +129,7 @@ function withStore(home: string, create: boolean, run: (store: AccessStore) => v
     process.stderr.write(`no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME\n`);
     return 2;
   }
-  fs.mkdirSync(home, { recursive: true });
+  prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {
     run(new AccessStore(db));

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { timingSafeEqual } from 'node:crypto';
+import { HostError } from '../../errors.js';
 import { hashSecret, type AccessStore, type Principal } from './access.js';
 import { HttpError } from './io.js';
 import type { HttpEnv } from './types.js';
@@ -14,6 +15,8 @@ import type { HttpEnv } from './types.js';
 
 export const SESSION_COOKIE = 'pincer_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
+/** the shortest admin token accepted at all (PINCER_HTTP_TOKEN); a generated token file holds 32 random bytes. */
+const MIN_TOKEN_LENGTH = 16;
 
 /** Resolves tokens and browser sessions to callers. */
 export class Authenticator {
@@ -24,6 +27,8 @@ export class Authenticator {
     adminToken: string,
     readonly access: AccessStore,
   ) {
+    // An empty token would equal a missing header: authentication must never be off by accident.
+    if (adminToken.length < MIN_TOKEN_LENGTH) throw new HostError('config', `the HTTP token must be at least ${MIN_TOKEN_LENGTH} characters`);
     this.adminToken = Buffer.from(adminToken);
     this.adminHash = hashSecret(adminToken);
   }
