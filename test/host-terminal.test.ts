@@ -19,6 +19,12 @@ function setup() {
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
     tasks: new TaskBoard(() => []),
+    groupOf: () => {
+      throw new Error('not used by the terminal');
+    },
+    sessionFolderOf: () => {
+      throw new Error('not used by the terminal');
+    },
   };
   const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
   return { input, printed: () => printed, inbound, answers, host, channel };
