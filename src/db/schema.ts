@@ -80,6 +80,31 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'turn_usage: what each turn cost, written with its result',
+    up(db) {
+      // One row per turn. `id` is the host's cursor when it copies rows into its ledger; rows are never updated.
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS turn_usage (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          turn_id TEXT NOT NULL UNIQUE,
+          in_reply_to TEXT,
+          series_id TEXT,
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          input_tokens INTEGER NOT NULL,
+          output_tokens INTEGER NOT NULL,
+          cache_read_tokens INTEGER NOT NULL,
+          cache_write_tokens INTEGER NOT NULL,
+          cost_usd REAL,
+          duration_ms INTEGER NOT NULL,
+          by_model TEXT,
+          created_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AsyncQueue } from '../shared/async-queue.js';
-import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderEvent, QueryInput } from './types.js';
+import { ProviderError } from './registry.js';
+import { turnUsageSchema } from '../shared/usage.js';
+import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderEvent, QueryInput, TurnUsage } from './types.js';
 
 /**
  * The deterministic provider (SPEC §4): answers the query and each push with one `result` whose text is `echo: ` and
@@ -12,6 +14,7 @@ import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderE
  * - MOCK_DELAY_MS: wait this long before each answer (abortable);
  * - MOCK_RECORD_FILE: append one JSON line per query and per push with what the provider was given;
  * - MOCK_NATIVE_MEDIA: `image,pdf` makes it declare native media like Claude (default: none, like Codex/OpenCode);
+ * - MOCK_USAGE: JSON fields that replace the usage every answer reports (see `mockUsage` for the defaults);
  * - a prompt containing `mock:error` yields an `error` event; `mock:crash` makes the event stream throw.
  */
 export class MockProvider implements AgentProvider {
@@ -19,8 +22,12 @@ export class MockProvider implements AgentProvider {
   readonly nativeMedia: readonly ('image' | 'pdf')[];
   private readonly delayMs: number;
   private readonly recordFile: string | undefined;
+  private readonly usage: Partial<TurnUsage>;
+  private readonly model: string;
 
   constructor(config: ProviderConfig) {
+    this.usage = parseUsageOverride(config.env.MOCK_USAGE);
+    this.model = config.model ?? 'mock';
     this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
     this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
     this.nativeMedia = (config.env.MOCK_NATIVE_MEDIA ?? '')
@@ -74,7 +81,9 @@ export class MockProvider implements AgentProvider {
         return;
       }
       turn += 1;
-      yield { type: 'result', text: `echo: ${text}`, resumeAt: `mock-turn-${turn}` };
+      const answer = `echo: ${text}`;
+      const usage = { ...mockUsage(text, answer, this.model, this.delayMs), ...this.usage };
+      yield { type: 'result', text: answer, resumeAt: `mock-turn-${turn}`, usage };
     }
   }
 
@@ -86,4 +95,36 @@ export class MockProvider implements AgentProvider {
 function promptText(prompt: string | ContentBlock[]): string {
   if (typeof prompt === 'string') return prompt;
   return prompt.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('\n');
+}
+
+/**
+ * The usage the mock reports, deterministic so tests can predict it: one input token per prompt character, one
+ * output token per answer character, no cache, $1 per million input and $2 per million output tokens, and the
+ * configured delay as the duration.
+ */
+export function mockUsage(prompt: string, answer: string, model: string, delayMs: number): TurnUsage {
+  const inputTokens = prompt.length;
+  const outputTokens = answer.length;
+  return {
+    model,
+    inputTokens,
+    outputTokens,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    costUsd: (inputTokens + 2 * outputTokens) / 1_000_000,
+    durationMs: delayMs,
+  };
+}
+
+function parseUsageOverride(raw: string | undefined): Partial<TurnUsage> {
+  if (!raw) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    value = undefined;
+  }
+  const parsed = turnUsageSchema.partial().safeParse(value);
+  if (!parsed.success) throw new ProviderError('config', `MOCK_USAGE must be a JSON object of usage fields (${parsed.error.issues[0]?.message}), got: ${raw}`);
+  return parsed.data;
 }

@@ -3,6 +3,14 @@
  * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
  */
 
+import type { TurnUsage } from '../shared/usage.js';
+
+/**
+ * What a turn cost (tokens, cache, USD, model, duration): the `usage` of a `result` event. Defined in
+ * src/shared/usage.ts so the session DB code below the providers can store it.
+ */
+export type { ModelUsage, TurnUsage } from '../shared/usage.js';
+
 /** Structured prompt content for multimodal prompts (Claude's MessageParam content blocks). */
 export type ContentBlock =
   | { type: 'text'; text: string }
@@ -57,8 +65,11 @@ export interface AgentQuery {
 export type ProviderEvent =
   /** Once per query, when the provider establishes or resumes its session. */
   | { type: 'init'; sessionId: string }
-  /** A complete answer; may come several times per query. `resumeAt` is an optional resume point to store. */
-  | { type: 'result'; text: string | null; resumeAt?: string }
+  /**
+   * A complete answer; may come several times per query. `resumeAt` is an optional resume point to store. `usage` is
+   * what the turn that produced it cost, when the provider knows (the runner records it with the answer).
+   */
+  | { type: 'result'; text: string | null; resumeAt?: string; usage?: TurnUsage }
   /** A failure. `classification` is e.g. 'quota', 'auth', 'transport'. */
   | { type: 'error'; message: string; retryable: boolean; classification?: string }
   /** Informational; logged, never acted upon. */

@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import { insertOutbound } from '../db/messages.js';
 import {
   deleteSessionValues,
   getSessionValue,
@@ -10,7 +9,8 @@ import {
   writeHeartbeat,
 } from '../db/state.js';
 import type { RoutingContext } from '../db/types.js';
-import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput } from '../providers/types.js';
+import { insertTurnResult } from '../db/usage.js';
+import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput, TurnUsage } from '../providers/types.js';
 import type { AttachmentCodec } from '../runtime/attachments.js';
 import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -244,10 +244,8 @@ export class Runner {
           setSessionValue(db, this.keys.sessionId, event.sessionId);
         } else if (event.type === 'result') {
           if (event.resumeAt) setSessionValue(db, this.keys.resumeAt, event.resumeAt);
-          if (event.text) {
-            this.writeResult(batch.routing, event.text);
-            transcript.add('agent', event.text);
-          }
+          if (event.text || event.usage) this.writeResult(batch.routing, event.text, event.usage);
+          if (event.text) transcript.add('agent', event.text);
           // The MCP server reads the routing of the batch in flight from runner_state: keep it on the current prompt.
           if (batch.answered()) setRunnerBatch(db, 'busy', batch.ids, batch.routing);
           // Everything pushed so far is with the provider; close its input so the query ends once answered.
@@ -332,8 +330,9 @@ export class Runner {
     query.abort();
   }
 
-  private writeResult(routing: RoutingContext, text: string): void {
-    insertOutbound(this.deps.db, { kind: 'chat', content: { text }, routing });
+  /** An answer and what its turn cost, in one transaction. */
+  private writeResult(routing: RoutingContext, text: string | null, usage?: TurnUsage): void {
+    insertTurnResult(this.deps.db, { routing, text, usage, provider: this.deps.providerName });
   }
 
   private logFailed(failed: { row: { id: string; seq: number }; error: string }[]): void {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { prepared } from '../../db/connection.js';
-import { isoNow } from '../../shared/time.js';
+import { prepared } from '../../../db/connection.js';
+import { isoNow } from '../../../shared/time.js';
 
 /**
  * The HTTP channel's durable mailbox (central DB table `http_outbox`). Delivering to HTTP means storing the event

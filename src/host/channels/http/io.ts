@@ -1,0 +1,88 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { z } from 'zod';
+import { describeIssues } from '../../../db/content.js';
+import { errorMessage, type Logger } from '../../../shared/log.js';
+import { isHostError } from '../../errors.js';
+
+/**
+ * Request and response helpers of the HTTP channel: reading a JSON body with a size limit, validating it with zod,
+ * and turning any thrown error into a JSON error response (`{ error, field?, code? }`) with the right status.
+ */
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** A request the API refuses: `status` and a message that says what to send instead. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+/** The raw request body, refused with 413 past `MAX_BODY_BYTES` (counted as it arrives, not from Content-Length). */
+export async function readBody(c: Context): Promise<Buffer> {
+  const body = c.req.raw.body;
+  if (!body) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, `body larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Parse a body as JSON: 400 when it is empty or not JSON. */
+export function parseJson(raw: Buffer): unknown {
+  const text = raw.toString('utf8');
+  if (text.trim() === '') throw new HttpError(400, 'empty body: send a JSON object');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, `invalid JSON body: ${errorMessage(err)}`);
+  }
+}
+
+export async function readJson(c: Context): Promise<unknown> {
+  return parseJson(await readBody(c));
+}
+
+/** Validate a body: 400 naming the first wrong field. */
+export function validate<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.join('.') || undefined;
+    throw new HttpError(400, `invalid body: ${describeIssues(parsed.error)}`, field);
+  }
+  return parsed.data;
+}
+
+/** A conversation id from the path or query: 400 unless it is 1–128 of A-Z a-z 0-9 . _ : @ -. */
+export function conversationId(value: string): string {
+  if (!CONVERSATION_ID.test(value)) throw new HttpError(400, `conversation id "${value}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, 'conversation');
+  return value;
+}
+
+/** An event id to replay after (`?after=`, `Last-Event-ID`): 0 unless a non-negative integer. */
+export function afterParam(value: string | null | undefined): number {
+  const n = Number(value ?? 0);
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** The JSON error response for anything a route threw; unexpected errors are logged and answered 500. */
+export function errorResponse(c: Context, err: unknown, log: Logger): Response {
+  if (err instanceof HttpError) return c.json({ error: err.message, ...(err.field ? { field: err.field } : {}) }, err.status);
+  if (isHostError(err)) {
+    const status = err.code === 'invalid-input' ? 400 : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group' ? 404 : 500;
+    return c.json({ error: err.message, code: err.code, ...(err.field ? { field: err.field } : {}) }, status);
+  }
+  log.error(`http: ${errorMessage(err)}`);
+  return c.json({ error: 'internal error' }, 500);
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { AttachmentSchema } from '../../../../db/content.js';
+import type { ConversationRef } from '../../../types.js';
+import { afterParam, conversationId, readJson, validate } from '../io.js';
+import type { HttpRouteModule } from '../types.js';
+
+/**
+ * Conversations: post a message, answer a question, schedule a task, read events (replay) or stream them (SSE).
+ * A conversation is any id a client picks; the host routes it to a session.
+ */
+
+const PostMessage = z.object({
+  text: z.string().min(1),
+  sender: z.string().min(1).default('http'),
+  senderId: z.string().min(1).optional(),
+  threadId: z.string().min(1).optional(),
+  attachments: z.array(AttachmentSchema).optional(),
+  replyTo: z.object({ id: z.string(), sender: z.string(), text: z.string() }).optional(),
+});
+const PostAnswer = z.object({ questionId: z.string().min(1), selectedOption: z.string(), userId: z.string().optional(), threadId: z.string().optional() });
+const PostTask = z.object({
+  prompt: z.string().min(1),
+  processAfter: z.string().optional(),
+  recurrence: z.string().optional(),
+  script: z.string().optional(),
+  threadId: z.string().min(1).optional(),
+});
+
+const conversationRef = (platformId: string, threadId?: string): ConversationRef => ({ channelType: 'http', platformId, threadId: threadId ?? null });
+
+export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, sse }) => {
+  api.post('/v1/conversations/:id/messages', async (c) => {
+    const id = conversationId(c.req.param('id'));
+    const { threadId, ...content } = validate(PostMessage, await readJson(c));
+    return c.json(host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content }), 202);
+  });
+
+  api.post('/v1/conversations/:id/answers', async (c) => {
+    const id = conversationId(c.req.param('id'));
+    const body = validate(PostAnswer, await readJson(c));
+    return c.json(host.answerQuestion(conversationRef(id, body.threadId), body), 202);
+  });
+
+  api.post('/v1/conversations/:id/tasks', async (c) => {
+    const id = conversationId(c.req.param('id'));
+    const { threadId, ...task } = validate(PostTask, await readJson(c));
+    return c.json(host.scheduleTask(conversationRef(id, threadId), task), 202);
+  });
+
+  api.get('/v1/conversations/:id/events', (c) => {
+    const id = conversationId(c.req.param('id'));
+    const events = mailbox.after(id, afterParam(c.req.query('after')));
+    return c.json({ events: events.map((e) => e.data) });
+  });
+
+  api.get('/v1/conversations/:id/stream', (c) => {
+    const id = conversationId(c.req.param('id'));
+    return sse.open(id, afterParam(c.req.header('last-event-id') ?? c.req.query('after')));
+  });
+};

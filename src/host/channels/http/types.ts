@@ -1,0 +1,49 @@
+import type { Hono } from 'hono';
+import type { Logger } from '../../../shared/log.js';
+import type { HostApi } from '../types.js';
+import type { HttpMailbox } from './mailbox.js';
+import type { SseHub } from './sse.js';
+
+/**
+ * Types shared by the HTTP channel's modules. An area of the API (conversations, webhooks, files, …) is one
+ * `HttpRouteModule`: a function that adds its routes to the two routers it is given. Routes go on `api` (behind
+ * authentication) unless they authenticate the request themselves (a signed webhook, the health check), which is
+ * the only reason to use `open`.
+ */
+
+/** Hono environment of every route: request-scoped values set by middleware. */
+export interface HttpEnv {
+  Variables: Record<string, never>;
+}
+
+export type HttpRouter = Hono<HttpEnv>;
+
+export interface HttpRouters {
+  /** routes that need an authenticated caller (the bearer token); authentication runs before them. */
+  api: HttpRouter;
+  /** routes that check the request themselves or need no caller at all; nothing runs before them. */
+  open: HttpRouter;
+}
+
+/** What a route module may use. */
+export interface HttpContext {
+  host: HostApi;
+  mailbox: HttpMailbox;
+  /** the open SSE streams, by conversation. */
+  sse: SseHub;
+  log: Logger;
+}
+
+/** Adds one area's routes. Called once when the channel starts, before it listens. */
+export type HttpRouteModule = (routers: HttpRouters, context: HttpContext) => void;
+
+export interface HttpChannelOptions {
+  port: number;
+  host: string;
+  /** the bearer token every `api` route requires. */
+  token: string;
+  mailbox: HttpMailbox;
+  log: Logger;
+  /** more areas to serve, after the built-in ones (see `routes/index.ts`). */
+  routes?: HttpRouteModule[];
+}
