@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { sessionPaths, type SessionPaths } from '../db/layout.js';
+import { ModelSettingsSchema, type ModelSettings } from '../runtime/model-route.js';
 import { isValidTimeZone } from '../shared/time.js';
 import type { WakeMode } from './wake.js';
 
@@ -33,8 +34,10 @@ export const ConfigFileSchema = z.strictObject({
   provider: z.string().optional(),
   /** the agent group's provider policy (agent_groups.agent_provider); `provider` is the session's */
   groupProvider: z.string().optional(),
-  /** model entries: a model id → the provider that runs it (selection policy, src/runtime/selection.ts) */
-  models: z.record(z.string(), z.strictObject({ provider: z.string().optional() })).optional(),
+  /** model entries: a model (as written in `model`) → its runtime policy and route settings (src/runtime/model-route.ts) */
+  models: z.record(z.string(), ModelSettingsSchema).optional(),
+  /** provider entries: a model provider (`openai`, `anthropic`, `local`, …) → the same settings for all its models */
+  modelProviders: z.record(z.string(), ModelSettingsSchema).optional(),
   timezone: z.string().optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
@@ -69,7 +72,11 @@ export interface RunnerConfig {
   generation?: number;
   adminUserId: string | undefined;
   assistantName: string | undefined;
+  /** the model (PINCER_MODEL, else config.json `model`), e.g. `anthropic/claude-sonnet-4-5` */
   model: string | undefined;
+  /** model and provider entries of config.json (route settings and runtime policies) */
+  models: Record<string, ModelSettings>;
+  modelProviders: Record<string, ModelSettings>;
   timeZone: string;
   /** provider session to resume when session_state has none (config.json `sessionId`, set by the host). */
   resumeSessionId: string | undefined;
@@ -96,15 +103,18 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
   const timeZone = env.TZ || file.timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
   if (!isValidTimeZone(timeZone)) throw new RunnerConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
   const t = tuning.data;
+  const model = env.PINCER_MODEL || file.model;
   return {
     paths,
     provider: env.AGENT_PROVIDER || file.provider,
     groupProvider: file.groupProvider,
-    modelProvider: file.model ? file.models?.[file.model]?.provider : undefined,
+    modelProvider: model ? file.models?.[model]?.provider : undefined,
     generation: file.generation,
     adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
-    model: file.model,
+    model,
+    models: file.models ?? {},
+    modelProviders: file.modelProviders ?? {},
     timeZone,
     resumeSessionId: file.sessionId,
     wake: t.PINCER_WAKE,

@@ -8,23 +8,25 @@
  * from a model entry (config.json `models`) or a provider entry (config.json `modelProviders`); the model entry wins.
  * With OPENAI_BASE_URL pointing at a custom server the route is Chat Completions unless an entry says otherwise.
  */
-export type ModelApi = 'anthropic-messages' | 'openai-responses' | 'openai-completions';
+import { z } from 'zod';
 
-export const MODEL_APIS: readonly ModelApi[] = ['anthropic-messages', 'openai-responses', 'openai-completions'];
+export const MODEL_APIS = ['anthropic-messages', 'openai-responses', 'openai-completions'] as const;
+export type ModelApi = (typeof MODEL_APIS)[number];
 
 /** A model entry or provider entry of config.json. Keys themselves never live there: only the variable's name. */
-export interface ModelSettings {
+export const ModelSettingsSchema = z.strictObject({
   /** the runtime policy for this model / model provider (`auto`, `pincer`, `codex`, an extension harness id, …) */
-  provider?: string;
-  api?: ModelApi;
-  baseUrl?: string;
+  provider: z.string().optional(),
+  api: z.enum(MODEL_APIS).optional(),
+  baseUrl: z.string().optional(),
   /** the environment variable holding the key (default: the provider's usual one) */
-  apiKeyEnv?: string;
+  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be the name of an environment variable' }).optional(),
   /** extra request headers: authored request behaviour (keeps the route on the built-in runtime) */
-  headers?: Record<string, string>;
-  contextWindow?: number;
-  maxTokens?: number;
-}
+  headers: z.record(z.string(), z.string()).optional(),
+  contextWindow: z.number().int().positive().optional(),
+  maxTokens: z.number().int().positive().optional(),
+});
+export type ModelSettings = z.infer<typeof ModelSettingsSchema>;
 
 /** The exact official HTTPS endpoints (a harness may claim only these implicitly). */
 export const OFFICIAL_ENDPOINTS = {

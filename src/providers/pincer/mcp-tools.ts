@@ -1,5 +1,5 @@
 import type { AgentTool } from '@mariozechner/pi-agent-core';
-import type { TSchema } from '@mariozechner/pi-ai';
+import type { ImageContent, TextContent, TSchema } from '@mariozechner/pi-ai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -73,10 +73,10 @@ function toAgentTool(
         signal,
         timeout: TOOL_CALL_TIMEOUT_MS,
       })) as CallToolResult;
-      const content = (result.content ?? []).flatMap((block) => {
-        if (block.type === 'text') return [{ type: 'text' as const, text: truncateMiddle(block.text, maxOutputChars) }];
-        if (block.type === 'image') return [{ type: 'image' as const, data: block.data, mimeType: block.mimeType }];
-        return [{ type: 'text' as const, text: `[${block.type} content]` }];
+      const content = (result.content ?? []).map((block): TextContent | ImageContent => {
+        if (block.type === 'text') return { type: 'text', text: truncateMiddle(block.text, maxOutputChars) };
+        if (block.type === 'image') return { type: 'image', data: block.data, mimeType: block.mimeType };
+        return { type: 'text', text: `[${block.type} content]` };
       });
       if (result.isError) throw new Error(content.map((c) => (c.type === 'text' ? c.text : '')).join('\n') || `${tool.name} failed`);
       return { content: content.length > 0 ? content : [{ type: 'text', text: '(no output)' }], details: {} };

@@ -12,6 +12,8 @@ export interface BuiltModel {
   route: ModelRoute;
   model: Model<Api>;
   apiKey: string | undefined;
+  /** pi-ai's catalogue knows the model's prices, so results carry a cost */
+  priced: boolean;
 }
 
 const DEFAULT_CONTEXT_WINDOW = 128_000;
@@ -63,7 +65,7 @@ export function buildModel(
     throw new ProviderError('no-credentials', `pincer: model "${ref}" needs a key: set ${route.apiKeyEnv.join(' or ')}`);
   }
   // The OpenAI client refuses to start without a key; a local server ignores it.
-  return { route, model, apiKey: apiKey ?? (route.keyOptional ? 'not-needed' : undefined) };
+  return { route, model, apiKey: apiKey ?? (route.keyOptional ? 'not-needed' : undefined), priced: catalogue !== undefined };
 }
 
 function lookup(route: ModelRoute): Model<Api> | undefined {

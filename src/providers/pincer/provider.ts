@@ -1,13 +1,12 @@
 import { Agent, type AgentMessage, type AgentTool } from '@mariozechner/pi-agent-core';
 import { streamSimple } from '@mariozechner/pi-ai';
 import path from 'node:path';
-import type { ModelSettings } from '../../runtime/model-route.js';
 import { describeRoute } from '../../runtime/model-route.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, QueryInput } from '../types.js';
-import { compactionSettings, createCompactor, type Compactor } from './compaction.js';
+import { compactionSettings, createCompactor } from './compaction.js';
 import { McpConnections } from './mcp-tools.js';
 import { buildModel, type BuiltModel } from './model.js';
 import { PincerRun } from './run.js';
@@ -48,7 +47,7 @@ export class PincerProvider implements AgentProvider {
   private readonly runs = new Set<PincerRun>();
 
   constructor(
-    config: ProviderConfig & { models?: Record<string, ModelSettings>; modelProviders?: Record<string, ModelSettings> },
+    config: ProviderConfig,
     private readonly options: PincerProviderOptions = {},
   ) {
     this.env = config.env;
@@ -91,7 +90,10 @@ export class PincerProvider implements AgentProvider {
 
   private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
     const conversation = this.conversationFor(input);
-    const run = new PincerRun(conversation.agent, conversation.store.id, (m) => conversation.store.appendMessage(m), this.log, this.timeoutMs);
+    const run = new PincerRun(conversation.agent, conversation.store.id, (m) => conversation.store.appendMessage(m), this.log, this.timeoutMs, {
+      model: this.built.model.id,
+      priced: this.built.priced,
+    });
     const done = (async () => {
       try {
         conversation.agent.state.tools = await this.tools(input);
@@ -128,18 +130,16 @@ export class PincerProvider implements AgentProvider {
   private createAgent(store: SessionStore, messages: AgentMessage[], input: QueryInput): Agent {
     const { model, apiKey } = this.built;
     const maxRetries = Number(this.env.PINCER_MODEL_MAX_RETRIES ?? 2);
-    let compactor: Compactor | undefined;
     const agent = new Agent({
       initialState: { systemPrompt: systemPromptFor(input), model, messages, tools: [] },
       getApiKey: () => apiKey,
       // Retries and the request timeout are the SDK clients' own; pi-agent-core passes only what it knows.
       streamFn: (m, context, options) => streamSimple(m, context, { ...options, maxRetries: Number.isInteger(maxRetries) && maxRetries >= 0 ? maxRetries : 2, timeoutMs: this.timeoutMs }),
-      transformContext: (all, signal) => compactor!.transform(all, signal),
       steeringMode: 'all',
       followUpMode: 'all',
       sessionId: store.id,
     });
-    compactor = createCompactor({
+    const compactor = createCompactor({
       settings: compactionSettings(model.contextWindow),
       model: () => model,
       apiKey: () => apiKey,
@@ -149,6 +149,8 @@ export class PincerProvider implements AgentProvider {
       timeZone: this.env.TZ || 'UTC',
       log: (m) => this.log.info(m),
     });
+    // pi-agent-core's context hook: compaction happens before any model call, inside a long tool loop too.
+    agent.transformContext = (all, signal) => compactor.transform(all, signal);
     return agent;
   }
 

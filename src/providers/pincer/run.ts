@@ -4,7 +4,7 @@ import { AsyncQueue } from '../../shared/async-queue.js';
 import type { Logger } from '../../shared/log.js';
 import { ModelDeadline } from '../deadline.js';
 import { FollowUps } from '../follow-ups.js';
-import type { ContentBlock, ProviderEvent } from '../types.js';
+import type { ContentBlock, ProviderEvent, TurnUsage } from '../types.js';
 import { classifyModelError } from './errors.js';
 
 /**
@@ -14,12 +14,10 @@ import { classifyModelError } from './errors.js';
  * Every answer (an assistant message that ends a turn without tool calls) is one `result`. A failure is exactly one
  * `error` event, after which the stream ends; an abort ends it quietly.
  */
-export interface RunUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number;
+/** How usage is reported: the model's id, and whether pi-ai's catalogue priced it (else the cost is left out). */
+export interface UsageSource {
+  model: string;
+  priced: boolean;
 }
 
 export class PincerRun {
@@ -30,7 +28,7 @@ export class PincerRun {
   private aborted = false;
   private timedOut = false;
   private failure: ProviderEvent | undefined;
-  private usage: RunUsage = emptyUsage();
+  private usage: TurnUsage;
 
   constructor(
     private readonly agent: Agent,
@@ -38,12 +36,19 @@ export class PincerRun {
     private readonly persist: (message: AgentMessage) => void,
     private readonly log: Logger,
     timeoutMs: number,
+    private readonly usageSource: UsageSource,
   ) {
+    this.usage = this.emptyUsage();
     this.deadline = new ModelDeadline(timeoutMs, () => {
       this.log.warn(`no model activity for ${timeoutMs} ms; stopping the turn`);
       this.timedOut = true;
       this.agent.abort();
     });
+  }
+
+  /** Usage from now on; `durationMs` holds the start time until the answer comes. */
+  private emptyUsage(): TurnUsage {
+    return { model: this.usageSource.model, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, durationMs: Date.now() };
   }
 
   push(text: string): void {
@@ -72,6 +77,7 @@ export class PincerRun {
       let next: AgentMessage | null = userMessage(prompt);
       while (next && !this.aborted) {
         this.running = true;
+        this.usage = this.emptyUsage();
         this.deadline.touch();
         await this.agent.prompt(next);
         // A steer that arrived as the loop was finishing is still queued: run it now.
@@ -119,7 +125,7 @@ export class PincerRun {
   }
 
   private onTurnEnd(message: AssistantMessage): void {
-    addUsage(this.usage, message);
+    addUsage(this.usage, message, this.usageSource.priced);
     if (message.stopReason === 'aborted') {
       if (this.timedOut && !this.failure) {
         this.failure = { type: 'error', message: `no answer from the model server within ${this.deadline.timeoutMs} ms`, retryable: true, classification: 'transport' };
@@ -132,12 +138,12 @@ export class PincerRun {
     }
     if (message.content.some((block) => block.type === 'toolCall')) return;
     const text = message.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n').trim();
-    const usage = this.usage;
-    this.usage = emptyUsage();
+    const usage = { ...this.usage, durationMs: Date.now() - this.usage.durationMs };
+    this.usage = this.emptyUsage();
     this.log.info(
-      `answer: ${usage.inputTokens} in / ${usage.outputTokens} out tokens` + (usage.costUsd > 0 ? `, $${usage.costUsd.toFixed(4)}` : ''),
+      `answer: ${usage.inputTokens} in / ${usage.outputTokens} out tokens` + (usage.costUsd ? `, $${usage.costUsd.toFixed(4)}` : '') + ` in ${usage.durationMs} ms`,
     );
-    this.events.push({ type: 'result', text: text || null, resumeAt: message.responseId });
+    this.events.push({ type: 'result', text: text || null, resumeAt: message.responseId, usage });
   }
 }
 
@@ -151,17 +157,13 @@ export function userMessage(prompt: string | ContentBlock[]): AgentMessage {
   return { role: 'user', content, timestamp: Date.now() };
 }
 
-function emptyUsage(): RunUsage {
-  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-}
-
-function addUsage(total: RunUsage, message: AssistantMessage): void {
+function addUsage(total: TurnUsage, message: AssistantMessage, priced: boolean): void {
   const u = message.usage;
   total.inputTokens += u.input;
   total.outputTokens += u.output;
   total.cacheReadTokens += u.cacheRead;
   total.cacheWriteTokens += u.cacheWrite;
-  total.costUsd += u.cost.total;
+  if (priced) total.costUsd = (total.costUsd ?? 0) + u.cost.total;
 }
 
 function resultText(result: unknown): string {

@@ -2,6 +2,7 @@ import type { AgentTool } from '@mariozechner/pi-agent-core';
 import { Type } from '@mariozechner/pi-ai';
 import { spawn } from 'node:child_process';
 import { childEnv } from '../../child-env.js';
+import { defineTool } from './define.js';
 import { truncateMiddle, type ToolLimits } from './limits.js';
 
 /**
@@ -11,7 +12,7 @@ import { truncateMiddle, type ToolLimits } from './limits.js';
  */
 export function bashTool(cwd: string, env: Record<string, string | undefined>, limits: ToolLimits): AgentTool {
   const shellEnv = childEnv(env, []);
-  return {
+  return defineTool({
     name: 'bash',
     label: 'Run command',
     description:
@@ -21,7 +22,7 @@ export function bashTool(cwd: string, env: Record<string, string | undefined>, l
       command: Type.String({ description: 'the command line' }),
       timeoutSeconds: Type.Optional(Type.Number({ minimum: 1, description: 'give up after this many seconds' })),
     }),
-    execute: (_id, params: { command: string; timeoutSeconds?: number }, signal) => {
+    execute: (_id, params, signal) => {
       const timeoutMs = Math.min(params.timeoutSeconds ? params.timeoutSeconds * 1000 : limits.bashTimeoutMs, limits.bashMaxTimeoutMs);
       return new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(new Error('aborted'));
@@ -68,5 +69,5 @@ export function bashTool(cwd: string, env: Record<string, string | undefined>, l
         });
       });
     },
-  };
+  });
 }

@@ -3,6 +3,7 @@ import { Type } from '@mariozechner/pi-ai';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Confinement } from './confine.js';
+import { defineTool } from './define.js';
 import { truncateMiddle, type ToolLimits } from './limits.js';
 
 /**
@@ -12,7 +13,7 @@ import { truncateMiddle, type ToolLimits } from './limits.js';
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }], details: {} });
 
 export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTool[] {
-  const read: AgentTool = {
+  const read = defineTool({
     name: 'read',
     label: 'Read file',
     description: `Read a text file in the agent folder. Returns numbered lines; at most ${limits.maxReadLines} lines per call (use offset/limit for more).`,
@@ -21,7 +22,7 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       offset: Type.Optional(Type.Integer({ minimum: 1, description: 'first line to read (1-based)' })),
       limit: Type.Optional(Type.Integer({ minimum: 1, description: 'how many lines to read' })),
     }),
-    execute: async (_id, params: { path: string; offset?: number; limit?: number }) => {
+    execute: async (_id, params) => {
       const file = confinement.resolve(params.path);
       const stat = await fs.stat(file);
       if (stat.isDirectory()) {
@@ -37,9 +38,9 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       if (start + count < lines.length) body += `\n… ${lines.length - start - count} more lines (read again with offset ${start + count + 1})`;
       return text(truncateMiddle(body, limits.maxOutputChars));
     },
-  };
+  });
 
-  const write: AgentTool = {
+  const write = defineTool({
     name: 'write',
     label: 'Write file',
     description: 'Create or overwrite a file in the agent folder with the given content (folders are created).',
@@ -48,7 +49,7 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       content: Type.String({ description: 'the complete new content' }),
     }),
     executionMode: 'sequential',
-    execute: async (_id, params: { path: string; content: string }) => {
+    execute: async (_id, params) => {
       const file = confinement.resolve(params.path);
       const bytes = Buffer.byteLength(params.content);
       if (bytes > limits.maxWriteBytes) throw new Error(`content is ${bytes} bytes; at most ${limits.maxWriteBytes} per write`);
@@ -58,9 +59,9 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       await fs.writeFile(file, params.content);
       return text(`wrote ${bytes} bytes to ${confinement.display(file)}`);
     },
-  };
+  });
 
-  const edit: AgentTool = {
+  const edit = defineTool({
     name: 'edit',
     label: 'Edit file',
     description: 'Replace one exact occurrence of oldText with newText in a file of the agent folder. oldText must match exactly once.',
@@ -70,7 +71,7 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       newText: Type.String({ description: 'the replacement text' }),
     }),
     executionMode: 'sequential',
-    execute: async (_id, params: { path: string; oldText: string; newText: string }) => {
+    execute: async (_id, params) => {
       const file = confinement.resolve(params.path);
       const before = await fs.readFile(file, 'utf8');
       if (params.oldText === '') throw new Error('oldText is empty');
@@ -83,7 +84,7 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
       const line = before.slice(0, first).split('\n').length;
       return text(`edited ${confinement.display(file)} at line ${line}`);
     },
-  };
+  });
 
   return [read, write, edit];
 }
