@@ -3,7 +3,7 @@
  * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
  */
 
-import type { ModelSettings } from '../runtime/model-route.js';
+import type { ModelSettings } from '../db/model-settings.js';
 import type { TurnUsage } from '../shared/usage.js';
 
 /**

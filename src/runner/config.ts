@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { sessionPaths, type SessionPaths } from '../db/layout.js';
-import { ModelSettingsSchema, type ModelSettings } from '../runtime/model-route.js';
+import { ModelSettingsSchema, type ModelSettings } from '../db/model-settings.js';
 import { isValidTimeZone } from '../shared/time.js';
 import type { WakeMode } from './wake.js';
 

@@ -29,6 +29,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
         session: config.provider,
         group: config.groupProvider,
         model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+        models: config.models,
+        modelProviders: config.modelProviders,
       },
       env,
     );

@@ -8,25 +8,9 @@
  * from a model entry (config.json `models`) or a provider entry (config.json `modelProviders`); the model entry wins.
  * With OPENAI_BASE_URL pointing at a custom server the route is Chat Completions unless an entry says otherwise.
  */
-import { z } from 'zod';
+import type { ModelApi, ModelSettings } from '../db/model-settings.js';
 
-export const MODEL_APIS = ['anthropic-messages', 'openai-responses', 'openai-completions'] as const;
-export type ModelApi = (typeof MODEL_APIS)[number];
-
-/** A model entry or provider entry of config.json. Keys themselves never live there: only the variable's name. */
-export const ModelSettingsSchema = z.strictObject({
-  /** the runtime policy for this model / model provider (`auto`, `pincer`, `codex`, an extension harness id, …) */
-  provider: z.string().optional(),
-  api: z.enum(MODEL_APIS).optional(),
-  baseUrl: z.string().optional(),
-  /** the environment variable holding the key (default: the provider's usual one) */
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be the name of an environment variable' }).optional(),
-  /** extra request headers: authored request behaviour (keeps the route on the built-in runtime) */
-  headers: z.record(z.string(), z.string()).optional(),
-  contextWindow: z.number().int().positive().optional(),
-  maxTokens: z.number().int().positive().optional(),
-});
-export type ModelSettings = z.infer<typeof ModelSettingsSchema>;
+export type { ModelApi, ModelSettings } from '../db/model-settings.js';
 
 /** The exact official HTTPS endpoints (a harness may claim only these implicitly). */
 export const OFFICIAL_ENDPOINTS = {
@@ -117,7 +101,8 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
   } else if (provider === 'openai') {
     baseUrl = entry.baseUrl ?? envUrl('OPENAI_BASE_URL') ?? OFFICIAL_ENDPOINTS['openai-platform'];
     // A custom server (OPENAI_BASE_URL) speaks Chat Completions unless configured otherwise.
-    api = entry.api ?? (sameEndpoint(baseUrl, OFFICIAL_ENDPOINTS['openai-platform']) ? 'openai-responses' : 'openai-completions');
+    const officialOpenAI = sameEndpoint(baseUrl, OFFICIAL_ENDPOINTS['openai-platform']) || sameEndpoint(baseUrl, OFFICIAL_ENDPOINTS.chatgpt);
+    api = entry.api ?? (officialOpenAI ? 'openai-responses' : 'openai-completions');
     apiKeyEnv = ['OPENAI_API_KEY'];
     keyOptional = !isOfficialHost(baseUrl);
   } else if (provider === 'local') {

@@ -1,3 +1,4 @@
+import { routeApiKey } from '../../runtime/model-route.js';
 import type { ProviderRegistration } from '../registry.js';
 
 /**
@@ -10,4 +11,6 @@ export const pincerRegistration: ProviderRegistration = {
   aliases: ['builtin', 'openclaw', 'pi'],
   create: async (config) => new (await import('./provider.js')).PincerProvider(config),
   requirements: { credentialsEnv: [], packages: ['@mariozechner/pi-agent-core', '@mariozechner/pi-ai'], executables: [], auto: false },
+  // With a model route: the route's key, unless its endpoint needs none (a local or custom server).
+  hasCredentials: (env, route) => !route || route.keyOptional || routeApiKey(route, env) !== undefined,
 };
