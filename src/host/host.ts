@@ -3,6 +3,7 @@ import path from 'node:path';
 import { prepared } from '../db/connection.js';
 import { parseInboundContent } from '../db/content.js';
 import { getInbound, insertInbound } from '../db/messages.js';
+import { insertAnswer } from '../db/questions.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
 import type { OutboundRow, RunnerState } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
@@ -129,11 +130,9 @@ export class Host implements HostApi {
     if (!this.store.markQuestionAnswered(answer.questionId)) {
       throw new HostError('invalid-input', `question "${answer.questionId}" was answered already`, 'questionId');
     }
-    const written = insertInbound(slot.db, {
-      kind: 'system',
-      content: { type: 'question_response', questionId: answer.questionId, selectedOption: answer.selectedOption, ...(answer.userId ? { userId: answer.userId } : {}) },
-      ...routing({ ...conversation, threadId: question.threadId }),
-    });
+    // An answer after the question closed (timed out, or its runner stopped) becomes a message the agent sees.
+    const { late, ...written } = insertAnswer(slot.db, answer, routing({ ...conversation, threadId: question.threadId }));
+    if (late) this.log.info(`late answer to question ${answer.questionId} in ${slot.session.id} sent to the agent as a message`);
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
