@@ -128,8 +128,12 @@ describe('usage ledger, reports and metrics through a real host', () => {
     const ok = await metrics(host, token);
     expect(ok.status).toBe(200);
     expect(parsePromText(ok.text).types.get('pincer_tokens_total')).toBe('counter');
-    // The API token does not read usage without… the API token: /v1/usage stays behind the bearer token.
+    // Usage and budgets stay behind the API's authentication, and need an admin token: a scoped one is refused.
     expect((await host.request('GET', '/v1/usage', undefined, { token: null })).status).toBe(401);
+    const scoped = cli(host.home, 'token', 'create', 'reader', '--conversation', 'c1').stdout.trim();
+    expect((await host.request('GET', '/v1/usage', undefined, { token: scoped })).status).toBe(403);
+    expect((await host.request('PUT', '/v1/budgets/main', { period: 'daily', unit: 'usd', amount: 1 }, { token: scoped })).status).toBe(403);
+    expect((await host.request('GET', '/v1/usage')).status).toBe(200);
     expect(await host.stop()).toBe(0);
   });
 

@@ -5,6 +5,7 @@ import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
+import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
 
 /**
@@ -37,6 +38,7 @@ registerChatCommand(program);
 registerDoctorCommand(program);
 registerHostCommand(program);
 registerContainerCommands(program);
+registerAccessCommands(program);
 registerUsageCommands(program);
 
 await program.parseAsync(process.argv);

@@ -23,6 +23,7 @@ import { SessionSlot } from './session-slot.js';
 import type { HostMetrics } from './metrics.js';
 import { HostUsage } from './usage/host-usage.js';
 import { PriceTable } from './usage/prices.js';
+import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
@@ -48,6 +49,8 @@ const CRASH_NOTICE_AT = 3;
 export class Host implements HostApi {
   readonly store: CentralStore;
   readonly sessions: SessionDirectory;
+  /** scheduled tasks of every session, for channels (the HTTP API's task routes). */
+  readonly tasks: TaskBoard;
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
@@ -69,6 +72,14 @@ export class Host implements HostApi {
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
+    this.tasks = new TaskBoard(() =>
+      [...this.slots.values()].map((slot) => ({
+        id: slot.session.id,
+        db: slot.db,
+        timezone: this.store.getAgentGroup(slot.session.agentGroupId)?.timezone ?? 'UTC',
+        touch: () => slot.touch(),
+      })),
+    );
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
     this.delivery = new Delivery({
       channels: this.channels,

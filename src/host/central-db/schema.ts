@@ -115,11 +115,44 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
           seq INTEGER NOT NULL,
           entry TEXT NOT NULL,
           PRIMARY KEY (thread_id, seq)
+        );
       `);
     },
   },
   {
     version: 4,
+    description: 'HTTP API access: scoped tokens (hashed), browser sessions (hashed), signed webhooks',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS http_tokens (
+          id TEXT PRIMARY KEY,
+          name TEXT UNIQUE NOT NULL,
+          token_hash TEXT UNIQUE NOT NULL,
+          admin INTEGER NOT NULL DEFAULT 0,
+          conversations TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          revoked_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS http_browser_sessions (
+          id_hash TEXT PRIMARY KEY,
+          token_hash TEXT NOT NULL,
+          created_at TEXT NOT NULL,
+          expires_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS http_webhooks (
+          name TEXT PRIMARY KEY,
+          scheme TEXT NOT NULL,
+          secret TEXT NOT NULL,
+          conversation TEXT,
+          header TEXT,
+          tolerance_s INTEGER,
+          created_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 5,
     description: 'usage ledger, its per-session cursors, and budgets per agent group',
     up(db) {
       // One ledger row per turn and model: what a session's runner recorded in its turn_usage, copied by the host.

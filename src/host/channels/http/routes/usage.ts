@@ -1,13 +1,13 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type Database from 'better-sqlite3';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { HostMetrics } from '../../../metrics.js';
 import { BUDGET_PERIODS, BUDGET_UNITS, type Budgets } from '../../../usage/budgets.js';
 import { usageReport } from '../../../usage/report.js';
 import { HttpError, readJson, validate } from '../io.js';
-import type { HttpRouteModule } from '../types.js';
+import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
  * Usage and metrics over HTTP: `GET /v1/usage` (the same report as `pincer usage --json`), budgets
@@ -48,6 +48,11 @@ export function usageRoutes(deps: UsageRouteDeps): HttpRouteModule {
       return c.body(await deps.metrics.text(), 200, { 'content-type': deps.metrics.contentType });
     });
 
+    // Usage covers every conversation and budgets bind the whole group: admin tokens only.
+    api.use('/v1/usage', requireAdmin);
+    api.use('/v1/budgets', requireAdmin);
+    api.use('/v1/budgets/*', requireAdmin);
+
     api.get('/v1/usage', (c) => c.json(usageReport(deps.db, { since: c.req.query('since'), by: c.req.query('by') })));
 
     api.get('/v1/budgets', (c) => {
@@ -65,6 +70,11 @@ export function usageRoutes(deps: UsageRouteDeps): HttpRouteModule {
     });
   };
 }
+
+const requireAdmin: MiddlewareHandler<HttpEnv> = async (c, next) => {
+  if (c.get('principal').kind !== 'admin') throw new HttpError(403, 'usage and budgets need an admin token (pincer token create --admin)');
+  await next();
+};
 
 function remoteAddress(c: Context): string | undefined {
   try {
