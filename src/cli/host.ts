@@ -9,6 +9,7 @@ import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import { createLogger } from '../shared/log.js';
+import { hostSelection } from './provider-views.js';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -20,7 +21,7 @@ export function registerHostCommand(program: Command): void {
     .description('run the host: sessions, channels, sweep, delivery, runners')
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
     .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .option('--provider <name>', 'provider of the default agent group (default: AGENT_PROVIDER when the group is created, else auto)')
     .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
       process.exitCode = await runHost(options);
@@ -66,10 +67,19 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
     log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
+  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop.
+  for (const group of host.store.listAgentGroups()) {
+    const selection = hostSelection(group.provider, process.env);
+    if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
+  }
+  if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
+  // Run until told to stop: the timer keeps Node alive when nothing else does (no channel listening).
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  clearInterval(keepAlive);
   log.info('stopping');
   await host.stop();
   mailboxDb?.close();

@@ -44,6 +44,8 @@ export interface ProviderRegistration {
    * false the policy refuses it with `no-credentials`. Absent: the provider's factory decides. `auto` uses `usableWith`.
    */
   hasCredentials?(env: Record<string, string | undefined>): boolean;
+  /** What to set when `hasCredentials` is false (`set OPENCODE_MODEL …`); default: the requirements table's variables. */
+  credentialsHint?: string;
   /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
   requirements?: ProviderRequirements;
 }
@@ -91,7 +93,7 @@ export function probeProviders(env: Record<string, string | undefined>): Provide
     // hasCredentials, else the provider's factory checks what it really needs (a stored login may do).
     const credentials = registration.hasCredentials ? registration.hasCredentials(env) : true;
     const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
-    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
+    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : (registration.credentialsHint ?? probe.noCredentials ?? 'credentials missing') };
   });
 }
 

@@ -6,7 +6,7 @@
  * (`agent_groups.agent_provider`), the configured model's entry. Unset, empty or `default` means "inherit"; when
  * nothing is set the result is `auto`. An explicit name is used exactly or fails closed (unknown, not installed,
  * no credentials). Only `auto` chooses: the first provider (in `AUTO_PREFERENCE` order) that is installed and has
- * credentials, else the fallback (`claude`). A failed run is never replayed on another provider: this runs once, at
+ * credentials, else the fallback (`claude`) if it has credentials. A failed run is never replayed on another provider: this runs once, at
  * start-up.
  */
 export interface ProviderProbe {
@@ -110,6 +110,16 @@ function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: s
       source,
       candidates,
       message: `auto (${why}): no provider is usable and the fallback "${fallback}" is not installed: ${probe.notInstalled}`,
+    };
+  }
+  if (!probe.credentials) {
+    // Fail here, in one line, rather than start a provider that can only fail (or retry for minutes) later.
+    return {
+      ok: false,
+      code: 'no-credentials',
+      source,
+      candidates,
+      message: `auto (${why}): no provider is usable and the fallback "${fallback}" has no credentials: ${probe.noCredentials}`,
     };
   }
   return { ok: true, provider: fallback, source, candidates, reason: `auto (${why}): no provider is usable, falling back to ${fallback}` };
