@@ -5,7 +5,6 @@ import path from 'node:path';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
-import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import { createLogger } from '../shared/log.js';
@@ -30,20 +29,12 @@ export function registerHostCommand(program: Command): void {
 
 async function runHost(options: { http?: number; httpHost?: string; home?: string; provider?: string }): Promise<number> {
   const log = createLogger('host');
-  let config;
-  try {
-    config = loadHostConfig(process.env, {
-      home: options.home,
-      provider: options.provider,
-      http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
-    });
-  } catch (err) {
-    if (isHostError(err)) {
-      log.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  // Errors (bad configuration, another host on this home) go to the command's one-line report, exit 2.
+  const config = loadHostConfig(process.env, {
+    home: options.home,
+    provider: options.provider,
+    http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
+  });
   fs.mkdirSync(config.home, { recursive: true });
   const channels = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
@@ -57,10 +48,15 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     host = await Host.start({ config, channels, log });
   } catch (err) {
     mailboxDb?.close();
-    if (!isHostError(err)) throw err;
-    log.error(err.message);
-    return 2;
+    throw err;
   }
+  // Run until told to stop (listening before the lines below say the host is up): the timer keeps Node alive when
+  // nothing else does (no channel listening).
+  const stopAsked = new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
   if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
@@ -73,12 +69,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
-  // Run until told to stop: the timer keeps Node alive when nothing else does (no channel listening).
-  const keepAlive = setInterval(() => undefined, 1 << 30);
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
+  await stopAsked;
   clearInterval(keepAlive);
   log.info('stopping');
   await host.stop();
