@@ -5,7 +5,7 @@ import { resolveHome } from '../host/config.js';
 import { CliError } from './errors.js';
 import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
-import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../runtime/doctor.js';
+import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are

@@ -7,7 +7,7 @@ import { parseInboundContent } from '../db/content.js';
 import { sessionPaths } from '../db/layout.js';
 import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
-import { Waker } from '../runner/wake.js';
+import { Waker } from '../db/wake.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { CliError } from './errors.js';
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { CLI_ENTRY } from '../host/runner-process.js';
+import { CLI_ENTRY } from '../shared/cli-entry.js';
 import { BwrapLauncher } from './bwrap.js';
 import { DockerLauncher } from './docker.js';
 import { dockerCliEnvironment } from './env.js';
