@@ -14,8 +14,8 @@ afterEach(async () => {
 
 describe('codex and opencode configuration', () => {
   it.each([
-    ['a bad CODEX_SANDBOX_MODE', { AGENT_PROVIDER: 'codex', CODEX_SANDBOX_MODE: 'yolo' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/],
-    ['a bad CODEX_NETWORK_ACCESS', { AGENT_PROVIDER: 'codex', CODEX_NETWORK_ACCESS: 'maybe' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /],
+    ['a bad CODEX_SANDBOX_MODE', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_SANDBOX_MODE: 'yolo' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/],
+    ['a bad CODEX_NETWORK_ACCESS', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_NETWORK_ACCESS: 'maybe' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /],
     [
       'a Codex base URL without a model',
       { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
