@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveHome } from '../host/config.js';
+import { describePlatforms } from '../host/platforms/catalog.js';
 import { CliError } from './errors.js';
 import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
@@ -14,7 +15,7 @@ import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/rep
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check providers, provider selection and resource packages of each session')
+    .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory to check (default: PINCER_HOME, else ~/.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
     .action((options: { home?: string; workspace?: string[] }) => {
@@ -24,9 +25,10 @@ export function registerDoctorCommand(program: Command): void {
       for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new CliError(`--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
+      const platforms = describePlatforms(process.env);
       process.stdout.write(renderCommands(report, process.env));
-      process.stdout.write(renderReport(report, options.workspace ? undefined : home));
-      process.exitCode = report.failures > 0 ? 1 : 0;
+      process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
 }
 
@@ -45,7 +47,7 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
   ].join('\n') + '\n';
 }
 
-export function renderReport(report: DoctorReport, home: string | undefined): string {
+export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
   const out: string[] = [];
   out.push('providers in this environment:');
   const width = Math.max(...report.probes.map((p) => p.name.length));
@@ -89,6 +91,7 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     }
   }
   out.push('');
+  if (platformLines.length > 0) out.push('chat platforms (docs/platforms.md):', ...platformLines, '');
   out.push(summary(report));
   return out.join('\n') + '\n';
 }
