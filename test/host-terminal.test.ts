@@ -69,7 +69,17 @@ describe('terminal channel', () => {
     const out = new PassThrough();
     let printed = '';
     out.setEncoding('utf8').on('data', (c: string) => (printed += c));
-    const local = new TerminalChannel({ input: t.input, output: out, conversation: 'local', sender: 'ann', interactive: false, onQuit: () => (quit += 1) });
+    const local: TerminalChannel = new TerminalChannel({
+      input: t.input,
+      output: out,
+      conversation: 'local',
+      sender: 'ann',
+      interactive: false,
+      onQuit: () => {
+        quit += 1;
+        local.leave(); // as pincer chat does
+      },
+    });
     await local.start(t.host);
     t.input.write('/help\n/compact\n/clear\n');
     await waitFor('slash commands', () => t.inbound.length === 2);
@@ -78,6 +88,7 @@ describe('terminal channel', () => {
     t.input.write('/quit\n');
     await waitFor('quit', () => quit === 1);
     t.input.write('after quit\n');
+    await waitFor('the not-sent line', () => printed.includes('pincer: leaving, not sent (Ctrl-C to quit now)'));
     expect(t.inbound).toHaveLength(2);
     await local.stop();
   });

@@ -58,7 +58,7 @@ async function chat(options: ChatOptions): Promise<number> {
   const quit = (): void => {
     if (quitAsked) return quitNow();
     quitAsked = true;
-    terminal.closeInput();
+    terminal.leave();
     const open = started.host && started.sessionId ? started.host.openMessages(started.sessionId) : 0;
     if (open > 0 && interactive) terminal.say(`waiting for ${open} answer${open === 1 ? '' : 's'} — Ctrl-C again to quit`);
     leave();

@@ -44,6 +44,8 @@ export class TerminalChannel implements ChannelAdapter {
   private openQuestion: { questionId: string; options: { label: string; value: string }[] } | null = null;
   private delivered = 0;
   private working: { since: number; timer: NodeJS.Timeout } | null = null;
+  /** the user asked to leave: input is still read (so a second Ctrl-C is seen at once) but no longer sent. */
+  private leaving = false;
 
   constructor(private readonly options: TerminalChannelOptions) {}
 
@@ -67,7 +69,7 @@ export class TerminalChannel implements ChannelAdapter {
       this.prompt();
     });
     // Ctrl-C while reading (raw mode: no signal reaches the process) and Ctrl-D / end of input both mean "leave".
-    rl.on('SIGINT', () => this.closeInput());
+    rl.on('SIGINT', () => this.options.onQuit?.());
     rl.on('close', () => {
       this.rl = null;
       this.options.onQuit?.();
@@ -123,15 +125,19 @@ export class TerminalChannel implements ChannelAdapter {
     this.prompt();
   }
 
-  /** Stop reading input (the terminal leaves raw mode, so the next Ctrl-C is a signal); `onQuit` follows. */
-  closeInput(): void {
-    this.rl?.close();
+  /**
+   * The chat is leaving (waiting for answers still due): lines typed now are not sent, and the prompt shows only the
+   * agent's status. Input stays open, so a second Ctrl-C reaches `onQuit` however fast it comes.
+   */
+  leave(): void {
+    this.leaving = true;
+    this.prompt();
   }
 
   async stop(): Promise<void> {
     if (this.working) clearInterval(this.working.timer);
     this.working = null;
-    if (this.options.interactive && !this.rl) this.options.output.write(CLEAR_LINE);
+    if (this.options.interactive && (this.leaving || !this.rl)) this.options.output.write(CLEAR_LINE);
     const rl = this.rl;
     this.rl = null;
     rl?.removeAllListeners('close');
@@ -139,6 +145,7 @@ export class TerminalChannel implements ChannelAdapter {
   }
 
   private onLine(host: HostApi, text: string): void {
+    if (this.leaving) return this.write('pincer: leaving, not sent (Ctrl-C to quit now)');
     const question = this.openQuestion;
     if (question) {
       const byNumber = /^\d+$/.test(text) ? question.options[Number(text) - 1] : undefined;
@@ -151,7 +158,7 @@ export class TerminalChannel implements ChannelAdapter {
       }
     }
     if (text === '/help') return this.write(LOCAL_HELP);
-    if (text === '/quit' || text === '/exit') return this.closeInput();
+    if (text === '/quit' || text === '/exit') return this.options.onQuit?.();
     host.acceptInbound({ conversation: this.conversation, kind: 'chat', content: { text, sender: this.options.sender, senderId: this.options.sender } });
   }
 
@@ -164,7 +171,7 @@ export class TerminalChannel implements ChannelAdapter {
     const status = this.working ? `working… ${Math.floor((Date.now() - this.working.since) / 1000)} s` : '';
     const rl = this.rl;
     if (rl) {
-      rl.setPrompt(status ? `${status}  ${PROMPT}` : PROMPT);
+      rl.setPrompt(this.leaving ? status : status ? `${status}  ${PROMPT}` : PROMPT);
       rl.prompt(true);
     } else if (status) {
       // Input closed (leaving, answers still due): the status alone, rewritten in place.
