@@ -18,7 +18,7 @@ export function registerChatCommand(program: Command): void {
   program
     .command('chat')
     .description('talk to an agent in this terminal')
-    .option('--provider <name>', 'claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
+    .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
     .option('--home <dir>', 'data directory (default: PINCER_HOME, else ~/.pincer)')
     .option('--dir <dir>', 'session folder of this chat (default: <home>/sessions/chat)')
     .action(async (options: ChatOptions) => {

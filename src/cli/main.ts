@@ -7,6 +7,7 @@ import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
+import { registerAccessCommands } from './access.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -41,6 +42,7 @@ registerChatCommand(program);
 registerDoctorCommand(program);
 registerHostCommand(program);
 registerContainerCommands(program);
+registerAccessCommands(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.

@@ -1,7 +1,8 @@
 import { claudeRegistration } from './claude/registration.js';
-import { CODEX_CREDENTIALS_HINT, codexHasCredentials, codexUsableWith } from './codex/config.js';
+import { CODEX_CREDENTIALS_HINT, codexHasCredentials, codexSupportsRoute, codexUsableWith } from './codex/config.js';
 import { MockProvider } from './mock.js';
 import { OPENCODE_CREDENTIALS_HINT, openCodeUsableWith } from './opencode/config.js';
+import { pincerRegistration } from './pincer/registration.js';
 import { registerProvider } from './registry.js';
 
 /**
@@ -18,9 +19,11 @@ export function registerBuiltInProviders(): void {
     aliases: ['codex-app-server'],
     create: async (config) => new (await import('./codex/provider.js')).CodexProvider(config),
     usableWith: codexUsableWith,
+    supportsRoute: codexSupportsRoute,
     hasCredentials: codexHasCredentials,
     credentialsHint: CODEX_CREDENTIALS_HINT,
   });
+  registerProvider(pincerRegistration);
   registerProvider({
     name: 'opencode',
     create: async (config) => new (await import('./opencode/provider.js')).OpenCodeProvider(config),
