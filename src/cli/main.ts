@@ -8,6 +8,7 @@ import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 import { registerAccessCommands } from './access.js';
+import { registerUsageCommands } from './usage.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -43,6 +44,7 @@ registerDoctorCommand(program);
 registerHostCommand(program);
 registerContainerCommands(program);
 registerAccessCommands(program);
+registerUsageCommands(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.
