@@ -1,0 +1,40 @@
+import { Command } from 'commander';
+import { registerChatCommand } from './chat.js';
+import { registerDoctorCommand } from './doctor.js';
+import { registerContainerCommands } from './container.js';
+import { registerHostCommand } from './host.js';
+import { registerMessageCommands } from './messages.js';
+import { registerSessionCommands } from './session.js';
+
+/**
+ * `pincer …`: one command per process of SPEC §1, plus tools to poke at a session by hand. The long-running processes
+ * load their code only when chosen: a runner does not carry the MCP SDK, and `pincer mcp` (started by the provider
+ * for every query) does not load the runner and its providers.
+ */
+const program = new Command();
+program.name('pincer').description('Pincer agent runner').showHelpAfterError();
+
+program
+  .command('runner')
+  .description('run the agent runner for the session in PINCER_WORKSPACE (default /workspace)')
+  .action(async () => {
+    const { runRunner } = await import('../runner/main.js');
+    process.exitCode = await runRunner();
+  });
+
+program
+  .command('mcp')
+  .description('the Pincer MCP tool server on stdio for the session in PINCER_WORKSPACE (started by the provider)')
+  .action(async () => {
+    const { runMcpServer } = await import('../mcp/main.js');
+    process.exitCode = await runMcpServer();
+  });
+
+registerSessionCommands(program);
+registerMessageCommands(program);
+registerChatCommand(program);
+registerDoctorCommand(program);
+registerHostCommand(program);
+registerContainerCommands(program);
+
+await program.parseAsync(process.argv);
