@@ -53,7 +53,7 @@ const perModule = {
       let text = await fs.promises.readFile(args.path, 'utf8');
       const own = path.relative(outdir, args.path).split(path.sep).join('/');
       text = text.replaceAll('import.meta.url', `new URL(${JSON.stringify(own)}, import.meta.url).href`);
-      if (process.env.ZOD_NS === '1') text = text.replaceAll("import { z } from 'zod';", `import * as z from ${JSON.stringify(ZOD_CLASSIC)};`);
+      text = text.replaceAll("import { z } from 'zod';", `import * as z from ${JSON.stringify(ZOD_CLASSIC)};`);
       return { contents: text, loader: 'js', resolveDir: path.dirname(args.path) };
     });
   },

@@ -6,7 +6,7 @@ import { sessionPaths } from '../db/layout.js';
 import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { Waker } from '../runner/wake.js';
-import { parseTimeInZone } from '../shared/time.js';
+import { parseTimeInZone, systemTimeZone } from '../shared/time.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
 export function registerMessageCommands(program: Command): void {
@@ -27,7 +27,7 @@ export function registerMessageCommands(program: Command): void {
       if (!parsed.ok) fail(parsed.error);
       let processAfter: string | null = null;
       if (options.processAfter) {
-        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone);
+        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || systemTimeZone());
         if (!processAfter) fail(`--process-after: not a time: "${options.processAfter}"`);
       }
       const db = openSessionDb(sessionPaths(dir).db);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { sessionPaths, type SessionPaths } from '../db/layout.js';
-import { isValidTimeZone } from '../shared/time.js';
+import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import type { WakeMode } from './wake.js';
 
 /**
@@ -93,7 +93,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
   const file = readConfigFile(paths.config);
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new RunnerConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
-  const timeZone = env.TZ || file.timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const timeZone = env.TZ || file.timezone || systemTimeZone();
   if (!isValidTimeZone(timeZone)) throw new RunnerConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
   const t = tuning.data;
   return {
