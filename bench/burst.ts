@@ -1,4 +1,4 @@
-import type { WakeMode } from '../src/runner/wake.js';
+import type { WakeMode } from '../src/db/wake.js';
 import { summarize } from './stats.js';
 import { idleGap, RunnerSession } from './runner-session.js';
 

@@ -1,5 +1,4 @@
-import type { ByMode } from './report.js';
-import { MODES, RunnerSession } from './runner-session.js';
+import { MODES, RunnerSession, type ByMode } from './runner-session.js';
 
 /**
  * Cold start: spawn → the runner logs `[runner] ready`, and spawn → the reply to a message that was already pending

@@ -1,5 +1,5 @@
-import type { WakeMode } from '../src/runner/wake.js';
-import { RunnerSession, sleep, uniform } from './runner-session.js';
+import type { WakeMode } from '../src/db/wake.js';
+import { sampleAcross, sleep, uniform } from './runner-session.js';
 
 /**
  * Follow-up latency during an active query: message A starts a query that the mock answers after `delayMs`; at a
@@ -23,28 +23,17 @@ export interface FollowUpSamples {
 
 export async function measureFollowUp(mode: WakeMode, samples: number, runners: number, delayMs = 1500): Promise<FollowUpSamples> {
   const result: FollowUpSamples = { toPush: [], missed: 0, runners, delayMs };
-  const sessions = await Promise.all(Array.from({ length: runners }, () => RunnerSession.start({ mode, delayMs })));
-  try {
-    let taken = 0;
-    await Promise.all(
-      sessions.map(async (session, r) => {
-        for (let i = 0; taken < samples; i++) {
-          taken += 1;
-          const first = session.insertChat(`followup-${r}-${i}-first`);
-          const started = await session.until('query start', () => session.recordFor(`followup-${r}-${i}-first`));
-          await sleep(started.at + uniform(20, 980) - performance.now());
-          const token = `followup-${r}-${i}-next`;
-          const next = session.insertChat(token);
-          const line = await session.until('follow-up seen', () => session.recordFor(token));
-          if (line.type === 'push') result.toPush.push(line.at - next.at);
-          else result.missed += 1;
-          await session.until('both completed', () => session.isCompleted(first.id) && session.isCompleted(next.id), 30_000);
-          await sleep(uniform(20, 60));
-        }
-      }),
-    );
-  } finally {
-    await Promise.all(sessions.map((session) => session.close()));
-  }
+  await sampleAcross({ mode, delayMs }, runners, samples, async (session, r, i) => {
+    const first = session.insertChat(`followup-${r}-${i}-first`);
+    const started = await session.until('query start', () => session.recordFor(`followup-${r}-${i}-first`));
+    await sleep(started.at + uniform(20, 980) - performance.now());
+    const token = `followup-${r}-${i}-next`;
+    const next = session.insertChat(token);
+    const line = await session.until('follow-up seen', () => session.recordFor(token));
+    if (line.type === 'push') result.toPush.push(line.at - next.at);
+    else result.missed += 1;
+    await session.until('both completed', () => session.isCompleted(first.id) && session.isCompleted(next.id), 30_000);
+    await sleep(uniform(20, 60));
+  });
   return result;
 }

@@ -1,7 +1,6 @@
-import type { WakeMode } from '../src/runner/wake.js';
+import type { WakeMode } from '../src/db/wake.js';
 import { anonRssMiB, cpuPercentOver, pssMiB, rssMiB } from './proc.js';
-import type { ByMode } from './report.js';
-import { MODES, RunnerSession } from './runner-session.js';
+import { MODES, RunnerSession, type ByMode } from './runner-session.js';
 
 /**
  * Idle cost: CPU (utime + stime of all threads, from /proc/<pid>/stat) over a window in which no message arrives,

@@ -8,9 +8,9 @@ import { measureFollowUp } from './followup.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
 import { measureMcpSendMessage } from './mcp.js';
 import { measurePickup } from './pickup.js';
-import type { WakeMode } from '../src/runner/wake.js';
-import { buildRows, withSummaries, type BenchResults, type ByMode } from './report.js';
-import { closeAllSessions } from './runner-session.js';
+import type { WakeMode } from '../src/db/wake.js';
+import { buildRows, withSummaries, type BenchResults } from './report.js';
+import { closeAllSessions, type ByMode } from './runner-session.js';
 import { renderTable, toPrintedRow } from './table.js';
 import { measureThroughput } from './throughput.js';
 

@@ -1,5 +1,5 @@
-import type { WakeMode } from '../src/runner/wake.js';
-import { idleGap, RunnerSession } from './runner-session.js';
+import type { WakeMode } from '../src/db/wake.js';
+import { idleGap, sampleAcross } from './runner-session.js';
 
 /**
  * Pickup latency of an idle runner: a message is inserted while the runner waits for work; we time insert → the
@@ -18,27 +18,16 @@ export interface PickupSamples {
 
 export async function measurePickup(mode: WakeMode, samples: number, runners: number, pollIdleMs = 1000): Promise<PickupSamples> {
   const result: PickupSamples = { toQuery: [], toReply: [], runners };
-  const sessions = await Promise.all(Array.from({ length: runners }, () => RunnerSession.start({ mode })));
-  try {
-    let taken = 0;
-    await Promise.all(
-      sessions.map(async (session, r) => {
-        for (let i = 0; taken < samples; i++) {
-          taken += 1;
-          await idleGap(mode, pollIdleMs);
-          const token = `pickup-${r}-${i}-end`;
-          const { id, at } = session.insertChat(token);
-          const query = await session.until('query start', () => session.recordFor(token));
-          await session.until('reply', () => session.hasReplyTo(id));
-          const repliedAt = performance.now();
-          result.toQuery.push(query.at - at);
-          result.toReply.push(repliedAt - at);
-          await session.until('completed', () => session.isCompleted(id));
-        }
-      }),
-    );
-  } finally {
-    await Promise.all(sessions.map((session) => session.close()));
-  }
+  await sampleAcross({ mode }, runners, samples, async (session, r, i) => {
+    await idleGap(mode, pollIdleMs);
+    const token = `pickup-${r}-${i}-end`;
+    const { id, at } = session.insertChat(token);
+    const query = await session.until('query start', () => session.recordFor(token));
+    await session.until('reply', () => session.hasReplyTo(id));
+    const repliedAt = performance.now();
+    result.toQuery.push(query.at - at);
+    result.toReply.push(repliedAt - at);
+    await session.until('completed', () => session.isCompleted(id));
+  });
   return result;
 }

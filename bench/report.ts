@@ -3,6 +3,7 @@ import type { ColdStartSamples } from './cold-start.js';
 import type { FollowUpSamples } from './followup.js';
 import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
+import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
@@ -19,12 +20,6 @@ export interface BenchResults {
   fleet?: ByMode<FleetResult>;
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
-}
-
-/** A measurement of Pincer (`watch`) and of the baseline (`poll`). */
-export interface ByMode<T> {
-  watch: T;
-  poll: T;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });

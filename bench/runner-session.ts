@@ -6,8 +6,8 @@ import path from 'node:path';
 import { openSessionDb, prepared } from '../src/db/connection.js';
 import { createSessionFolder, type SessionPaths } from '../src/db/layout.js';
 import { insertInbound } from '../src/db/messages.js';
-import { spawnRunner, stopRunner } from '../src/host/runner-process.js';
-import { Waker, type WakeMode } from '../src/runner/wake.js';
+import { spawnRunner, stopRunner } from '../src/container/runner-process.js';
+import { Waker, type WakeMode } from '../src/db/wake.js';
 
 /**
  * One real `pincer runner` (mock provider) on a temp session folder, as the bench sees it.
@@ -45,6 +45,9 @@ const live = new Set<RunnerSession>();
 
 /** Pincer's wake-on-change, then the seed's fixed-interval polling (the baseline). */
 export const MODES: readonly WakeMode[] = ['watch', 'poll'];
+
+/** One value per wake mode: Pincer's and the baseline's figures side by side. */
+export type ByMode<T> = Record<WakeMode, T>;
 
 export class RunnerSession {
   readonly paths: SessionPaths;
@@ -188,6 +191,33 @@ export class RunnerSession {
 }
 
 /** Stop every runner still running (on failure or Ctrl-C), so the bench never leaves processes behind. */
+/**
+ * The sampling loop shared by the latency benches: `runners` sessions side by side, each taking samples until
+ * `samples` have been taken in all, then all closed. Side by side because the baseline waits most of a second per
+ * sample; `sample(session, runner, i)` takes one.
+ */
+export async function sampleAcross(
+  options: SessionOptions,
+  runners: number,
+  samples: number,
+  sample: (session: RunnerSession, runner: number, i: number) => Promise<void>,
+): Promise<void> {
+  const sessions = await Promise.all(Array.from({ length: runners }, () => RunnerSession.start(options)));
+  try {
+    let taken = 0;
+    await Promise.all(
+      sessions.map(async (session, r) => {
+        for (let i = 0; taken < samples; i++) {
+          taken += 1;
+          await sample(session, r, i);
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(sessions.map((session) => session.close()));
+  }
+}
+
 export async function closeAllSessions(): Promise<void> {
   await Promise.all([...live].map((session) => session.close()));
 }

@@ -69,7 +69,7 @@ const HEADERS: PrintedRow = {
   pincer: 'Pincer (watch)',
   baseline: 'baseline (poll)',
   gain: 'gain',
-  target: 'SPEC §8 target',
+  target: 'target',
   verdict: '',
 };
 const COLUMNS: (keyof PrintedRow)[] = ['metric', 'pincer', 'baseline', 'gain', 'target', 'verdict'];

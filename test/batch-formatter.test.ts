@@ -3,7 +3,7 @@ import { parseInboundContent } from '../src/db/content.js';
 import type { InboundRow } from '../src/db/types.js';
 import { BatchFormatter } from '../src/runner/batch-formatter.js';
 import { formatBatch, type FormattableMessage } from '../src/runner/format.js';
-import type { FormatTasks } from '../src/runtime/tasks/format.js';
+import type { FormatTasks } from '../src/runner/format-task.js';
 import { CpuAdmission, liveWorkerCount, WorkerTaskPool, type WorkerPoolOptions } from '../src/runtime/worker-pool/index.js';
 import type { Logger } from '../src/shared/log.js';
 
@@ -57,7 +57,7 @@ function recordingLog(): Logger & { lines: string[] } {
 function pool(options: Partial<WorkerPoolOptions> = {}): WorkerTaskPool<FormatTasks> {
   const created = new WorkerTaskPool<FormatTasks>({
     name: 'format',
-    tasks: new URL('../src/runtime/tasks/format.js', import.meta.url),
+    tasks: new URL('../src/runner/format-task.js', import.meta.url),
     admission: new CpuAdmission(1),
     ...options,
   });

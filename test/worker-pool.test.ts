@@ -10,6 +10,7 @@ import {
   type WorkerPoolOptions,
   type WorkerTaskEvent,
 } from '../src/runtime/worker-pool/index.js';
+import { inheritableExecArgv } from '../src/runtime/worker-pool/pool.js';
 import { Gates, WORKER_TASKS, type TestTasks } from './support/worker-gates.js';
 import { waitFor } from './support/wait.js';
 
@@ -250,6 +251,33 @@ describe('WorkerTaskPool', () => {
     expect(out.trim()).toBe('done');
     expect(code).toBe(0);
     expect(fileURLToPath(poolModule)).toContain('dist');
+  });
+
+  it.each([
+    ['V8 flags workers reject (the runner\'s)', ['--max-semi-space-size=1']],
+    ['several rejected flags with accepted ones', ['--no-warnings', '--max-old-space-size=512', '--expose-gc', '--stack-size=900']],
+    ['only accepted flags', ['--no-warnings', '--enable-source-maps']],
+  ])('starts workers in a process started with %s', async (_name, flags) => {
+    const poolModule = new URL('../dist/src/runtime/worker-pool/pool.js', import.meta.url).href;
+    const script = `
+      const { WorkerTaskPool } = await import(${JSON.stringify(poolModule)});
+      const pool = new WorkerTaskPool({ name: 'child', tasks: new URL(${JSON.stringify(WORKER_TASKS.href)}) });
+      console.log(await pool.run('echo', { input: 'first', inputBytes: 5 }), await pool.run('echo', { input: 'second', inputBytes: 6 }));
+      await pool.close();`;
+    const child = spawn(process.execPath, [...flags, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ out: out.trim(), err, code }).toEqual({ out: 'first second', err: '', code: 0 });
+  });
+
+  it('keeps the parent flags a worker accepts and drops the main script\'s own', () => {
+    expect(inheritableExecArgv(['--input-type=module', '-e', 'x()', '--conditions=dev', '-p', 'y', '--eval=z', '--no-warnings'])).toEqual([
+      '--conditions=dev',
+      '--no-warnings',
+    ]);
   });
 
   it('publishes timings and counts on pincer.worker.task, never inputs', async () => {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
-import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../runtime/doctor.js';
+import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are

@@ -21,7 +21,7 @@ export function registerHostCommand(program: Command): void {
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
     .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
     .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
-    .option('--provider <name>', 'provider of the default agent group when it is created (default AGENT_PROVIDER or auto)')
+    .option('--provider <name>', 'provider of the default agent group (default: AGENT_PROVIDER when the group is created, else auto)')
     .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
       process.exitCode = await runHost(options);
     });
@@ -59,6 +59,12 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     if (!isHostError(err)) throw err;
     log.error(err.message);
     return 2;
+  }
+  // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
+  const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
+  if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
+    host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
+    log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

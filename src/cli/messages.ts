@@ -5,7 +5,7 @@ import { parseInboundContent } from '../db/content.js';
 import { sessionPaths } from '../db/layout.js';
 import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
-import { Waker } from '../runner/wake.js';
+import { Waker } from '../db/wake.js';
 import { parseTimeInZone, systemTimeZone } from '../shared/time.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */

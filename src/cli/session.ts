@@ -5,7 +5,7 @@ export function registerSessionCommands(program: Command): void {
   const session = program.command('session').description('session folders');
   session
     .command('create <dir>')
-    .description('create a session folder (SPEC §2 layout) with an empty, schema-current session.db')
+    .description('create a session folder with an empty, schema-current session.db')
     .action((dir: string) => {
       const paths = createSessionFolder(dir);
       process.stdout.write(`${paths.root}\n`);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../shared/log.js';
-import { RUNNER_NODE_FLAGS } from '../host/runner-process.js';
+import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import { runnerEnvironment, sandboxProviderDefaults } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';

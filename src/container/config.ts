@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { CLI_ENTRY } from '../host/runner-process.js';
+import { CLI_ENTRY } from '../shared/cli-entry.js';
 import { BwrapLauncher } from './bwrap.js';
 import { DockerLauncher } from './docker.js';
 import { dockerCliEnvironment } from './env.js';
@@ -20,7 +20,7 @@ const names = z
   .default('')
   .transform((list) => list.split(',').map((name) => name.trim()).filter(Boolean));
 
-/** The launcher's variables (README "Runners in containers"); explicit bad values fail with the variable named. */
+/** The launcher's variables (docs/configuration.md "Sandboxed runners"); explicit bad values fail with the variable named. */
 const EnvSchema = z.object({
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
   PINCER_CONTAINER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { RUNNER_NODE_FLAGS } from '../host/runner-process.js';
+import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import type { DockerSettings } from './types.js';
 import type { RunnerFolders } from './workspace.js';
 

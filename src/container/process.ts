@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { CLI_ENTRY, RUNNER_NODE_FLAGS } from '../host/runner-process.js';
+import { CLI_ENTRY } from '../shared/cli-entry.js';
+import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 

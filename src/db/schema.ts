@@ -13,7 +13,7 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    description: 'tables of SPEC §2',
+    description: 'messages, session and runner state tables',
     up(db) {
       db.exec(`
         CREATE TABLE IF NOT EXISTS messages_in (

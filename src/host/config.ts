@@ -7,7 +7,7 @@ import type { HostConfig } from './types.js';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
-/** Host settings from the environment, with their defaults (README "Configuration of the host"). */
+/** Host settings from the environment, with their defaults (docs/configuration.md "The host"). */
 const HostEnvSchema = z.object({
   PINCER_HOME: z.string().min(1).default('.pincer'),
   PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createLauncher, loadLauncherConfig } from '../container/config.js';
 import type { LaunchedRunner, LaunchOptions } from '../container/types.js';
-import { CLI_ENTRY } from './runner-process.js';
+import { CLI_ENTRY } from '../shared/cli-entry.js';
 import type { HostConfig } from './types.js';
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { openSessionDb } from '../db/connection.js';
 import { sessionPaths } from '../db/layout.js';
-import { Waker } from '../runner/wake.js';
+import { Waker } from '../db/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { SessionRecord } from './central-db/types.js';
 import { Sweeper } from './sweep.js';

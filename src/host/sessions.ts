@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSessionFolder, sessionPaths, writeJsonAtomic } from '../db/layout.js';
-import type { ConfigFile } from '../runner/config.js';
+import type { ConfigFile } from '../db/config-file.js';
 import type { Logger } from '../shared/log.js';
 import type { CentralStore, NewAgentGroup } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';

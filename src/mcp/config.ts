@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { CLI_ENTRY } from '../host/runner-process.js';
+import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { McpServerConfig } from '../providers/types.js';
-import { loadRunnerConfig, RunnerConfigError } from '../runner/config.js';
+import { CLI_ENTRY } from '../shared/cli-entry.js';
 import type { McpConfig } from './types.js';
 
 /** The name models see the tools under: `mcp__pincer__send_message` (Claude), `pincer_send_message` (OpenCode). */
@@ -16,17 +16,17 @@ const EnvSchema = z.object({
 
 /**
  * The MCP server finds its session exactly as the runner does (PINCER_WORKSPACE, TZ, config.json), so both read the
- * same folder and time zone. Bad configuration throws a RunnerConfigError with one clear line.
+ * same folder and time zone. Bad configuration throws a SessionConfigError with one clear line.
  */
 export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
-  const runner = loadRunnerConfig(env);
+  const session = loadSessionConfig(env);
   const own = EnvSchema.safeParse(env);
-  if (!own.success) throw new RunnerConfigError('env', `bad environment: ${describeIssues(own.error)}`);
+  if (!own.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(own.error)}`);
   return {
-    paths: runner.paths,
-    timeZone: runner.timeZone,
-    wake: runner.wake,
-    fallbackMs: runner.pollIdleMs,
+    paths: session.paths,
+    timeZone: session.timeZone,
+    wake: session.wake,
+    fallbackMs: session.pollIdleMs,
     maxFileBytes: own.data.PINCER_MAX_FILE_BYTES,
   };
 }

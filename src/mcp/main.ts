@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { isSessionDbError, openSessionDb } from '../db/connection.js';
-import { isRunnerConfigError } from '../runner/config.js';
+import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { loadMcpConfig } from './config.js';
 import { createPincerServer } from './server.js';
@@ -18,7 +18,7 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
     const config = loadMcpConfig(env);
     setup = { config, db: openSessionDb(config.paths.db) };
   } catch (err) {
-    if (isRunnerConfigError(err) || isSessionDbError(err)) {
+    if (isSessionConfigError(err) || isSessionDbError(err)) {
       log.error(err.message);
       return 2;
     }

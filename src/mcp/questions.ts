@@ -7,7 +7,7 @@ import { describeIssues, QuestionResponseSchema } from '../db/content.js';
 import { insertOutbound } from '../db/messages.js';
 import { readRunnerState, swapRunnerStateName } from '../db/state.js';
 import type { RunnerStateName } from '../db/types.js';
-import { Waker } from '../runner/wake.js';
+import { Waker } from '../db/wake.js';
 import { isoNow } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, text } from './schemas.js';

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { SessionPaths } from '../db/layout.js';
 import type { Logger } from '../shared/log.js';
-import type { WakeMode } from '../runner/wake.js';
+import type { WakeMode } from '../db/wake.js';
 
 /**
  * What the Pincer MCP server (SPEC §5) runs with. It is a separate process started by the provider; everything it

@@ -1,5 +1,5 @@
 import type { Logger } from '../shared/log.js';
-import type { FormatTasks } from '../runtime/tasks/format.js';
+import type { FormatTasks } from './format-task.js';
 import { isWorkerTaskError } from '../runtime/worker-pool/errors.js';
 import type { WorkerTaskPool } from '../runtime/worker-pool/pool.js';
 import { formatBatch, type FormatOptions, type FormattableMessage } from './format.js';

@@ -2,51 +2,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { sessionPaths, type SessionPaths } from '../db/layout.js';
-import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
-import type { WakeMode } from './wake.js';
+import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
+import type { SessionPaths } from '../db/layout.js';
+import type { WakeMode } from '../db/wake.js';
 
 /**
- * Runner start-up configuration (seed "容器启动"; SPEC §3): environment first, then the optional `config.json` in the
- * workspace (written atomically by the host). Bad configuration fails with one clear line.
+ * Runner start-up configuration (seed "容器启动"): the session folder as every process finds it (workspace,
+ * `config.json`, time zone, wake mode; src/db/config-file.ts), plus the runner's own tuning from the environment.
+ * Bad configuration fails with one clear line.
  */
-export class RunnerConfigError extends Error {
-  constructor(
-    readonly code: 'workspace' | 'config-file' | 'env',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RunnerConfigError';
-  }
-}
-
-export function isRunnerConfigError(err: unknown): err is RunnerConfigError {
-  return err instanceof RunnerConfigError;
-}
-
-/** The keys `config.json` may hold. Unknown keys are an error, so a typo is never silently ignored. */
-export const ConfigFileSchema = z.strictObject({
-  sessionId: z.string().min(1).optional(),
-  assistantName: z.string().optional(),
-  adminUserId: z.string().optional(),
-  model: z.string().optional(),
-  provider: z.string().optional(),
-  /** the agent group's provider policy (agent_groups.agent_provider); `provider` is the session's */
-  groupProvider: z.string().optional(),
-  /** model entries: a model id → the provider that runs it (selection policy, src/runtime/selection.ts) */
-  models: z.record(z.string(), z.strictObject({ provider: z.string().optional() })).optional(),
-  timezone: z.string().optional(),
-  /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
-  generation: z.number().int().nonnegative().optional(),
-});
-export type ConfigFile = z.infer<typeof ConfigFileSchema>;
-
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** Tuning knobs from the environment, with their defaults. */
 const EnvSchema = z.object({
-  PINCER_WAKE: z.enum(['watch', 'poll']).default('watch'),
-  PINCER_POLL_IDLE_MS: positiveInt(1000),
   PINCER_POLL_ACTIVE_MS: positiveInt(500),
   PINCER_HEARTBEAT_MS: positiveInt(5000),
   PINCER_BATCH_MAX_MESSAGES: positiveInt(50),
@@ -85,16 +53,9 @@ export interface RunnerConfig {
 }
 
 export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
-  const workspace = path.resolve(env.PINCER_WORKSPACE || '/workspace');
-  if (!fs.existsSync(workspace) || !fs.statSync(workspace).isDirectory()) {
-    throw new RunnerConfigError('workspace', `workspace not found: ${workspace} (set PINCER_WORKSPACE to a session folder)`);
-  }
-  const paths = sessionPaths(workspace);
-  const file = readConfigFile(paths.config);
+  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(env);
   const tuning = EnvSchema.safeParse(env);
-  if (!tuning.success) throw new RunnerConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
-  const timeZone = env.TZ || file.timezone || systemTimeZone();
-  if (!isValidTimeZone(timeZone)) throw new RunnerConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
+  if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
   const t = tuning.data;
   return {
     paths,
@@ -107,8 +68,8 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     model: file.model,
     timeZone,
     resumeSessionId: file.sessionId,
-    wake: t.PINCER_WAKE,
-    pollIdleMs: t.PINCER_POLL_IDLE_MS,
+    wake,
+    pollIdleMs,
     pollActiveMs: t.PINCER_POLL_ACTIVE_MS,
     heartbeatMs: t.PINCER_HEARTBEAT_MS,
     batch: { maxMessages: t.PINCER_BATCH_MAX_MESSAGES, maxBytes: t.PINCER_BATCH_MAX_BYTES },
@@ -119,19 +80,6 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     },
     downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
   };
-}
-
-function readConfigFile(file: string): ConfigFile {
-  if (!fs.existsSync(file)) return {};
-  let raw: unknown;
-  try {
-    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new RunnerConfigError('config-file', `cannot read ${file}: ${(err as Error).message}`);
-  }
-  const parsed = ConfigFileSchema.safeParse(raw);
-  if (!parsed.success) throw new RunnerConfigError('config-file', `invalid ${file}: ${describeIssues(parsed.error)}`);
-  return parsed.data;
 }
 
 /** System prompt = global/CLAUDE.md + agent/CLAUDE.md (either may be missing). */

@@ -4,15 +4,16 @@ import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
 import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
-import { createRunnerPools, RunnerPoolsConfigError } from '../runtime/pools.js';
+import { createRunnerPools, RunnerPoolsConfigError } from './pools.js';
 import { describeSelection } from '../runtime/selection.js';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { describeResources, loadResources, skillsSection } from '../runtime/resources/index.js';
 import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
-import { discoverExtraDirectories, isRunnerConfigError, loadRunnerConfig, loadSystemPrompt } from './config.js';
+import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
+import { isSessionConfigError } from '../db/config-file.js';
 import { Runner } from './runner.js';
-import { Waker } from './wake.js';
+import { Waker } from '../db/wake.js';
 
 /**
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
@@ -40,7 +41,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
-    if (isRunnerConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
+    if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
       return 2;
     }

@@ -24,7 +24,7 @@ import type { MediaOptions } from './media/types.js';
 import { preparePrompt } from './prompt.js';
 import { InboundQueue, type ClaimedMessage } from './queue.js';
 import { TaskScripts } from './scripts.js';
-import type { Waker } from './wake.js';
+import type { Waker } from '../db/wake.js';
 
 /**
  * The runner core (seed "Agent-Runner 核心"): the poll loop. Claims due messages, prepares them (media, task

@@ -261,7 +261,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   }
 
   private spawn(): Slot {
-    const worker = new (workerThreads().Worker)(this.script, { workerData: { tasksUrl: this.tasksUrl.href }, execArgv: workerExecArgv() });
+    const worker = startWorker(this.script, { tasksUrl: this.tasksUrl.href });
     liveWorkers++;
     const slot: Slot = {
       worker,
@@ -325,9 +325,43 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   }
 }
 
-/** The parent's Node flags minus those a worker rejects (`node --input-type=module -e …` would kill every worker). */
-function workerExecArgv(): string[] {
-  return process.execArgv.filter((arg) => !arg.startsWith('--input-type'));
+/**
+ * The Node flags a worker starts with: the parent's, minus `--input-type` and `-e`/`-p` (which would make Node refuse to
+ * load the worker's file). Workers reject V8 and process-wide flags (`--max-semi-space-size=1`, which the host gives
+ * every runner, `--max-old-space-size`, `--expose-gc`, …) with ERR_WORKER_INVALID_EXEC_ARGV; those already apply to
+ * the whole process, so when Node refuses the parent's flags the worker starts with none. Decided once per process.
+ */
+let acceptedExecArgv: string[] | undefined;
+
+function startWorker(script: URL, workerData: { tasksUrl: string }): Worker {
+  const { Worker } = workerThreads();
+  if (acceptedExecArgv) return new Worker(script, { workerData, execArgv: acceptedExecArgv });
+  const inherited = inheritableExecArgv(process.execArgv);
+  try {
+    const worker = new Worker(script, { workerData, execArgv: inherited });
+    acceptedExecArgv = inherited;
+    return worker;
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err;
+    acceptedExecArgv = [];
+    return new Worker(script, { workerData, execArgv: acceptedExecArgv });
+  }
+}
+
+/** `process.execArgv` without the flags that only mean something for the main script's source text. */
+export function inheritableExecArgv(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i]!;
+    if (arg.startsWith('--input-type')) continue;
+    if (arg === '-e' || arg === '--eval' || arg === '-p' || arg === '--print') {
+      i++; // its script
+      continue;
+    }
+    if (arg.startsWith('--eval=') || arg.startsWith('--print=')) continue;
+    kept.push(arg);
+  }
+  return kept;
 }
 
 function zeroTiming(): Timing {

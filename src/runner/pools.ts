@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { AttachmentCodec, DEFAULT_INLINE_ATTACHMENT_BYTES } from './attachments.js';
-import type { AttachmentTasks } from './tasks/attachments.js';
-import type { FormatTasks } from './tasks/format.js';
-import { subscribeTaskEvents } from './worker-pool/diagnostics.js';
-import { WorkerTaskPool } from './worker-pool/pool.js';
+import { AttachmentCodec, DEFAULT_INLINE_ATTACHMENT_BYTES } from '../runtime/attachments.js';
+import type { AttachmentTasks } from '../runtime/tasks/attachments.js';
+import type { FormatTasks } from './format-task.js';
+import { subscribeTaskEvents } from '../runtime/worker-pool/diagnostics.js';
+import { WorkerTaskPool } from '../runtime/worker-pool/pool.js';
 import type { Logger } from '../shared/log.js';
 
 /**
@@ -32,10 +32,10 @@ export class RunnerPoolsConfigError extends Error {
 export function createRunnerPools(env: NodeJS.ProcessEnv, log?: Logger): RunnerPools {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) throw new RunnerPoolsConfigError(`bad environment: ${describeIssues(parsed.error)}`);
-  const format = new WorkerTaskPool<FormatTasks>({ name: 'format', tasks: new URL('./tasks/format.js', import.meta.url) });
+  const format = new WorkerTaskPool<FormatTasks>({ name: 'format', tasks: new URL('./format-task.js', import.meta.url) });
   const attachmentPool = new WorkerTaskPool<AttachmentTasks>({
     name: 'attachments',
-    tasks: new URL('./tasks/attachments.js', import.meta.url),
+    tasks: new URL('../runtime/tasks/attachments.js', import.meta.url),
   });
   // With PINCER_LOG_LEVEL=debug, every task's diagnostics event becomes a log line; otherwise nobody subscribes.
   const unsubscribe =

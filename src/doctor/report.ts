@@ -6,9 +6,9 @@ import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
 import { RUNNER_COMMANDS } from '../runner/commands.js';
 import { loadRunnerConfig } from '../runner/config.js';
-import { loadResources } from './resources/load.js';
-import type { LoadedResources } from './resources/types.js';
-import type { ProviderProbe, Selection } from './selection.js';
+import { loadResources } from '../runtime/resources/load.js';
+import type { LoadedResources } from '../runtime/resources/types.js';
+import type { ProviderProbe, Selection } from '../runtime/selection.js';
 
 /**
  * `pincer doctor`'s findings: for each session folder (and its agent group folder `agent/`), the provider the runner

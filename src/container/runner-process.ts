@@ -1,9 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-
-/** The compiled CLI entry; a runner is `node <cli> runner`. */
-export const CLI_ENTRY = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+import { CLI_ENTRY } from '../shared/cli-entry.js';
 
 /**
  * V8 flags for a runner: a 1 MiB young generation. A runner is idle most of the time; the default 16 MiB semi-spaces
@@ -19,7 +16,7 @@ export interface RunnerProcessOptions {
   logFile?: string;
 }
 
-/** Start a runner as a plain child process (the default; containers come with the host). */
+/** Start a runner as a bare child process without a launcher (the bench and hand-run tools use it). */
 export function spawnRunner(options: RunnerProcessOptions): ChildProcess {
   const stderr = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
   const child = spawn(process.execPath, [...RUNNER_NODE_FLAGS, CLI_ENTRY, 'runner'], {

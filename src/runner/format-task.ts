@@ -1,4 +1,4 @@
-import { formatBatch, type FormatOptions, type FormattableMessage } from '../../runner/format.js';
+import { formatBatch, type FormatOptions, type FormattableMessage } from './format.js';
 
 /** Worker task: the runner's `formatBatch`, for batches large enough to be worth moving off the poll loop. */
 export type FormatTasks = {
