@@ -4,8 +4,8 @@
  * environment as before; a container or bwrap runner starts from nothing and gets exactly this.
  */
 
-/** Variables every runner may need. */
-const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL', 'NANOCLAW_ADMIN_USER_ID']);
+/** Variables every runner may need. (Not the admin user id: the host checks admin rights from its own records.) */
+const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL']);
 
 /**
  * Pincer's own settings (`PINCER_*`: runner tuning, provider timeouts) pass, except the host's: its home, HTTP token,
@@ -18,6 +18,7 @@ const PROVIDER_VARIABLES: Record<string, RegExp> = {
   claude: /^(ANTHROPIC_|CLAUDE_CODE_|CLAUDE_AGENT_SDK_|IS_SANDBOX$)/,
   codex: /^(OPENAI_|CODEX_)/,
   opencode: /^(OPENCODE_|OPENAI_)/,
+  pincer: /^(ANTHROPIC_|OPENAI_)/,
   mock: /^MOCK_/,
 };
 
@@ -28,6 +29,7 @@ export function providerFamily(name: string | undefined): string {
   if (lower === 'claude-code') return 'claude';
   if (lower === 'codex-app-server') return 'codex';
   if (lower === 'echo') return 'mock';
+  if (lower === 'builtin' || lower === 'openclaw' || lower === 'pi') return 'pincer';
   return lower;
 }
 

@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import fs from 'node:fs';
 import path from 'node:path';
 import { prepared } from '../db/connection.js';
 import type { z } from 'zod';
 import {
   describeIssues,
+  parseInboundContent,
   OutboundCardSchema,
   OutboundChatSchema,
   OutboundEditSchema,
@@ -12,7 +12,6 @@ import {
   OutboundReactionSchema,
   OutboundSystemSchema,
 } from '../db/content.js';
-import { sessionPaths } from '../db/layout.js';
 import { findBySeq, insertInbound } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -20,8 +19,9 @@ import { isoNow } from '../shared/time.js';
 import type { ActionHandlers } from './actions.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
-import type { ChannelAdapter, OutboundPayload } from './channels/types.js';
+import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
 import type { ConversationRef, HostConfig } from './types.js';
+import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from './untrusted-files.js';
 
 /**
  * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
@@ -83,12 +83,15 @@ export class Delivery {
         if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
         const count = (attempt?.count ?? 0) + 1;
-        if (err instanceof PermanentDeliveryError || count >= this.deps.config.maxAttempts) {
+        const permanent = err instanceof PermanentDeliveryError || (err instanceof ChannelDeliveryError && err.options.permanent === true);
+        if (permanent || count >= this.deps.config.maxAttempts) {
           this.attempts.delete(key);
-          this.recordFailure(handle, row, err instanceof PermanentDeliveryError ? message : `${message} (after ${count} attempts)`);
+          this.recordFailure(handle, row, permanent ? message : `${message} (after ${count} attempts)`);
           continue;
         }
-        const delay = this.deps.config.retryBaseMs * 2 ** (count - 1);
+        // A platform that said how long to wait (429 retry-after) is not asked again sooner.
+        const retryAfterMs = err instanceof ChannelDeliveryError ? (err.options.retryAfterMs ?? 0) : 0;
+        const delay = Math.max(retryAfterMs, this.deps.config.retryBaseMs * 2 ** (count - 1));
         this.attempts.set(key, { count, nextAt: Date.now() + delay });
         this.deps.log.warn(`delivery of message ${row.seq} in ${handle.session.id} failed (attempt ${count}): ${message}; retry in ${delay} ms`);
         return delay;
@@ -98,7 +101,7 @@ export class Delivery {
   }
 
   /** The host speaking to a conversation directly (no row): a message failed for good, a runner cannot start. */
-  async notify(handle: SessionHandle, conversation: ConversationRef, text: string): Promise<void> {
+  async notify(handle: Pick<SessionHandle, 'session'>, conversation: ConversationRef, text: string): Promise<void> {
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
       this.deps.log.warn(`notice for ${conversation.channelType}:${conversation.platformId} not sent (no such channel): ${text}`);
@@ -159,7 +162,8 @@ export class Delivery {
     const op = typeof content === 'object' && content !== null ? (content as Record<string, unknown>).operation : undefined;
     const target = (seq: number): string | null => {
       const found = findBySeq(handle.db, seq);
-      if (!found || found.table !== 'messages_out') return null;
+      if (found?.table === 'messages_in') return platformIdOfInbound(handle, found.id);
+      if (!found) return null;
       const r = prepared(handle.db, 'SELECT platform_message_id FROM messages_out WHERE id = ?').get(found.id) as { platform_message_id: string | null };
       return r.platform_message_id;
     };
@@ -200,8 +204,17 @@ export class Delivery {
   }
 }
 
+/** A platform message the agent reacts to: a chat-sdk row keeps the platform's message id in its content. */
+function platformIdOfInbound(handle: SessionHandle, id: string): string | null {
+  const row = prepared(handle.db, `SELECT kind, content FROM messages_in WHERE id = ?`).get(id) as { kind: string; content: string } | undefined;
+  if (row?.kind !== 'chat-sdk') return null;
+  const parsed = parseInboundContent(row.kind, row.content);
+  const messageId = parsed.ok ? (parsed.value.content as { id?: unknown }).id : undefined;
+  return typeof messageId === 'string' ? messageId : null;
+}
+
 /** Where a row goes: its own routing, else the conversation the session belongs to. */
-export function conversationOf(handle: SessionHandle, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
+export function conversationOf(handle: Pick<SessionHandle, 'session'>, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
   if (row.channel_type && row.platform_id) return { channelType: row.channel_type, platformId: row.platform_id, threadId: row.thread_id };
   const s = handle.session;
   return { channelType: s.channelType, platformId: s.platformId, threadId: s.threadKey || null };
@@ -212,12 +225,20 @@ function routingOf(handle: SessionHandle, row: OutboundRow): { platformId: strin
   return { platformId: c.platformId, channelType: c.channelType, threadId: c.threadId };
 }
 
-/** A file the agent sent: `outbox/<message id>/<name>`, a plain name that must exist there. */
+/**
+ * A file the agent sent: `outbox/<message id>/<name>`, a plain name, a regular file there — no link anywhere on the
+ * way (untrusted-files.ts), since the agent writes both the row and the folder.
+ */
 function outboxFile(handle: SessionHandle, row: OutboundRow, name: string): { name: string; path: string } {
-  if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
-  const file = path.join(sessionPaths(handle.session.folder).outbox, row.id, name);
-  if (!fs.existsSync(file)) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
-  return { name, path: file };
+  try {
+    checkSafeId(row.id, 'message id');
+    if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
+    return { name, path: checkRegularFileInside(handle.session.folder, ['outbox', row.id, name]) };
+  } catch (err) {
+    if (isUntrustedPathError(err, 'missing')) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
+    if (isUntrustedPathError(err)) throw new PermanentDeliveryError(`file "${name}" refused: ${err.message}`);
+    throw err;
+  }
 }
 
 function strict<T>(schema: z.ZodType<T>, content: unknown, what: string): T {

@@ -26,8 +26,11 @@ export class SessionDirectory {
     const wanted = this.config.defaultGroup;
     if (!wanted) return undefined;
     const existing = this.store.findAgentGroup(wanted.name);
-    if (existing) return existing;
-    return this.createGroup({ ...wanted, folder: wanted.name });
+    if (!existing) return this.createGroup({ ...wanted, folder: wanted.name });
+    // The environment speaks for the default group at every start: its platform rules, and admins added.
+    this.store.setTriggerRules(existing.id, wanted.triggerRules);
+    for (const admin of wanted.admins) this.store.addAdmin(existing.id, admin);
+    return this.store.getAgentGroup(existing.id);
   }
 
   createGroup(group: NewAgentGroup): AgentGroup {
@@ -87,7 +90,8 @@ export class SessionDirectory {
 
   /**
    * Publish the group's runner configuration into the session folder as one atomic snapshot (temp file + rename)
-   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each.
+   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each. The admin
+   * user ids stay out of it: the host checks admin rights itself, and the agent has no use for them.
    */
   publishConfig(session: SessionRecord, group: AgentGroup): void {
     const config: ConfigFile = {
@@ -96,7 +100,6 @@ export class SessionDirectory {
       assistantName: group.name,
       generation: group.configGeneration,
       ...(group.model ? { model: group.model } : {}),
-      ...(group.admins[0] ? { adminUserId: group.admins[0] } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
     };
     writeJsonAtomic(sessionPaths(session.folder).config, config);

@@ -1,4 +1,5 @@
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
+import { closeQuestionsAsked } from '../db/questions.js';
 import { initRunnerState } from '../db/state.js';
 import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
 import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
@@ -30,6 +31,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
         session: config.provider,
         group: config.groupProvider,
         model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+        models: config.models,
+        modelProviders: config.modelProviders,
       },
       env,
     );
@@ -37,7 +40,13 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     if (!selection.ok) log.debug(describeSelection(selection));
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
-    const provider = await createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
+    const provider = await createProvider(choice.name, {
+      env,
+      model: config.model,
+      models: config.models,
+      modelProviders: config.modelProviders,
+      log: (m) => log.info(m),
+    });
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
@@ -51,6 +60,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   // Every provider decision is logged with its candidates and reason.
   log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);
+  // Questions asked by an earlier runner have nobody waiting: their answers reach the agent as messages.
+  const lateAnswers = closeQuestionsAsked(db);
+  if (lateAnswers > 0) log.info(`${lateAnswers} answer(s) to questions of an earlier runner turned into messages`);
   // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
   const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
   log.info(describeResources(resources));

@@ -45,7 +45,8 @@ export interface SseStream {
 const hosts = new Set<HostHandle>();
 const allRunnerPids = new Set<number>();
 
-export async function startHost(env: Record<string, string> = {}, home?: string): Promise<HostHandle> {
+/** `env` overrides the test defaults; a variable set to `undefined` is left out (e.g. PINCER_HTTP_TOKEN). */
+export async function startHost(env: Record<string, string | undefined> = {}, home?: string): Promise<HostHandle> {
   home ??= fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
   const child = spawn(process.execPath, [BUILT_CLI, 'host', '--http', '0'], {
     env: {
@@ -70,7 +71,8 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
   });
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => {
-      hosts.delete(handle);
+      // (a host that exits before it listens was never registered)
+      for (const h of hosts) if (h.child === child) hosts.delete(h);
       resolve(code ?? signal ?? -1);
     }),
   );
@@ -147,13 +149,23 @@ function request(
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseBody(text) }));
       },
     );
     req.on('error', reject);
     if (payload !== undefined) req.write(payload);
     req.end();
   });
+}
+
+/** JSON bodies parsed; a plain-text one (platform webhooks answer "OK") as `{ text }`. */
+function parseBody(text: string): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { text };
+  }
 }
 
 function openStream(port: number, conversation: string): SseStream {

@@ -2,8 +2,10 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
 import { isoNow } from '../../shared/time.js';
+import { restrictDatabaseFiles } from '../home.js';
 import { migrateCentral } from './schema.js';
-import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord } from './types.js';
+import { z } from 'zod';
+import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
 
 /**
  * The central DB (`<home>/pincer.db`): agent groups and their admins, conversation bindings, sessions, questions in
@@ -11,6 +13,7 @@ import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord }
  */
 export function openCentralDb(file: string): Database.Database {
   const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+  restrictDatabaseFiles(file); // before WAL mode creates the -wal and -shm files with the DB's mode
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
@@ -26,8 +29,20 @@ interface GroupRow {
   model: string | null;
   session_mode: SessionMode;
   timezone: string;
+  trigger_rules: string | null;
   config_generation: number;
   created_at: string;
+}
+
+const TriggerRulesSchema = z.object({
+  groups: z.enum(['mention', 'always']).default('mention'),
+  allowedUsers: z.array(z.string().min(1)).default([]),
+});
+
+/** The stored rules, validated; anything unreadable falls back to the defaults (mention only, everybody). */
+export function parseTriggerRules(value: unknown): TriggerRules {
+  const parsed = TriggerRulesSchema.safeParse(value ?? {});
+  return parsed.success ? parsed.data : { groups: 'mention', allowedUsers: [] };
 }
 
 interface SessionRow {
@@ -49,6 +64,7 @@ export interface NewAgentGroup {
   sessionMode?: SessionMode;
   timezone: string;
   admins?: string[];
+  triggerRules?: TriggerRules;
 }
 
 export class CentralStore {
@@ -60,9 +76,19 @@ export class CentralStore {
       .transaction(() => {
         prepared(
           this.db,
-          `INSERT INTO agent_groups (id, name, folder, provider, model, session_mode, timezone, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(id, group.name, group.folder, group.provider, group.model ?? null, group.sessionMode ?? 'shared', group.timezone, isoNow());
+          `INSERT INTO agent_groups (id, name, folder, provider, model, session_mode, timezone, trigger_rules, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          id,
+          group.name,
+          group.folder,
+          group.provider,
+          group.model ?? null,
+          group.sessionMode ?? 'shared',
+          group.timezone,
+          group.triggerRules ? JSON.stringify(group.triggerRules) : null,
+          isoNow(),
+        );
         for (const admin of group.admins ?? []) this.addAdmin(id, admin);
       })
       .immediate();
@@ -85,6 +111,10 @@ export class CentralStore {
       id,
     );
     return this.getAgentGroup(id)!;
+  }
+
+  setTriggerRules(agentGroupId: string, rules: TriggerRules): void {
+    prepared(this.db, 'UPDATE agent_groups SET trigger_rules = ? WHERE id = ?').run(JSON.stringify(rules), agentGroupId);
   }
 
   addAdmin(agentGroupId: string, userId: string): void {
@@ -184,6 +214,41 @@ export class CentralStore {
     return result.changes === 1;
   }
 
+  /**
+   * Remember who sent an inbound message the host wrote into a session. System actions take their requester from
+   * here only: the session DB is the agent's and may say anything.
+   */
+  recordSender(record: Omit<InboundSender, 'createdAt'>): void {
+    prepared(
+      this.db,
+      `INSERT OR REPLACE INTO inbound_senders (session_id, message_id, sender_id, channel_type, platform_id, thread_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(record.sessionId, record.messageId, record.senderId, record.channelType, record.platformId, record.threadId, isoNow());
+  }
+
+  /** The host's record of an inbound message, with `latest` true when no later one was recorded in its session. */
+  getSender(sessionId: string, messageId: string): (InboundSender & { latest: boolean }) | undefined {
+    const row = prepared(
+      this.db,
+      `SELECT s.*, NOT EXISTS (SELECT 1 FROM inbound_senders l WHERE l.session_id = s.session_id AND l.rowid > s.rowid) AS latest
+       FROM inbound_senders s WHERE s.session_id = ? AND s.message_id = ?`,
+    ).get(sessionId, messageId) as
+      | { session_id: string; message_id: string; sender_id: string | null; channel_type: string; platform_id: string; thread_id: string | null; created_at: string; latest: number }
+      | undefined;
+    return (
+      row && {
+        sessionId: row.session_id,
+        messageId: row.message_id,
+        senderId: row.sender_id,
+        channelType: row.channel_type,
+        platformId: row.platform_id,
+        threadId: row.thread_id,
+        createdAt: row.created_at,
+        latest: row.latest === 1,
+      }
+    );
+  }
+
   private toGroup(row: GroupRow): AgentGroup {
     const admins = (prepared(this.db, 'SELECT user_id FROM agent_group_admins WHERE agent_group_id = ? ORDER BY user_id').all(row.id) as {
       user_id: string;
@@ -198,8 +263,18 @@ export class CentralStore {
       timezone: row.timezone,
       configGeneration: row.config_generation,
       admins,
+      triggerRules: parseTriggerRules(parseJsonOrNull(row.trigger_rules)),
       createdAt: row.created_at,
     };
+  }
+}
+
+function parseJsonOrNull(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
 
