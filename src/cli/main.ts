@@ -24,6 +24,9 @@ function bundled(name: string): string {
   return file.href;
 }
 
+// Stack traces name the compiled modules, not bundle offsets, when someone asks for them.
+if (process.env.PINCER_LOG_LEVEL === 'debug') process.setSourceMapsEnabled(true);
+
 const [command, ...rest] = process.argv.slice(2);
 if (command === 'runner' && rest.length === 0) {
   const { runRunner } = (await import(bundled('runner'))) as typeof import('../runner/main.js');
