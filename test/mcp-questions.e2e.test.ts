@@ -67,7 +67,11 @@ describe('ask_user_question', () => {
         { label: 'Yes', value: 'Yes' },
         { label: 'No, keep them', selectedLabel: 'Kept', value: 'no' },
       ],
+      // until when the answer is taken (the default timeout, 300 s); a later answer reaches the agent as a message
+      expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
+    const leftMs = Date.parse(String(question!.content.expiresAt)) - Date.parse(question!.row.timestamp);
+    expect(Math.abs(leftMs - 300_000)).toBeLessThan(60_000);
     await waitFor('waiting_user', () => state(s) === 'waiting_user');
 
     // A follow-up pushed by the runner meanwhile keeps the state; an answer to another question is left alone.

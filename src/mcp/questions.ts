@@ -90,13 +90,14 @@ async function ask(ctx: ToolContext, waiting: WaitingUserState, q: Question, sig
   try {
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId, title: q.title, question: q.question, options: q.options },
+      // expiresAt: until when an answer is taken here; a later one reaches the agent as a message (src/db/questions.ts).
+      content: { operation: 'ask_question', questionId, title: q.title, question: q.question, options: q.options, expiresAt: new Date(started + q.timeoutS * 1000).toISOString() },
       routing: batchRouting(db),
     });
     waiting.enter();
     log.info(`question ${questionId} asked; waiting up to ${q.timeoutS} s`);
     try {
-      const selected = await waitForAnswer(ctx, waker, questionId, q.timeoutS, signal);
+      const selected = await waitForAnswer(ctx, waker, questionId, started + q.timeoutS * 1000, q.timeoutS, signal);
       log.info(`question ${questionId} answered in ${Date.now() - started} ms`);
       const chosen = q.options.find((option) => option.value === selected || option.label === selected);
       const shown = chosen && chosen.label !== selected ? ` (${chosen.label})` : '';
@@ -133,15 +134,16 @@ async function waitForAnswer(
   ctx: ToolContext,
   waker: Waker,
   questionId: string,
+  deadline: number,
   timeoutS: number,
   signal: AbortSignal,
 ): Promise<string> {
-  const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
+    // Time first, then the last read: an answer the host accepted before the deadline is always taken here.
+    const left = deadline - Date.now();
     const answer = takeAnswer(ctx.db, questionId);
     if (answer !== undefined) return answer;
     if (signal.aborted) throw new McpToolError('cancelled', 'the question was cancelled before the user answered');
-    const left = deadline - Date.now();
     if (left <= 0) {
       throw new McpToolError(
         'timeout',

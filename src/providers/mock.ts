@@ -14,6 +14,8 @@ import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderE
  * - MOCK_DELAY_MS: wait this long before each answer (abortable);
  * - MOCK_RECORD_FILE: append one JSON line per query and per push with what the provider was given;
  * - MOCK_NATIVE_MEDIA: `image,pdf` makes it declare native media like Claude (default: none, like Codex/OpenCode);
+ * - MOCK_LINGER_MS: after its input ends, keep the event stream open this long (an SDK slow to shut down), so tests
+ *   can kill a runner between the last answer and the end of the query;
  * - MOCK_USAGE: JSON fields that replace the usage every answer reports (see `mockUsage` for the defaults);
  * - a prompt containing `mock:error` yields an `error` event; `mock:crash` makes the event stream throw.
  */
@@ -21,6 +23,7 @@ export class MockProvider implements AgentProvider {
   readonly nativeSlashCommands = ['/compact'] as const;
   readonly nativeMedia: readonly ('image' | 'pdf')[];
   private readonly delayMs: number;
+  private readonly lingerMs: number;
   private readonly recordFile: string | undefined;
   private readonly usage: Partial<TurnUsage>;
   private readonly model: string;
@@ -29,6 +32,7 @@ export class MockProvider implements AgentProvider {
     this.usage = parseUsageOverride(config.env.MOCK_USAGE);
     this.model = config.model ?? 'mock';
     this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
+    this.lingerMs = Number(config.env.MOCK_LINGER_MS ?? 0) || 0;
     this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
     this.nativeMedia = (config.env.MOCK_NATIVE_MEDIA ?? '')
       .split(',')
@@ -85,6 +89,7 @@ export class MockProvider implements AgentProvider {
       const usage = { ...mockUsage(text, answer, this.model, this.delayMs), ...this.usage };
       yield { type: 'result', text: answer, resumeAt: `mock-turn-${turn}`, usage };
     }
+    if (this.lingerMs > 0) await sleep(this.lingerMs, undefined, { signal }).catch(() => undefined);
   }
 
   private record(entry: Record<string, unknown>): void {

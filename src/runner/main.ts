@@ -1,4 +1,5 @@
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
+import { closeQuestionsAsked } from '../db/questions.js';
 import { initRunnerState } from '../db/state.js';
 import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
 import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
@@ -51,6 +52,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   // Every provider decision is logged with its candidates and reason.
   log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);
+  // Questions asked by an earlier runner have nobody waiting: their answers reach the agent as messages.
+  const lateAnswers = closeQuestionsAsked(db);
+  if (lateAnswers > 0) log.info(`${lateAnswers} answer(s) to questions of an earlier runner turned into messages`);
   // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
   const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
   log.info(describeResources(resources));

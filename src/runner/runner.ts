@@ -64,6 +64,11 @@ interface QueryProgress {
   failed: boolean;
   /** `stop()` had to abort the query before it finished. */
   abortedByStop: boolean;
+  /** prompts given to the query (the first and each push) and results received so far. */
+  prompts: number;
+  results: number;
+  /** the batch was marked completed together with its last answer. */
+  completed: boolean;
 }
 
 export class Runner {
@@ -196,8 +201,7 @@ export class Runner {
     deleteSessionValues(db, [this.keys.sessionId, this.keys.resumeAt]);
     this.deps.config.resumeSessionId = undefined;
     const batch = new Batch([message]);
-    this.writeResult(batch.routing, 'Session cleared.');
-    this.queue.complete(batch.ids);
+    this.writeResult(batch.routing, 'Session cleared.', undefined, batch.ids);
     log.info(`session cleared by message ${message.row.seq}`);
   }
 
@@ -233,7 +237,7 @@ export class Runner {
       additionalDirectories: this.deps.additionalDirectories,
       ...(provider.nativeSkills && this.deps.skills?.length ? { skills: this.deps.skills } : {}),
     });
-    const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false };
+    const progress: QueryProgress = { inputEnded: false, failed: false, abortedByStop: false, prompts: 1, results: 0, completed: false };
     this.active = { query, progress };
     // Preparing the prompt is asynchronous: a stop that came meanwhile applies to this query too.
     if (this.stopping) this.endForStop(this.active);
@@ -244,7 +248,12 @@ export class Runner {
           setSessionValue(db, this.keys.sessionId, event.sessionId);
         } else if (event.type === 'result') {
           if (event.resumeAt) setSessionValue(db, this.keys.resumeAt, event.resumeAt);
-          if (event.text || event.usage) this.writeResult(batch.routing, event.text, event.usage);
+          progress.results += 1;
+          // The answer to the last prompt given: its rows and the batch's `completed` are one transaction, so a kill
+          // after this answer never makes the host retry the batch (and the agent answer twice).
+          const final = !progress.completed && progress.results >= progress.prompts;
+          if (event.text || event.usage || final) this.writeResult(batch.routing, event.text, event.usage, final ? batch.ids : undefined);
+          if (final) progress.completed = true;
           if (event.text) transcript.add('agent', event.text);
           // The MCP server reads the routing of the batch in flight from runner_state: keep it on the current prompt.
           if (batch.answered()) setRunnerBatch(db, 'busy', batch.ids, batch.routing);
@@ -270,9 +279,12 @@ export class Runner {
       if (this.active?.stopTimer) clearTimeout(this.active.stopTimer);
       this.active = null;
     }
-    if (progress.abortedByStop && !progress.failed) {
+    if (progress.completed) {
+      log.info(`completed ${plural(batch.ids.length, 'message')} in ${Date.now() - started} ms`);
+    } else if (progress.abortedByStop && !progress.failed) {
       this.queue.recordError(batch.ids, 'runner stopped before the answer was complete');
     } else if (!progress.failed) {
+      // A provider that answered several prompts in one result: completed when its query ends (at-least-once).
       this.queue.complete(batch.ids);
       log.info(`completed ${plural(batch.ids.length, 'message')} in ${Date.now() - started} ms`);
     }
@@ -317,6 +329,7 @@ export class Runner {
     }
     batch.add(messages);
     setRunnerBatch(db, 'busy', batch.ids, batch.routing);
+    progress.prompts += 1;
     query.push(prepared.text);
     transcript.add('prompt', prepared.text);
     log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
@@ -324,15 +337,24 @@ export class Runner {
 
   private fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): void {
     progress.failed = true;
-    this.deps.log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
-    this.queue.recordError(batch.ids, error);
+    if (progress.completed) {
+      // Everything was answered already (and the batch completed with the answer): nothing to retry.
+      this.deps.log.warn(`${error} (after the batch was answered)`);
+    } else {
+      this.deps.log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
+      this.queue.recordError(batch.ids, error);
+    }
     transcript.add('error', error);
     query.abort();
   }
 
-  /** An answer and what its turn cost, in one transaction. */
-  private writeResult(routing: RoutingContext, text: string | null, usage?: TurnUsage): void {
-    insertTurnResult(this.deps.db, { routing, text, usage, provider: this.deps.providerName });
+  /** An answer and what its turn cost, in one transaction; with `completes`, that batch is marked completed in it too. */
+  private writeResult(routing: RoutingContext, text: string | null, usage?: TurnUsage, completes?: string[]): void {
+    const { db, providerName } = this.deps;
+    db.transaction(() => {
+      insertTurnResult(db, { routing, text, usage, provider: providerName });
+      if (completes) this.queue.complete(completes);
+    }).immediate();
   }
 
   private logFailed(failed: { row: { id: string; seq: number }; error: string }[]): void {
