@@ -17,6 +17,9 @@ function setup() {
     answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
+    stopRunner: async () => undefined,
+    restartRunner: async () => undefined,
+    runnerLogTail: () => [],
   };
   const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
   return { input, printed: () => printed, inbound, answers, host, channel };

@@ -12,9 +12,12 @@ const age = (iso) => {
 export function Sessions({ onError }) {
   const [sessions, setSessions] = useState([]);
   const [log, setLog] = useState(null);
+  const [reasons, setReasons] = useState({});
   const refresh = () => get('/v1/sessions').then((r) => setSessions(r.sessions), onError);
   useEffect(() => {
     refresh();
+    // Why each session's provider was chosen: the doctor's reasoning (admins only; others just see the provider).
+    get('/v1/doctor').then((r) => setReasons(Object.fromEntries(r.sessions.map((s) => [s.id, s]))), () => undefined);
     const timer = setInterval(refresh, 3000);
     return () => clearInterval(timer);
   }, []);
@@ -31,7 +34,7 @@ export function Sessions({ onError }) {
             <td>${s.channelType}:${s.platformId}${s.threadKey ? ` / ${s.threadKey}` : ''}</td>
             <td>${s.agentGroup}</td>
             <td>${s.runner ? s.runner.state : 'stopped'}</td>
-            <td>${s.provider ?? '—'}${s.providerReason ? html`<br /><span class="muted">${s.providerReason}</span>` : null}</td>
+            <td>${s.provider ?? reasons[s.id]?.provider ?? '—'}${reasons[s.id]?.reason ? html`<br /><span class="muted">${reasons[s.id].reason}</span>` : null}</td>
             <td>${age(s.heartbeatAt)}</td>
             <td>${s.pending}</td>
             <td class=${s.lastError ? 'error' : ''}>${s.lastError ?? ''}</td>

@@ -9,6 +9,7 @@ import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import { createLogger } from '../shared/log.js';
+import { doctorRoutes } from './doctor.js';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -56,7 +57,9 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       return 2;
     }
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+    channels.push(
+      new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes: [doctorRoutes(config.home)] }),
+    );
   }
   let host: Host;
   try {

@@ -3,6 +3,7 @@ import { conversationRoutes } from './conversations.js';
 import { fileRoutes } from './files.js';
 import { sessionRoutes } from './sessions.js';
 import { webhookRoutes } from './webhooks.js';
+import { runnerRoutes } from './runners.js';
 import { webRoutes } from './web.js';
 
 /**
@@ -10,4 +11,4 @@ import { webRoutes } from './web.js';
  * and one line below; an area that needs something the channel does not have (a ledger, a Chat SDK instance) is
  * passed in `HttpChannelOptions.routes` by whoever builds the channel instead.
  */
-export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, conversationRoutes, webhookRoutes, fileRoutes, webRoutes];
+export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, conversationRoutes, webhookRoutes, fileRoutes, runnerRoutes, webRoutes];
