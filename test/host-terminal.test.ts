@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { TerminalChannel } from '../src/host/channels/terminal.js';
 import type { HostApi, InboundEnvelope } from '../src/host/channels/types.js';
+import { TaskBoard } from '../src/host/tasks.js';
 import { waitFor } from './support/wait.js';
 
 /** The terminal channel over in-memory streams, with a HostApi that records what it is asked. */
@@ -20,6 +21,13 @@ function setup() {
     stopRunner: async () => undefined,
     restartRunner: async () => undefined,
     runnerLogTail: () => [],
+    tasks: new TaskBoard(() => []),
+    groupOf: () => {
+      throw new Error('not used by the terminal');
+    },
+    sessionFolderOf: () => {
+      throw new Error('not used by the terminal');
+    },
   };
   const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
   return { input, printed: () => printed, inbound, answers, host, channel };

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import path from 'node:path';
+import { describePlatforms } from '../host/platforms/catalog.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
+import { requireAdmin } from '../host/channels/http/auth.js';
 import type { HttpRouteModule } from '../host/channels/http/types.js';
 
 /**
@@ -11,19 +13,20 @@ import type { HttpRouteModule } from '../host/channels/http/types.js';
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check providers, provider selection and resource packages of each session')
+    .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory whose sessions/* to check (default: $PINCER_HOME, else ./.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
     .action((options: { home?: string; workspace?: string[] }) => {
       const home = path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
-      process.stdout.write(renderReport(report, options.workspace ? undefined : home));
-      process.exitCode = report.failures > 0 ? 1 : 0;
+      const platforms = describePlatforms(process.env);
+      process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
 }
 
-export function renderReport(report: DoctorReport, home: string | undefined): string {
+export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
   const out: string[] = [];
   out.push('providers in this environment:');
   const width = Math.max(...report.probes.map((p) => p.name.length));
@@ -66,6 +69,7 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     }
   }
   out.push('');
+  if (platformLines.length > 0) out.push('chat platforms (docs/platforms.md):', ...platformLines, '');
   out.push(summary(report));
   return out.join('\n') + '\n';
 }
@@ -80,12 +84,13 @@ function summary(report: DoctorReport): string {
 
 /**
  * `GET /v1/doctor` on the host's HTTP API (the control page's Doctor view): the same report as `pincer doctor` for the
- * host's home, as text, with each session's provider and the reason it was chosen. Made here, above the host, because
+ * host's home, as text, with each session's provider and the reason it was chosen (admin token only). Made here, above the host, because
  * the report reads the host's records and the runner's configuration alike.
  */
 export function doctorRoutes(home: string): HttpRouteModule {
   return ({ api }) => {
     api.get('/v1/doctor', (c) => {
+      requireAdmin(c);
       const report = runDoctor(sessionFoldersUnder(home), process.env, home);
       const sessions = report.sessions.map((s) => ({
         id: path.basename(s.dir),

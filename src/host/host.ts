@@ -10,7 +10,7 @@ import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
-import type { SessionRecord } from './central-db/types.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
@@ -20,6 +20,7 @@ import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
+import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
@@ -43,6 +44,8 @@ const CRASH_NOTICE_AT = 3;
 export class Host implements HostApi {
   readonly store: CentralStore;
   readonly sessions: SessionDirectory;
+  /** scheduled tasks of every session, for channels (the HTTP API's task routes). */
+  readonly tasks: TaskBoard;
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
@@ -61,6 +64,14 @@ export class Host implements HostApi {
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
     for (const channel of options.channels) this.channels.set(channel.type, channel);
+    this.tasks = new TaskBoard(() =>
+      [...this.slots.values()].map((slot) => ({
+        id: slot.session.id,
+        db: slot.db,
+        timezone: this.store.getAgentGroup(slot.session.agentGroupId)?.timezone ?? 'UTC',
+        touch: () => slot.touch(),
+      })),
+    );
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
     this.delivery = new Delivery({
       channels: this.channels,
@@ -124,13 +135,15 @@ export class Host implements HostApi {
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
     const written = insertInbound(slot.db, {
+      ...(message.id ? { id: message.id } : {}),
       kind: message.kind,
       content: message.content,
       processAfter: message.processAfter ?? null,
       recurrence: message.recurrence ?? null,
+      trigger: message.trigger ?? 1,
       ...routing(message.conversation),
     });
-    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value), ...message.conversation });
+    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
@@ -169,6 +182,14 @@ export class Host implements HostApi {
       processAfter,
       recurrence: task.recurrence ?? null,
     });
+  }
+
+  groupOf(conversation: ConversationRef): AgentGroup {
+    return this.sessions.resolveGroup(conversation);
+  }
+
+  sessionFolderOf(conversation: ConversationRef): string {
+    return this.sessionOf(conversation).slot.session.folder;
   }
 
   listSessions(): SessionSummary[] {
@@ -401,10 +422,13 @@ function routing(c: ConversationRef): { channelType: string; platformId: string;
   return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
 }
 
-/** The sender's platform user id as the channel gave it (never the display name, which anyone can choose). */
-function senderIdOf(parsed: InboundContent): string | null {
+/**
+ * The sender's platform user id as the channel gave it (never the display name, which anyone can choose). A chat
+ * platform's user is `<platform>:<user id>` (telegram:12345), as admin lists and allow-lists name them.
+ */
+function senderIdOf(parsed: InboundContent, channelType: string): string | null {
   if (parsed.kind === 'chat') return parsed.content.senderId ?? null;
-  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ?? null;
+  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ? `${channelType}:${parsed.content.author.userId}` : null;
   return null;
 }
 
