@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -6,6 +7,7 @@ import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { closeBrowsers, launchBrowser, NO_CHROMIUM } from './support/browser.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
+import { BUILT_CLI } from './support/runner-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -31,16 +33,16 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
 }
 
-async function logIn(host: HostHandle, options: { colorScheme?: 'light' | 'dark'; mobile?: boolean } = {}): Promise<Page> {
+async function logIn(host: HostHandle, options: { colorScheme?: 'light' | 'dark'; mobile?: boolean; token?: string } = {}): Promise<Page> {
   const context = await browser.newContext({
     colorScheme: options.colorScheme ?? 'light',
-    viewport: options.mobile ? { width: 390, height: 780 } : { width: 1200, height: 800 },
+    viewport: options.mobile ? { width: 390, height: 780 } : { width: 1200, height: 1100 },
   });
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(err.message));
   await page.goto(`http://127.0.0.1:${host.port}/`);
-  await page.getByLabel('Access token').fill(TEST_TOKEN);
+  await page.getByLabel('Access token').fill(options.token ?? TEST_TOKEN);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('navigation', { name: 'Views' }).waitFor();
   expect(errors).toEqual([]);
@@ -96,9 +98,19 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     const sessionId = conversations.find((c) => c.id === 'web')!.sessions[0]!.id;
     const db = outbound(host, sessionId);
     const trigger = (db.prepare(`SELECT id FROM messages_in WHERE kind = 'chat' ORDER BY seq DESC LIMIT 1`).get() as { id: string }).id;
+    // An agent message with markdown, later edited and reacted to.
+    const { seq } = insertOutbound(db, { kind: 'chat', content: { text: 'Deploying **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    await page.locator('.message').filter({ hasText: 'Deploying' }).waitFor();
+    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: seq, text: 'Deployed **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: seq, emoji: '✔' }, routing: routing('web', trigger) });
+    const edited = page.locator('.message').filter({ hasText: 'Deployed v2' });
+    await edited.waitFor();
+    expect(await edited.locator('a').getAttribute('href')).toBe('https://example.com/notes');
+    await edited.getByLabel('Reactions').filter({ hasText: '✔' }).waitFor();
+
     // What an agent could write: markup and a script URL. Neither may run or become an element.
     const attack = '<img src=x onerror="window.__pwned=1"> and [click](javascript:window.__pwned=2) and **bold**';
-    const { seq } = insertOutbound(db, { kind: 'chat', content: { text: attack }, routing: routing('web', trigger) });
+    insertOutbound(db, { kind: 'chat', content: { text: attack }, routing: routing('web', trigger) });
     const hostile = page.locator('.message').filter({ hasText: 'onerror' });
     await hostile.waitFor();
     expect(await hostile.locator('img').count()).toBe(0);
@@ -106,17 +118,13 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     expect(await hostile.locator('strong').textContent()).toBe('bold');
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
 
-    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: seq, text: 'edited: nothing to see' }, routing: routing('web', trigger) });
-    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: seq, emoji: '👍' }, routing: routing('web', trigger) });
-    await page.locator('.message').filter({ hasText: 'edited: nothing to see' }).waitFor();
-    await page.getByLabel('Reactions').filter({ hasText: '👍' }).waitFor();
-
     insertOutbound(db, {
       kind: 'chat',
       content: { operation: 'ask_question', questionId: 'q-web', title: 'Deploy?', question: 'Ship version 2 now?', options: [{ label: 'Ship it', value: 'yes' }, { label: 'Wait', value: 'no' }] },
       routing: routing('web', trigger),
     });
     await page.getByRole('button', { name: 'Ship it' }).waitFor();
+    await page.getByRole('button', { name: /^web/ }).waitFor();
     await shot(page, 'chat');
     await page.getByRole('button', { name: 'Ship it' }).click();
     await page.getByText('Answered: Ship it').waitFor();
@@ -129,7 +137,7 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     expect(await host.stop()).toBe(0);
   });
 
-  it('pauses, resumes and cancels a task; stops a runner; shows usage charts and the doctor', async () => {
+  it('pauses, resumes and cancels a task; stops and restarts a runner and shows its log; shows the doctor', async () => {
     const host = await startHost();
     await host.request('POST', '/v1/conversations/ops/messages', { text: 'warm up' });
     const inAnHour = new Date(Date.now() + 3600_000).toISOString();
@@ -147,20 +155,42 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await page.getByRole('button', { name: 'Cancel water the plants' }).click();
     await expect.poll(taskStatus).toBeUndefined();
 
-    await page.getByRole('button', { name: 'Usage' }).click();
-    const chart = page.getByRole('img', { name: 'Tokens per day' });
-    await chart.waitFor();
-    expect(await chart.locator('rect').count()).toBeGreaterThan(0);
-    await shot(page, 'usage');
-
     await page.getByRole('button', { name: 'Sessions' }).click();
     await page.getByRole('cell', { name: 'http:ops' }).waitFor();
-    await page.getByRole('button', { name: 'Log', exact: false }).first().click();
-    await page.locator('pre.log').waitFor();
+    await page.getByRole('button', { name: 'Show the log of ops' }).click();
+    await expect.poll(() => page.locator('pre.log').textContent()).toMatch(/\[runner\]/);
     await shot(page, 'sessions');
+    const runnerOf = async (): Promise<unknown> =>
+      ((await host.request('GET', '/v1/sessions')).body.sessions as { platformId: string; runner: unknown }[]).find((s) => s.platformId === 'ops')?.runner;
+    await expect.poll(runnerOf, { timeout: 20_000 }).not.toBeNull();
+    await page.getByRole('button', { name: 'Stop the runner of ops' }).click();
+    await expect.poll(runnerOf, { timeout: 20_000 }).toBeNull();
+    await page.getByRole('cell', { name: 'stopped' }).waitFor();
+    await page.getByRole('button', { name: 'Restart the runner of ops' }).click();
+    await expect.poll(runnerOf, { timeout: 20_000 }).not.toBeNull();
 
     await page.getByRole('button', { name: 'Doctor' }).click();
     await page.getByText('providers in this environment').waitFor();
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('a token limited to one conversation sees and controls only its sessions, and not the doctor', async () => {
+    const host = await startHost();
+    const made = spawnSync(process.execPath, [BUILT_CLI, 'token', 'create', 'ann-bridge', '--conversation', 'ann', '--home', host.home], { encoding: 'utf8', timeout: 15_000 });
+    expect(made.status, made.stderr).toBe(0);
+    const scoped = made.stdout.trim();
+    for (const conversation of ['ann', 'bob']) expect((await host.request('POST', `/v1/conversations/${conversation}/messages`, { text: 'hi' })).status).toBe(202);
+    const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string; platformId: string }[];
+    const bobSession = sessions.find((s) => s.platformId === 'bob')!.id;
+    const page = await logIn(host, { token: scoped });
+    await page.getByRole('button', { name: 'Sessions' }).click();
+    await page.getByRole('cell', { name: 'http:ann' }).waitFor();
+    expect(await page.getByRole('cell', { name: 'http:bob' }).count()).toBe(0);
+    const asBridge = { token: scoped };
+    expect((await host.request('POST', `/v1/sessions/${bobSession}/stop`, {}, asBridge)).status).toBe(404);
+    expect((await host.request('GET', `/v1/sessions/${bobSession}/log`, undefined, asBridge)).status).toBe(404);
+    expect((await host.request('GET', '/v1/doctor', undefined, asBridge)).status).toBe(403);
     await page.context().close();
     expect(await host.stop()).toBe(0);
   });

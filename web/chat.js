@@ -40,11 +40,11 @@ export function Conversations({ onError }) {
         )}
       </ul>
     </section>
-    ${current ? html`<${Chat} key=${current} conversation=${current} onError=${onError} />` : html`<p class="muted">Pick or open a conversation.</p>`}
+    ${current ? html`<${Chat} key=${current} conversation=${current} onError=${onError} onSent=${refresh} />` : html`<p class="muted">Pick or open a conversation.</p>`}
   </div>`;
 }
 
-function Chat({ conversation, onError }) {
+function Chat({ conversation, onError, onSent }) {
   const [messages, setMessages] = useState([]);
   const [state, setState] = useState('connecting');
   const [typing, setTyping] = useState(false);
@@ -82,6 +82,7 @@ function Chat({ conversation, onError }) {
       setMessages((all) => [...all, { key: `mine-${receipt.id}`, mine: true, text: body.text, files: files.map((f) => f.name) }]);
       setText('');
       if (fileInput.current) fileInput.current.value = '';
+      onSent();
     } catch (err) {
       onError(err);
     } finally {

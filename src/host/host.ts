@@ -201,7 +201,7 @@ export class Host implements HostApi {
         ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
         : 0;
       const lastError = slot
-        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
+        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
             | { last_error: string }
             | undefined)?.last_error ?? null
         : null;

@@ -119,6 +119,6 @@ export interface SessionSummary {
   provider: string | null;
   /** the running runner's last heartbeat. */
   heartbeatAt: string | null;
-  /** the newest `last_error` of the session's messages. */
+  /** the newest `last_error` of the session's open or failed messages (a settled message's error is history). */
   lastError: string | null;
 }
