@@ -175,6 +175,25 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     expect(await host.stop()).toBe(0);
   });
 
+  it('charts tokens per day and cost per model from the usage ledger', async () => {
+    const host = await startHost();
+    const stream = host.stream('costs');
+    await host.request('POST', '/v1/conversations/costs/messages', { text: 'spend some tokens' });
+    await stream.waitFor('the answer', (e) => e.event === 'chat');
+    await expect.poll(async () => ((await host.request('GET', '/v1/usage?by=day')).body.rows as unknown[]).length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const page = await logIn(host);
+    await page.getByRole('button', { name: 'Usage' }).click();
+    const chart = page.getByRole('img', { name: 'Tokens per day' });
+    await chart.waitFor();
+    expect(await chart.locator('rect').count()).toBe(1);
+    expect(await page.getByRole('img', { name: 'Cost per model (USD)' }).locator('rect').count()).toBeGreaterThan(0);
+    await page.getByRole('cell', { name: 'main' }).waitFor();
+    await shot(page, 'usage');
+    stream.close();
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
   it('a token limited to one conversation sees and controls only its sessions, and not the doctor', async () => {
     const host = await startHost();
     const made = spawnSync(process.execPath, [BUILT_CLI, 'token', 'create', 'ann-bridge', '--conversation', 'ann', '--home', host.home], { encoding: 'utf8', timeout: 15_000 });

@@ -8,7 +8,7 @@ const tokensOf = (row) => (row.inputTokens ?? 0) + (row.outputTokens ?? 0) + (ro
 
 /** A horizontal bar chart: one bar per row, labelled, with the value at its end. */
 export function BarChart({ title, rows, value, label }) {
-  const max = Math.max(1, ...rows.map(value));
+  const max = Math.max(0, ...rows.map(value)) || 1;
   const height = 22 * rows.length + 8;
   return html`<figure class="card">
     <figcaption><strong>${title}</strong></figcaption>
