@@ -133,7 +133,7 @@ describe('scoped tokens', () => {
   it('refuses to list the tokens of a home that does not exist, in one line', async () => {
     const result = await pincerToken('/nonexistent/pincer-home', 'list');
     expect(result.status).toBe(2);
-    expect(result.stderr).toBe('no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME\n');
+    expect(result.stderr).toBe('pincer: no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME (see pincer token list --help)\n');
   });
 });
 
