@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
@@ -10,7 +11,7 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 
 /** Host settings from the environment, with their defaults (docs/configuration.md "The host"). */
 const HostEnvSchema = z.object({
-  PINCER_HOME: z.string().min(1).default('.pincer'),
+  PINCER_HOME: z.string().min(1).optional(),
   PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),
   PINCER_SESSION_MODE: z.enum(['shared', 'per-thread']).default('shared'),
   PINCER_ADMIN_USER_ID: z.string().optional(),
@@ -20,6 +21,7 @@ const HostEnvSchema = z.object({
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
@@ -35,6 +37,14 @@ const HostEnvSchema = z.object({
   PINCER_DELIVERY_ATTEMPTS: positiveInt(5),
   PINCER_DELIVERY_RETRY_MS: positiveInt(500),
 });
+
+/**
+ * The home in use: `--home`, else PINCER_HOME, else `~/.pincer`. Not the current directory: the agent, its memory and
+ * its schedules must not change with where a command happens to be typed.
+ */
+export function resolveHome(env: NodeJS.ProcessEnv, flag?: string): string {
+  return path.resolve(flag || env.PINCER_HOME || path.join(os.homedir(), '.pincer'));
+}
 
 export interface HostFlags {
   home?: string;
@@ -56,7 +66,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);
   }
   return {
-    home: path.resolve(flags.home ?? e.PINCER_HOME),
+    home: resolveHome(env, flags.home),
     defaultGroup:
       e.PINCER_DEFAULT_GROUP === 'none'
         ? null
@@ -69,7 +79,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN } : null,
     runners: {
       kind: e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
@@ -103,7 +113,7 @@ function idList(value: string | undefined): string[] {
 function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const copy = { ...env };
   // Platform tokens and secrets (TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, …) are the host's, never an agent's.
-  for (const key of ['PINCER_HTTP_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
+  for (const key of ['PINCER_HTTP_TOKEN', 'PINCER_METRICS_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
     delete copy[key];
   }
   return copy;
