@@ -49,7 +49,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   if (config.http) {
     const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
   let host: Host;
   try {

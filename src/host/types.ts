@@ -14,7 +14,7 @@ export interface HostConfig {
     admins: string[];
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
-  http: { port: number; host: string; token: string | undefined } | null;
+  http: { port: number; host: string; token: string | undefined; sseMaxBufferedBytes: number } | null;
   runners: {
     /**
      * `process`: a child process (default); `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through

@@ -44,6 +44,8 @@ export interface HttpChannelOptions {
   token: string;
   mailbox: HttpMailbox;
   log: Logger;
+  /** unread bytes an SSE stream may have before the client is disconnected (default 1 MiB). */
+  sseMaxBufferedBytes?: number;
   /** more areas to serve, after the built-in ones (see `routes/index.ts`). */
   routes?: HttpRouteModule[];
 }

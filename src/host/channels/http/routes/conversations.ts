@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
 import { afterParam, conversationId, readJson, validate } from '../io.js';
+import { streamStart } from '../sse.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -26,6 +27,8 @@ const PostTask = z.object({
   threadId: z.string().min(1).optional(),
 });
 
+const EVENTS_PAGE = 500;
+
 const conversationRef = (platformId: string, threadId?: string): ConversationRef => ({ channelType: 'http', platformId, threadId: threadId ?? null });
 
 export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, sse }) => {
@@ -49,12 +52,13 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
 
   api.get('/v1/conversations/:id/events', (c) => {
     const id = conversationId(c.req.param('id'));
-    const events = mailbox.after(id, afterParam(c.req.query('after')));
-    return c.json({ events: events.map((e) => e.data) });
+    // One page; `more` says to ask again with `after` = `nextAfter`.
+    const events = mailbox.after(id, afterParam(c.req.query('after')), EVENTS_PAGE);
+    return c.json({ events: events.map((e) => e.data), more: events.length === EVENTS_PAGE, nextAfter: events.at(-1)?.id ?? null });
   });
 
   api.get('/v1/conversations/:id/stream', (c) => {
     const id = conversationId(c.req.param('id'));
-    return sse.open(id, afterParam(c.req.header('last-event-id') ?? c.req.query('after')));
+    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')));
   });
 };
