@@ -143,11 +143,10 @@ describe('the runner environment in a sandbox', () => {
     EMPTY: '',
   };
 
-  it('passes the runner settings and the configured provider credentials only', () => {
+  it('passes the runner settings and the configured provider credentials only (never the admin user id)', () => {
     expect(runnerEnvironment(host)).toEqual({
       AGENT_PROVIDER: 'claude-code',
       TZ: 'Europe/Berlin',
-      NANOCLAW_ADMIN_USER_ID: 'u1',
       PINCER_LOG_LEVEL: 'debug',
       PINCER_POLL_IDLE_MS: '900',
       ANTHROPIC_API_KEY: 'sk-ant',

@@ -177,6 +177,27 @@ describe('send_file', () => {
     await mcp.close();
   });
 
+  it('reads through agent/ when it is a link to the agent group folder outside the session folder', async () => {
+    const { s, mcp } = await inFlight();
+    const group = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-group-'));
+    try {
+      fs.rmSync(s.paths.agent, { recursive: true });
+      fs.symlinkSync(group, s.paths.agent, 'dir'); // as the host links it for a process runner
+      fs.writeFileSync(path.join(group, 'notes.md'), 'group notes');
+      const result = await mcp.call('send_file', { path: 'notes.md' });
+      expect(result.isError).toBe(false);
+      expect(fs.readFileSync(outboxFile(s, lastOut(s), 'notes.md'), 'utf8')).toBe('group notes');
+      // the group folder's neighbours are still outside
+      fs.writeFileSync(path.join(path.dirname(group), `${path.basename(group)}-secret.txt`), 'no');
+      const escape = await mcp.call('send_file', { path: `../${path.basename(group)}-secret.txt` });
+      expect(escape.isError).toBe(true);
+      fs.rmSync(path.join(path.dirname(group), `${path.basename(group)}-secret.txt`));
+    } finally {
+      fs.rmSync(group, { recursive: true, force: true });
+    }
+    await mcp.close();
+  });
+
   it('refuses paths outside the workspace, symlinks out of it, folders, missing and too large files', async () => {
     const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-outside-'));
     try {

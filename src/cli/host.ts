@@ -1,12 +1,12 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
+import { prepareHome } from '../host/home.js';
+import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import { createLogger } from '../shared/log.js';
 
@@ -43,11 +43,18 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
-  fs.mkdirSync(config.home, { recursive: true });
   const channels = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
   if (config.http) {
-    const token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+    let token: string;
+    try {
+      prepareHome(config.home);
+      token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+    } catch (err) {
+      if (!isHostError(err)) throw err;
+      log.error(err.message);
+      return 2;
+    }
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
     channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
@@ -74,14 +81,6 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   await host.stop();
   mailboxDb?.close();
   return 0;
-}
-
-function loadOrCreateToken(file: string, log: ReturnType<typeof createLogger>): string {
-  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  const token = randomBytes(24).toString('hex');
-  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  log.info(`http token created in ${file}`);
-  return token;
 }
 
 function parsePort(value: string): number {

@@ -75,6 +75,12 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   args.push('--ro-bind', settings.appRoot, '/app');
+  // a checkout whose node_modules links elsewhere (a git worktree sharing one install): that folder too, read-only
+  const modules = path.join(settings.appRoot, 'node_modules');
+  if (fs.lstatSync(modules, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    const real = fs.realpathSync(modules);
+    args.push('--ro-bind', real, real);
+  }
   let node = fs.realpathSync(settings.node);
   if (!node.startsWith('/usr/')) {
     // a Node outside /usr (nvm, a tarball): bind its folder read-only

@@ -4,8 +4,8 @@
  * environment as before; a container or bwrap runner starts from nothing and gets exactly this.
  */
 
-/** Variables every runner may need. */
-const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL', 'NANOCLAW_ADMIN_USER_ID']);
+/** Variables every runner may need. (Not the admin user id: the host checks admin rights from its own records.) */
+const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL']);
 
 /**
  * Pincer's own settings (`PINCER_*`: runner tuning, provider timeouts) pass, except the host's: its home, HTTP token,

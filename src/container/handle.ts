@@ -25,7 +25,9 @@ export const LIFELINE_ENV = { PINCER_STOP_ON_STDIN_EOF: '1' };
  */
 export function runnerStdio(options: LaunchOptions): { stdio: ['pipe', 'ignore', 'inherit' | 'pipe' | number]; close(): void } {
   if (options.logFile) {
-    const fd = fs.openSync(options.logFile, 'a');
+    // never through a link at the log's name, and owner-only: the log may quote what the agent did
+    const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW } = fs.constants;
+    const fd = fs.openSync(options.logFile, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0o600);
     return { stdio: ['pipe', 'ignore', fd], close: () => fs.closeSync(fd) };
   }
   return { stdio: ['pipe', 'ignore', options.stderr ?? 'inherit'], close: () => undefined };

@@ -40,6 +40,8 @@ export function openSessionDb(path: string, options: OpenOptions = {}): Database
   let db: Database.Database;
   try {
     db = new Database(path, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !options.create });
+    // Owner-only, set before WAL mode creates the -wal and -shm files (SQLite gives them the DB's mode).
+    if (options.create) fs.chmodSync(path, 0o600);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     if (!options.readonly) migrate(db);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openSessionDb } from './connection.js';
@@ -40,7 +41,25 @@ export function createSessionFolder(root: string): SessionPaths {
 
 /** Write JSON atomically (temp file + rename), so a reader never sees half a file. */
 export function writeJsonAtomic(file: string, value: unknown): void {
-  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n');
+  writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n');
+}
+
+/**
+ * Write a file atomically: a fresh temp file beside it (random name, created exclusively, so a link planted under a
+ * guessable name is never written through), flushed, then renamed over `file` (a rename replaces a link, never
+ * follows it). A crash leaves the old file or the new one, never an empty or half one.
+ */
+export function writeFileAtomic(file: string, data: string, mode = 0o644): void {
+  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  const fd = fs.openSync(tmp, 'wx', mode);
+  try {
+    fs.writeFileSync(fd, data);
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
   fs.renameSync(tmp, file);
 }

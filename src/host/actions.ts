@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { z } from 'zod';
 import { prepared } from '../db/connection.js';
 import { describeIssues, parseInboundContent } from '../db/content.js';
-import { getInbound, insertInbound } from '../db/messages.js';
+import { insertInbound } from '../db/messages.js';
 import type { InboundRow, OutboundRow } from '../db/types.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
@@ -87,13 +87,11 @@ export class ActionHandlers {
 
   private registerAgentGroup(ctx: ActionContext): ActionAnswer {
     const input = parse(RegisterAgentGroup, ctx.content);
-    const requester = requesterOf(ctx.db, ctx.row);
+    const requester = this.requesterOf(ctx);
     const admins = new Set([...ctx.group.admins, ...this.deps.globalAdmins]);
-    if (!requester || !admins.has(requester)) {
-      return {
-        status: 'error',
-        error: `register_agent_group is for admins only; ${requester ? `user "${requester}" is not an admin` : 'the requesting user is unknown'}`,
-      };
+    if (!requester.ok) return { status: 'error', error: `register_agent_group is for admins only; ${requester.why}` };
+    if (!admins.has(requester.userId)) {
+      return { status: 'error', error: `register_agent_group is for admins only; user "${requester.userId}" is not an admin` };
     }
     const created = this.deps.sessions.createGroup({
       name: input.name,
@@ -102,7 +100,7 @@ export class ActionHandlers {
       model: ctx.group.model,
       sessionMode: input.sessionMode ?? 'shared',
       timezone: ctx.group.timezone,
-      admins: [requester],
+      admins: [requester.userId],
     });
     this.deps.store.bind(input.channelType, input.platformId, created.id);
     return { status: 'success', result: { agent_group_id: created.id, name: created.name } };
@@ -174,12 +172,30 @@ export class ActionHandlers {
     return { status: 'success', result: { taskId: row.id } };
   }
 
+  private requesterOf(ctx: ActionContext): Requester {
+    const messageId = ctx.row.in_reply_to;
+    if (!messageId) return { ok: false, why: 'the request answers no message, so the requesting user is unknown' };
+    const record = this.deps.store.getSender(ctx.session.id, messageId);
+    if (!record) return { ok: false, why: `message "${messageId}" was not written by the host, so the requesting user is unknown` };
+    if (!record.senderId) return { ok: false, why: 'the requesting message carries no user id, so the requesting user is unknown' };
+    if (!record.latest) return { ok: false, why: 'the request must answer the latest message of the conversation (a newer one has arrived since)' };
+    return { ok: true, userId: record.senderId };
+  }
+
   private time(text: string, timeZone: string): string {
     const iso = parseTimeInZone(text, timeZone);
     if (!iso) throw new HostError('invalid-input', `processAfter: not a time: "${text}"`, 'processAfter');
     return iso;
   }
 }
+
+/**
+ * Who asked for an action, from the host's own record of the message it answers (central DB `inbound_senders`),
+ * never from the session DB: the agent writes that, and could forge a row "from the admin" and answer it. The message
+ * must also be the latest one the host wrote into this session, so an agent cannot borrow an admin's old request
+ * while answering someone else.
+ */
+type Requester = { ok: true; userId: string } | { ok: false; why: string };
 
 function parse<T>(schema: z.ZodType<T>, content: Record<string, unknown>): T {
   const parsed = schema.safeParse(content);
@@ -188,19 +204,4 @@ function parse<T>(schema: z.ZodType<T>, content: Record<string, unknown>): T {
     throw new HostError('invalid-input', `invalid ${String(content.action)}: ${describeIssues(parsed.error)}`, field);
   }
   return parsed.data;
-}
-
-/**
- * Who asked: the sender id of the message the action answers (chat `senderId`, chat-sdk `author.userId`). Never the
- * display name: anyone can call themselves "admin".
- */
-export function requesterOf(db: Database.Database, row: OutboundRow): string | undefined {
-  if (!row.in_reply_to) return undefined;
-  const trigger = getInbound(db, row.in_reply_to);
-  if (!trigger) return undefined;
-  const parsed = parseInboundContent(trigger.kind, trigger.content);
-  if (!parsed.ok) return undefined;
-  if (parsed.value.kind === 'chat') return parsed.value.content.senderId;
-  if (parsed.value.kind === 'chat-sdk') return parsed.value.content.author.userId;
-  return undefined;
 }

@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import fs from 'node:fs';
 import path from 'node:path';
 import { prepared } from '../db/connection.js';
 import type { z } from 'zod';
@@ -12,7 +11,6 @@ import {
   OutboundReactionSchema,
   OutboundSystemSchema,
 } from '../db/content.js';
-import { sessionPaths } from '../db/layout.js';
 import { findBySeq, insertInbound } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -22,6 +20,7 @@ import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, OutboundPayload } from './channels/types.js';
 import type { ConversationRef, HostConfig } from './types.js';
+import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from './untrusted-files.js';
 
 /**
  * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
@@ -98,7 +97,7 @@ export class Delivery {
   }
 
   /** The host speaking to a conversation directly (no row): a message failed for good, a runner cannot start. */
-  async notify(handle: SessionHandle, conversation: ConversationRef, text: string): Promise<void> {
+  async notify(handle: Pick<SessionHandle, 'session'>, conversation: ConversationRef, text: string): Promise<void> {
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
       this.deps.log.warn(`notice for ${conversation.channelType}:${conversation.platformId} not sent (no such channel): ${text}`);
@@ -201,7 +200,7 @@ export class Delivery {
 }
 
 /** Where a row goes: its own routing, else the conversation the session belongs to. */
-export function conversationOf(handle: SessionHandle, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
+export function conversationOf(handle: Pick<SessionHandle, 'session'>, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
   if (row.channel_type && row.platform_id) return { channelType: row.channel_type, platformId: row.platform_id, threadId: row.thread_id };
   const s = handle.session;
   return { channelType: s.channelType, platformId: s.platformId, threadId: s.threadKey || null };
@@ -212,12 +211,20 @@ function routingOf(handle: SessionHandle, row: OutboundRow): { platformId: strin
   return { platformId: c.platformId, channelType: c.channelType, threadId: c.threadId };
 }
 
-/** A file the agent sent: `outbox/<message id>/<name>`, a plain name that must exist there. */
+/**
+ * A file the agent sent: `outbox/<message id>/<name>`, a plain name, a regular file there — no link anywhere on the
+ * way (untrusted-files.ts), since the agent writes both the row and the folder.
+ */
 function outboxFile(handle: SessionHandle, row: OutboundRow, name: string): { name: string; path: string } {
-  if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
-  const file = path.join(sessionPaths(handle.session.folder).outbox, row.id, name);
-  if (!fs.existsSync(file)) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
-  return { name, path: file };
+  try {
+    checkSafeId(row.id, 'message id');
+    if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
+    return { name, path: checkRegularFileInside(handle.session.folder, ['outbox', row.id, name]) };
+  } catch (err) {
+    if (isUntrustedPathError(err, 'missing')) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
+    if (isUntrustedPathError(err)) throw new PermanentDeliveryError(`file "${name}" refused: ${err.message}`);
+    throw err;
+  }
 }
 
 function strict<T>(schema: z.ZodType<T>, content: unknown, what: string): T {

@@ -6,8 +6,10 @@
  * - `invalid-input`: a request or action whose input failed validation; the message names the field.
  * - `not-found`: a question, session or file that does not exist.
  * - `delivery`: a channel could not deliver a message (retried by delivery, then recorded as `delivery_error`).
+ * - `quarantined`: the conversation's session folder is unsafe to open (a linked or unreadable session.db); the host
+ *   leaves it alone until an administrator moves it aside.
  */
-export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery';
+export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'quarantined';
 
 export class HostError extends Error {
   constructor(

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { prepared } from '../db/connection.js';
-import { parseInboundContent } from '../db/content.js';
+import { isSessionDbError, prepared } from '../db/connection.js';
+import { parseInboundContent, type InboundContent } from '../db/content.js';
 import { getInbound, insertInbound } from '../db/messages.js';
 import { insertAnswer } from '../db/questions.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
@@ -13,12 +13,14 @@ import { CentralStore, openCentralDb } from './central-db/store.js';
 import type { SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
-import { HostError } from './errors.js';
+import { HostError, isHostError } from './errors.js';
+import { prepareHome } from './home.js';
 import { HomeLock } from './home-lock.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
+import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
 /**
@@ -45,6 +47,8 @@ export class Host implements HostApi {
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
   private readonly slots = new Map<string, SessionSlot>();
+  /** sessions whose folder the host will not open (a linked or unreadable session.db): id → why. */
+  private readonly quarantined = new Map<string, string>();
   private readonly channels = new Map<string, ChannelAdapter>();
   private stopped = false;
   private readonly lock: HomeLock;
@@ -52,7 +56,7 @@ export class Host implements HostApi {
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
-    fs.mkdirSync(config.home, { recursive: true });
+    prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
@@ -72,12 +76,22 @@ export class Host implements HostApi {
     const host = new Host(options);
     host.sessions.ensureDefaultGroup();
     await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
-    for (const session of host.store.listSessions()) host.slotFor(session);
+    for (const session of host.store.listSessions()) {
+      try {
+        host.slotFor(session);
+      } catch (err) {
+        if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
+      }
+    }
     try {
       for (const channel of host.channels.values()) await channel.start(host);
     } catch (err) {
       await host.stop();
       throw err;
+    }
+    for (const [id, reason] of host.quarantined) {
+      const session = host.store.getSession(id);
+      if (session) await host.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), quarantineNotice(reason));
     }
     host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ')}`);
     return host;
@@ -116,6 +130,7 @@ export class Host implements HostApi {
       recurrence: message.recurrence ?? null,
       ...routing(message.conversation),
     });
+    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
@@ -202,8 +217,18 @@ export class Host implements HostApi {
 
   private slotFor(session: SessionRecord): SessionSlot {
     let slot = this.slots.get(session.id);
+    const quarantined = this.quarantined.get(session.id);
+    if (quarantined) throw new HostError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
     if (!slot) {
-      slot = new SessionSlot(session, this.log);
+      try {
+        slot = new SessionSlot(session, this.log);
+      } catch (err) {
+        if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
+        // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
+        this.quarantined.set(session.id, errorMessage(err));
+        this.log.error(`session ${session.id} quarantined: ${errorMessage(err)}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`);
+        throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
+      }
       this.slots.set(session.id, slot);
       slot.run((s) => this.tick(s));
     }
@@ -246,6 +271,7 @@ export class Host implements HostApi {
           timezone: group.timezone,
           agentDir: this.sessions.groupDir(group),
           globalDir: path.join(config.home, 'global'),
+          logFile: this.runnerLog(id),
         });
       }
     }
@@ -263,6 +289,13 @@ export class Host implements HostApi {
       : slot.typingIn!;
     slot.typingIn = busy ? conversation : null;
     await this.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
+  }
+
+  /** `<home>/logs/<session id>.log`: where the agent cannot plant a link (the session id is the host's own). */
+  private runnerLog(sessionId: string): string {
+    const dir = path.join(this.options.config.home, 'logs');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return path.join(dir, `${sessionId}.log`);
   }
 
   private onRunnerExit(exit: RunnerExit): void {
@@ -283,7 +316,7 @@ export class Host implements HostApi {
     }
     if (exit.crashes === CRASH_NOTICE_AT) {
       const group = this.store.getAgentGroup(slot.session.agentGroupId);
-      const log = tail(path.join(slot.session.folder, 'runner.log'));
+      const log = tail(this.runnerLog(exit.sessionId));
       if (group) {
         const handle = { db: slot.db, session: slot.session, group };
         void this.delivery.notify(
@@ -311,17 +344,32 @@ export class Host implements HostApi {
     const conversation = { channelType: 'agent', platformId: from.group.id, threadId: from.session.id };
     session ??= this.sessions.sessionFor(target, { ...conversation, threadId: null });
     const slot = this.slotFor(session);
-    insertInbound(slot.db, {
+    const senderId = `agent:${from.group.id}`;
+    const written = insertInbound(slot.db, {
       kind: 'chat',
-      content: { text, sender: from.group.name, senderId: `agent:${from.group.id}`, agentHops: hops },
+      content: { text, sender: from.group.name, senderId, agentHops: hops },
       ...routing(conversation),
     });
+    this.store.recordSender({ sessionId: session.id, messageId: written.id, senderId, ...conversation });
     slot.touch();
   }
 }
 
+const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
+
+function quarantineNotice(reason: string): string {
+  return `This conversation's session is set aside and gets no answers (${reason}). An administrator can move its folder aside and restart the host.`;
+}
+
 function routing(c: ConversationRef): { channelType: string; platformId: string; threadId: string | null } {
   return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
+}
+
+/** The sender's platform user id as the channel gave it (never the display name, which anyone can choose). */
+function senderIdOf(parsed: InboundContent): string | null {
+  if (parsed.kind === 'chat') return parsed.content.senderId ?? null;
+  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ?? null;
+  return null;
 }
 
 function agentHops(content: string): number {

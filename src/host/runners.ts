@@ -1,13 +1,12 @@
-import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
 import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
 import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
-import { openSessionDb } from '../db/connection.js';
-import { sessionPaths } from '../db/layout.js';
 import { readRunnerState } from '../db/state.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { SessionRecord } from './central-db/types.js';
 import { isProcessAlive } from './home-lock.js';
+import { openSessionDbSafely } from './session-slot.js';
+import { isUntrustedPathError } from './untrusted-files.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -24,6 +23,8 @@ export interface RunnerLaunch {
   /** the group's folder and the shared global folder (mounted into a container). */
   agentDir: string;
   globalDir: string;
+  /** where the runner's stderr goes: under the host's home, never in the session folder the agent writes. */
+  logFile: string;
 }
 
 export interface RunnerExit {
@@ -93,7 +94,7 @@ export class RunnerSupervisor {
         agentDir: launch.agentDir,
         globalDir: launch.globalDir,
         env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
-        logFile: path.join(launch.folder, 'runner.log'),
+        logFile: launch.logFile,
         name: launch.sessionId,
       });
     } catch (err) {
@@ -222,11 +223,12 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
   for (const session of sessions) {
     let state: RunnerState | undefined;
     try {
-      const db = openSessionDb(sessionPaths(session.folder).db);
+      const db = openSessionDbSafely(session.folder);
       state = readRunnerState(db);
       db.close();
     } catch (err) {
-      log.warn(`session ${session.id}: ${errorMessage(err)}`);
+      // an unsafe session.db is quarantined (and logged) by the host right after this
+      if (!isUntrustedPathError(err)) log.warn(`session ${session.id}: ${errorMessage(err)}`);
       continue;
     }
     if (!state || state.state === 'stopping' || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;

@@ -5,6 +5,7 @@ import { Waker } from '../db/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { SessionRecord } from './central-db/types.js';
 import { Sweeper } from './sweep.js';
+import { checkSessionDatabase, UntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef } from './types.js';
 
 /**
@@ -28,7 +29,7 @@ export class SessionSlot {
     private readonly log: Logger,
   ) {
     const paths = sessionPaths(session.folder);
-    this.db = openSessionDb(paths.db);
+    this.db = openSessionDbSafely(session.folder);
     this.waker = new Waker(paths.root, 'watch');
     this.sweeper = new Sweeper(this.db);
   }
@@ -65,4 +66,22 @@ export class SessionSlot {
     await this.stopLoop();
     if (this.db.open) this.db.close();
   }
+}
+
+/**
+ * Open a session's database only if it is the session's own regular file (untrusted-files.ts), and confirm after
+ * opening that the file checked is the file opened. Throws `UntrustedPathError` or `SessionDbError`; the host then
+ * quarantines the session instead of failing.
+ */
+export function openSessionDbSafely(folder: string): Database.Database {
+  const before = checkSessionDatabase(folder);
+  const db = openSessionDb(sessionPaths(folder).db);
+  try {
+    const after = checkSessionDatabase(folder);
+    if (after.dev !== before.dev || after.ino !== before.ino) throw new UntrustedPathError('escaped', 'session.db was replaced while it was opened');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
 }

@@ -87,7 +87,8 @@ export class SessionDirectory {
 
   /**
    * Publish the group's runner configuration into the session folder as one atomic snapshot (temp file + rename)
-   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each.
+   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each. The admin
+   * user ids stay out of it: the host checks admin rights itself, and the agent has no use for them.
    */
   publishConfig(session: SessionRecord, group: AgentGroup): void {
     const config: ConfigFile = {
@@ -96,7 +97,6 @@ export class SessionDirectory {
       assistantName: group.name,
       generation: group.configGeneration,
       ...(group.model ? { model: group.model } : {}),
-      ...(group.admins[0] ? { adminUserId: group.admins[0] } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
     };
     writeJsonAtomic(sessionPaths(session.folder).config, config);

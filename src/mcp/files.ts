@@ -53,13 +53,21 @@ export function registerFileTools(server: McpServer, ctx: ToolContext): void {
   );
 }
 
+/** `file` is below `dir` (not `dir` itself). Both are real paths. */
+function isInside(dir: string, file: string): boolean {
+  const relative = path.relative(dir, file);
+  return relative !== '' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
 function isPlainFileName(name: string): boolean {
   return name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
 }
 
 /**
  * The real path of a file the agent named, checked to be a regular file inside the workspace and within the size
- * limit. Symlinks are resolved before the check, so neither `..` nor a link can point outside.
+ * limit. A relative path is read from `agent/` through its link (outside a container `agent/` links to the agent
+ * group's folder), so the allowed places are the real session folder and the real agent folder. Symlinks are resolved
+ * before the check, so neither `..` nor a link can point anywhere else.
  */
 export function resolveInsideWorkspace(config: McpConfig, given: string): string {
   const candidate = path.resolve(config.paths.agent, given);
@@ -69,9 +77,14 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   } catch {
     throw new McpToolError('not_found', `file not found: ${given}`);
   }
-  const root = fs.realpathSync(config.paths.root);
-  const relative = path.relative(root, real);
-  if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+  const roots = [config.paths.root, config.paths.agent].flatMap((dir) => {
+    try {
+      return [fs.realpathSync(dir)];
+    } catch {
+      return [];
+    }
+  });
+  if (!roots.some((root) => isInside(root, real))) {
     throw new McpToolError('outside_workspace', `${given} is outside the workspace (${config.paths.root}): only files inside it can be sent`);
   }
   const stat = fs.statSync(real);

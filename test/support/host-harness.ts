@@ -49,7 +49,8 @@ export interface SseStream {
 const hosts = new Set<HostHandle>();
 const allRunnerPids = new Set<number>();
 
-export async function startHost(env: Record<string, string> = {}, home?: string): Promise<HostHandle> {
+/** `env` overrides the test defaults; a variable set to `undefined` is left out (e.g. PINCER_HTTP_TOKEN). */
+export async function startHost(env: Record<string, string | undefined> = {}, home?: string): Promise<HostHandle> {
   home ??= fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
   const child = spawn(process.execPath, [BUILT_CLI, 'host', '--http', '0'], {
     env: {
@@ -74,7 +75,8 @@ export async function startHost(env: Record<string, string> = {}, home?: string)
   });
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => {
-      hosts.delete(handle);
+      // (a host that exits before it listens was never registered)
+      for (const h of hosts) if (h.child === child) hosts.delete(h);
       resolve(code ?? signal ?? -1);
     }),
   );

@@ -65,6 +65,25 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'who sent each inbound message the host wrote (authority for system actions)',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS inbound_senders (
+          session_id TEXT NOT NULL REFERENCES sessions(id),
+          message_id TEXT NOT NULL,
+          sender_id TEXT,
+          channel_type TEXT NOT NULL,
+          platform_id TEXT NOT NULL,
+          thread_id TEXT,
+          created_at TEXT NOT NULL,
+          PRIMARY KEY (session_id, message_id)
+        );
+        CREATE INDEX IF NOT EXISTS inbound_senders_session ON inbound_senders (session_id);
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

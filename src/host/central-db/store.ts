@@ -2,8 +2,9 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
 import { isoNow } from '../../shared/time.js';
+import { restrictDatabaseFiles } from '../home.js';
 import { migrateCentral } from './schema.js';
-import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord } from './types.js';
+import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord } from './types.js';
 
 /**
  * The central DB (`<home>/pincer.db`): agent groups and their admins, conversation bindings, sessions, questions in
@@ -11,6 +12,7 @@ import type { AgentGroup, Binding, PendingQuestion, SessionMode, SessionRecord }
  */
 export function openCentralDb(file: string): Database.Database {
   const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+  restrictDatabaseFiles(file); // before WAL mode creates the -wal and -shm files with the DB's mode
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
@@ -182,6 +184,41 @@ export class CentralStore {
       questionId,
     );
     return result.changes === 1;
+  }
+
+  /**
+   * Remember who sent an inbound message the host wrote into a session. System actions take their requester from
+   * here only: the session DB is the agent's and may say anything.
+   */
+  recordSender(record: Omit<InboundSender, 'createdAt'>): void {
+    prepared(
+      this.db,
+      `INSERT OR REPLACE INTO inbound_senders (session_id, message_id, sender_id, channel_type, platform_id, thread_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(record.sessionId, record.messageId, record.senderId, record.channelType, record.platformId, record.threadId, isoNow());
+  }
+
+  /** The host's record of an inbound message, with `latest` true when no later one was recorded in its session. */
+  getSender(sessionId: string, messageId: string): (InboundSender & { latest: boolean }) | undefined {
+    const row = prepared(
+      this.db,
+      `SELECT s.*, NOT EXISTS (SELECT 1 FROM inbound_senders l WHERE l.session_id = s.session_id AND l.rowid > s.rowid) AS latest
+       FROM inbound_senders s WHERE s.session_id = ? AND s.message_id = ?`,
+    ).get(sessionId, messageId) as
+      | { session_id: string; message_id: string; sender_id: string | null; channel_type: string; platform_id: string; thread_id: string | null; created_at: string; latest: number }
+      | undefined;
+    return (
+      row && {
+        sessionId: row.session_id,
+        messageId: row.message_id,
+        senderId: row.sender_id,
+        channelType: row.channel_type,
+        platformId: row.platform_id,
+        threadId: row.thread_id,
+        createdAt: row.created_at,
+        latest: row.latest === 1,
+      }
+    );
   }
 
   private toGroup(row: GroupRow): AgentGroup {

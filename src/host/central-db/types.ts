@@ -52,3 +52,16 @@ export interface PendingQuestion {
   threadId: string | null;
   answeredAt: string | null;
 }
+
+/** The host's own record of an inbound message it wrote (table `inbound_senders`). */
+export interface InboundSender {
+  sessionId: string;
+  /** `messages_in.id` in the session DB. */
+  messageId: string;
+  /** the platform's user id of the sender (chat `senderId`, chat-sdk `author.userId`, `agent:<group id>`); null if none was given. */
+  senderId: string | null;
+  channelType: string;
+  platformId: string;
+  threadId: string | null;
+  createdAt: string;
+}
