@@ -58,7 +58,6 @@ export class SseHub {
 
   /** The streaming response of one client. */
   open(conversation: string, start: StreamStart): Response {
-    const hub = this;
     const set = this.streams.get(conversation) ?? new Set<SseClient>();
     this.streams.set(conversation, set);
     let client: SseClient | null = null;
@@ -73,7 +72,7 @@ export class SseHub {
     };
     const body = new ReadableStream<Uint8Array>(
       {
-        start(controller) {
+        start: (controller) => {
           const enqueue = (text: string): void => {
             if (!closed) controller.enqueue(encoder.encode(text));
           };
@@ -84,16 +83,16 @@ export class SseHub {
             controller.close();
           };
           client = {
-            live(text) {
+            live: (text) => {
               if (cursor !== null || behind || closed) return;
               enqueue(text);
               const unread = QUEUE_HIGH_WATER - (controller.desiredSize ?? 0);
-              if (unread <= hub.maxBufferedBytes) return;
+              if (unread <= this.maxBufferedBytes) return;
               // Fallen behind: no more live events; tell it why, end once it has read that far (or cut it).
               behind = true;
               set.delete(client!);
-              hub.options.log?.warn(`sse: a client of ${conversation} is ${unread} bytes behind; disconnecting it (it can resume with Last-Event-ID)`);
-              enqueue(formatControl('disconnect', { reason: `client too slow: more than ${hub.maxBufferedBytes} bytes unread; reconnect with Last-Event-ID to resume` }));
+              this.options.log?.warn(`sse: a client of ${conversation} is ${unread} bytes behind; disconnecting it (it can resume with Last-Event-ID)`);
+              enqueue(formatControl('disconnect', { reason: `client too slow: more than ${this.maxBufferedBytes} bytes unread; reconnect with Last-Event-ID to resume` }));
               cutTimer = setTimeout(() => {
                 closed = true;
                 detach();
@@ -104,7 +103,7 @@ export class SseHub {
             close: finish,
           };
           enqueue(': connected\n\n');
-          const latest = hub.mailbox.latestId();
+          const latest = this.mailbox.latestId();
           if (start.from === 'after' && start.id <= latest) {
             cursor = start.id;
             return;
@@ -115,14 +114,14 @@ export class SseHub {
           }
           set.add(client);
         },
-        pull(controller) {
+        pull: (controller) => {
           if (behind) {
             // It has read up to the disconnect event: end the stream.
             client?.close();
             return;
           }
           if (cursor === null || closed) return;
-          const page = hub.mailbox.after(conversation, cursor, REPLAY_PAGE);
+          const page = this.mailbox.after(conversation, cursor, REPLAY_PAGE);
           for (const event of page) controller.enqueue(encoder.encode(formatEvent(event)));
           cursor = page.at(-1)?.id ?? cursor;
           // The last page: go live in the same turn, so nothing delivered in between is missed.
@@ -131,7 +130,7 @@ export class SseHub {
             set.add(client!);
           }
         },
-        cancel() {
+        cancel: () => {
           closed = true;
           detach();
         },
