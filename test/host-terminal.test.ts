@@ -17,6 +17,12 @@ function setup() {
     answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
+    groupOf: () => {
+      throw new Error('not used by the terminal');
+    },
+    sessionFolderOf: () => {
+      throw new Error('not used by the terminal');
+    },
   };
   const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
   return { input, printed: () => printed, inbound, answers, host, channel };

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { startHost, stopAllHosts, type HostHandle, type SseEvent } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -23,7 +23,7 @@ function storeEvents(host: HostHandle, conversation: string, count: number): voi
   db.close();
 }
 
-const chats = (events: { event: string | undefined; id: string | undefined }[]) => events.filter((e) => e.event === 'chat');
+const chats = (events: SseEvent[]) => events.filter((e) => e.event === 'chat');
 
 describe('SSE streams', () => {
   it('replays every event after Last-Event-ID, page by page, then goes live without a gap', async () => {

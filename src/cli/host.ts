@@ -8,6 +8,9 @@ import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
+import type { ChannelAdapter } from '../host/channels/types.js';
+import { platformsIn } from '../host/platforms/catalog.js';
+import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
 import { createLogger } from '../shared/log.js';
 
 /**
@@ -43,10 +46,19 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
-  const channels = [];
+  const platforms = platformsIn(process.env);
+  const refusal = [
+    ...platforms.incomplete,
+    ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
+  ];
+  if (refusal.length > 0) {
+    for (const line of refusal) log.error(line);
+    return 2;
+  }
+  const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
+  let token: string | undefined;
   if (config.http) {
-    let token: string;
     try {
       prepareHome(config.home);
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
@@ -55,8 +67,22 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       log.error(err.message);
       return 2;
     }
+  }
+  if (config.http || platforms.enabled.length > 0) {
+    prepareHome(config.home);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
+  }
+  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
+  const platformChannels =
+    platforms.enabled.length > 0 && mailboxDb
+      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
+          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+        )
+      : [];
+  channels.push(...platformChannels);
+  if (config.http && mailboxDb && token !== undefined) {
+    const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
   let host: Host;
   try {

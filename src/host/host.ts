@@ -10,7 +10,7 @@ import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
-import type { SessionRecord } from './central-db/types.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
@@ -124,13 +124,15 @@ export class Host implements HostApi {
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
     const written = insertInbound(slot.db, {
+      ...(message.id ? { id: message.id } : {}),
       kind: message.kind,
       content: message.content,
       processAfter: message.processAfter ?? null,
       recurrence: message.recurrence ?? null,
+      trigger: message.trigger ?? 1,
       ...routing(message.conversation),
     });
-    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value), ...message.conversation });
+    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
@@ -169,6 +171,14 @@ export class Host implements HostApi {
       processAfter,
       recurrence: task.recurrence ?? null,
     });
+  }
+
+  groupOf(conversation: ConversationRef): AgentGroup {
+    return this.sessions.resolveGroup(conversation);
+  }
+
+  sessionFolderOf(conversation: ConversationRef): string {
+    return this.sessionOf(conversation).slot.session.folder;
   }
 
   listSessions(): SessionSummary[] {
@@ -365,10 +375,13 @@ function routing(c: ConversationRef): { channelType: string; platformId: string;
   return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
 }
 
-/** The sender's platform user id as the channel gave it (never the display name, which anyone can choose). */
-function senderIdOf(parsed: InboundContent): string | null {
+/**
+ * The sender's platform user id as the channel gave it (never the display name, which anyone can choose). A chat
+ * platform's user is `<platform>:<user id>` (telegram:12345), as admin lists and allow-lists name them.
+ */
+function senderIdOf(parsed: InboundContent, channelType: string): string | null {
   if (parsed.kind === 'chat') return parsed.content.senderId ?? null;
-  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ?? null;
+  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ? `${channelType}:${parsed.content.author.userId}` : null;
   return null;
 }
 

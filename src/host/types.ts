@@ -1,4 +1,4 @@
-import type { SessionMode } from './central-db/types.js';
+import type { SessionMode, TriggerRules } from './central-db/types.js';
 
 /** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
 export interface HostConfig {
@@ -11,7 +11,10 @@ export interface HostConfig {
     model: string | null;
     sessionMode: SessionMode;
     timezone: string;
+    /** PINCER_ADMIN_USER_ID (comma-separated), added to the group's admins at each start. */
     admins: string[];
+    /** PINCER_GROUP_TRIGGER and PINCER_ALLOWED_USERS, the group's platform rules, set at each start. */
+    triggerRules: TriggerRules;
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   http: { port: number; host: string; token: string | undefined; sseMaxBufferedBytes: number } | null;

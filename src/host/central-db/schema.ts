@@ -84,6 +84,41 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'Chat SDK state of the platform channels: subscriptions, locks, key-value cache, lists, queues',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS chat_subscriptions (
+          thread_id TEXT PRIMARY KEY,
+          created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chat_locks (
+          thread_id TEXT PRIMARY KEY,
+          token TEXT NOT NULL,
+          expires_at INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chat_cache (
+          key TEXT PRIMARY KEY,
+          value TEXT NOT NULL,
+          expires_at INTEGER
+        );
+        CREATE TABLE IF NOT EXISTS chat_lists (
+          key TEXT NOT NULL,
+          seq INTEGER NOT NULL,
+          value TEXT NOT NULL,
+          expires_at INTEGER,
+          PRIMARY KEY (key, seq)
+        );
+        CREATE TABLE IF NOT EXISTS chat_queues (
+          thread_id TEXT NOT NULL,
+          seq INTEGER NOT NULL,
+          entry TEXT NOT NULL,
+          PRIMARY KEY (thread_id, seq)
+        );
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;
