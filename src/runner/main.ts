@@ -31,6 +31,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
         session: config.provider,
         group: config.groupProvider,
         model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+        models: config.models,
+        modelProviders: config.modelProviders,
       },
       env,
     );
@@ -38,7 +40,13 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     if (!selection.ok) log.debug(describeSelection(selection));
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
-    const provider = await createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
+    const provider = await createProvider(choice.name, {
+      env,
+      model: config.model,
+      models: config.models,
+      modelProviders: config.modelProviders,
+      log: (m) => log.info(m),
+    });
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, provider, pools, selection };
   } catch (err) {
