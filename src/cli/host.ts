@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
+import { AccessStore } from '../host/channels/http/access.js';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
@@ -82,7 +83,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   channels.push(...platformChannels);
   if (config.http && mailboxDb && token !== undefined) {
     const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
   let host: Host;
   try {

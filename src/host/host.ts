@@ -20,6 +20,7 @@ import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
+import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
@@ -43,6 +44,8 @@ const CRASH_NOTICE_AT = 3;
 export class Host implements HostApi {
   readonly store: CentralStore;
   readonly sessions: SessionDirectory;
+  /** scheduled tasks of every session, for channels (the HTTP API's task routes). */
+  readonly tasks: TaskBoard;
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
@@ -61,6 +64,14 @@ export class Host implements HostApi {
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
     for (const channel of options.channels) this.channels.set(channel.type, channel);
+    this.tasks = new TaskBoard(() =>
+      [...this.slots.values()].map((slot) => ({
+        id: slot.session.id,
+        db: slot.db,
+        timezone: this.store.getAgentGroup(slot.session.agentGroupId)?.timezone ?? 'UTC',
+        touch: () => slot.touch(),
+      })),
+    );
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
     this.delivery = new Delivery({
       channels: this.channels,

@@ -119,6 +119,38 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 4,
+    description: 'HTTP API access: scoped tokens (hashed), browser sessions (hashed), signed webhooks',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS http_tokens (
+          id TEXT PRIMARY KEY,
+          name TEXT UNIQUE NOT NULL,
+          token_hash TEXT UNIQUE NOT NULL,
+          admin INTEGER NOT NULL DEFAULT 0,
+          conversations TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          revoked_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS http_browser_sessions (
+          id_hash TEXT PRIMARY KEY,
+          token_hash TEXT NOT NULL,
+          created_at TEXT NOT NULL,
+          expires_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS http_webhooks (
+          name TEXT PRIMARY KEY,
+          scheme TEXT NOT NULL,
+          secret TEXT NOT NULL,
+          conversation TEXT,
+          header TEXT,
+          tolerance_s INTEGER,
+          created_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;
