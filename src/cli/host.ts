@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
+import { AccessStore } from '../host/channels/http/access.js';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
@@ -7,11 +8,18 @@ import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
-import { openCentralDb } from '../host/central-db/store.js';
+import { CentralStore, openCentralDb } from '../host/central-db/store.js';
+import { usageRoutes } from '../host/channels/http/routes/usage.js';
+import type { HttpRouteModule } from '../host/channels/http/types.js';
 import type { ChannelAdapter } from '../host/channels/types.js';
+import { HostMetrics } from '../host/metrics.js';
 import { platformsIn } from '../host/platforms/catalog.js';
 import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
-import { createLogger } from '../shared/log.js';
+import { Budgets } from '../host/usage/budgets.js';
+import { UsageLedger } from '../host/usage/ledger.js';
+import { PriceTable } from '../host/usage/prices.js';
+import { createLogger, type Logger } from '../shared/log.js';
+import type Database from 'better-sqlite3';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -46,6 +54,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
+  const metrics = new HostMetrics();
   const platforms = platformsIn(process.env);
   const refusal = [
     ...platforms.incomplete,
@@ -81,12 +90,15 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       : [];
   channels.push(...platformChannels);
   if (config.http && mailboxDb && token !== undefined) {
-    const routes = platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : [];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log, routes }));
+    const routes = [
+      usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
+      ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
+    ];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes }));
   }
   let host: Host;
   try {
-    host = await Host.start({ config, channels, log });
+    host = await Host.start({ config, channels, log, metrics });
   } catch (err) {
     mailboxDb?.close();
     if (!isHostError(err)) throw err;
@@ -107,6 +119,14 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   await host.stop();
   mailboxDb?.close();
   return 0;
+}
+
+/** `/v1/usage`, budgets and `/metrics`, on the HTTP channel's own connection to the central DB. */
+function usageRoutesFor(db: Database.Database, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
+  const store = new CentralStore(db);
+  // Only lists and changes budgets here: no pricing, so the built-in table will do.
+  const budgets = new Budgets(db, new UsageLedger(db, new PriceTable(), log));
+  return usageRoutes({ db, budgets, metrics, metricsToken, findGroup: (nameOrId) => store.findAgentGroup(nameOrId) });
 }
 
 function parsePort(value: string): number {

@@ -20,6 +20,7 @@ const HostEnvSchema = z.object({
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
@@ -69,7 +70,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN } : null,
     runners: {
       kind: e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
@@ -103,7 +104,7 @@ function idList(value: string | undefined): string[] {
 function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const copy = { ...env };
   // Platform tokens and secrets (TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, …) are the host's, never an agent's.
-  for (const key of ['PINCER_HTTP_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
+  for (const key of ['PINCER_HTTP_TOKEN', 'PINCER_METRICS_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
     delete copy[key];
   }
   return copy;

@@ -44,6 +44,13 @@ export interface DeliveryDeps {
   toAgent(from: SessionHandle, row: OutboundRow, text: string): void;
   config: HostConfig['delivery'];
   log: Logger;
+  /** told of each row delivered and each failed attempt (metrics, traces). Must not throw. */
+  observer?: DeliveryObserver;
+}
+
+export interface DeliveryObserver {
+  delivered(handle: SessionHandle, row: OutboundRow): void;
+  failed(handle: SessionHandle, row: OutboundRow, error: string): void;
 }
 
 /** A failure that retrying cannot fix (bad content, unknown channel): recorded at once. */
@@ -79,9 +86,11 @@ export class Delivery {
           `UPDATE messages_out SET delivered_at = ?, platform_message_id = ?, delivery_error = NULL WHERE id = ? AND delivered_at IS NULL`,
         ).run(isoNow(), platformMessageId ?? null, row.id);
         this.attempts.delete(key);
+        this.deps.observer?.delivered(handle, row);
       } catch (err) {
         if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
+        this.deps.observer?.failed(handle, row, message);
         const count = (attempt?.count ?? 0) + 1;
         const permanent = err instanceof PermanentDeliveryError || (err instanceof ChannelDeliveryError && err.options.permanent === true);
         if (permanent || count >= this.deps.config.maxAttempts) {

@@ -17,7 +17,8 @@ export interface HostConfig {
     triggerRules: TriggerRules;
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
-  http: { port: number; host: string; token: string | undefined } | null;
+  /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
+  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined } | null;
   runners: {
     /**
      * `process`: a child process (default); `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through

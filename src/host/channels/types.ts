@@ -1,4 +1,5 @@
 import type { AgentGroup } from '../central-db/types.js';
+import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
 
 /**
@@ -96,6 +97,8 @@ export interface HostApi {
   sessionFolderOf(conversation: ConversationRef): string;
   /** Sessions of the host, with their runner's state, for diagnostics. */
   listSessions(): SessionSummary[];
+  /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
+  readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
 }
 
 export interface SessionSummary {

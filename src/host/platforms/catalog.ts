@@ -22,6 +22,8 @@ export interface PlatformSpec {
   title: string;
   /** the longest text one platform message carries; longer answers are split. */
   textLimit: number;
+  /** whether to show "typing" while the agent works (Slack's indicator exists only in assistant threads). */
+  typing: boolean;
   /** what to set to enable it (for `pincer doctor`). */
   enable: string;
   /** every environment variable the adapter reads (all kept away from runners: they hold platform secrets). */
@@ -45,6 +47,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
   {
     name: 'telegram',
     title: 'Telegram',
+    typing: true,
     textLimit: 4096,
     enable: 'TELEGRAM_BOT_TOKEN',
     variables: ['TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET_TOKEN', 'TELEGRAM_API_BASE_URL', 'TELEGRAM_BOT_USERNAME', 'TELEGRAM_ALLOWED_USER_IDS'],
@@ -63,6 +66,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
   {
     name: 'slack',
     title: 'Slack',
+    typing: false,
     textLimit: 12_000,
     enable: 'SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (or SLACK_APP_TOKEN for Socket Mode)',
     variables: ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN', 'SLACK_API_URL'],
@@ -94,6 +98,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
   {
     name: 'discord',
     title: 'Discord',
+    typing: true,
     textLimit: 2000,
     enable: 'DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY and DISCORD_APPLICATION_ID',
     variables: ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID', 'DISCORD_API_URL', 'DISCORD_MENTION_ROLE_IDS'],
@@ -111,6 +116,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
   {
     name: 'whatsapp',
     title: 'WhatsApp',
+    typing: false,
     textLimit: 4096,
     enable: 'WHATSAPP_ACCESS_TOKEN, WHATSAPP_APP_SECRET, WHATSAPP_PHONE_NUMBER_ID and WHATSAPP_VERIFY_TOKEN',
     variables: ['WHATSAPP_ACCESS_TOKEN', 'WHATSAPP_APP_SECRET', 'WHATSAPP_PHONE_NUMBER_ID', 'WHATSAPP_VERIFY_TOKEN', 'WHATSAPP_API_URL'],
@@ -126,6 +132,7 @@ export const PLATFORMS: readonly PlatformSpec[] = [
   {
     name: 'github',
     title: 'GitHub',
+    typing: false,
     textLimit: 65_536,
     enable: 'GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or GITHUB_APP_ID and GITHUB_PRIVATE_KEY)',
     variables: ['GITHUB_WEBHOOK_SECRET', 'GITHUB_TOKEN', 'GITHUB_APP_ID', 'GITHUB_PRIVATE_KEY', 'GITHUB_INSTALLATION_ID', 'GITHUB_API_URL', 'GITHUB_BOT_USERNAME'],

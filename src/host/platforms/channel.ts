@@ -140,7 +140,7 @@ export class PlatformChannel implements ChannelAdapter {
     const timer = this.typing.get(threadId);
     if (timer) clearInterval(timer);
     this.typing.delete(threadId);
-    if (!active || this.stopped) return;
+    if (!active || this.stopped || !this.options.spec.typing) return;
     const show = (): void => {
       if (!this.adapter || !this.chat) return;
       this.adapter.startTyping(threadId).catch((err: unknown) => this.options.log.debug(`${this.type}: typing: ${errorMessage(err)}`));

@@ -76,10 +76,13 @@ export function deliveryError(platform: string, err: unknown): ChannelDeliveryEr
   if (err instanceof ChannelDeliveryError) return err;
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   const message = `${platform}: ${errorMessage(err)}`;
-  if (code === 'RATE_LIMITED') {
+  // The adapters' RATE_LIMITED, and Slack's Web API client (set to reject rate-limited calls rather than wait).
+  if (code === 'RATE_LIMITED' || code === 'slack_webapi_rate_limited_error') {
     const retryAfter = (err as { retryAfter?: unknown }).retryAfter;
     return new ChannelDeliveryError(message, typeof retryAfter === 'number' && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {});
   }
   if (typeof code === 'string' && PERMANENT_CODES.has(code)) return new ChannelDeliveryError(message, { permanent: true });
+  // Slack answered `ok: false` (channel_not_found, not_in_channel, invalid_blocks, …): asking again changes nothing.
+  if (code === 'slack_webapi_platform_error') return new ChannelDeliveryError(message, { permanent: true });
   return new ChannelDeliveryError(message);
 }

@@ -8,27 +8,31 @@ import { parseMarkdown } from 'chat';
  * MarkdownV2 with its escapes), which can be longer than the markdown.
  */
 export function splitMarkdown(markdown: string, limit: number, render: (markdown: string) => string): string[] {
-  if (fits(markdown, limit, render)) return [markdown];
-  const blocks = topLevelBlocks(markdown);
+  if (markdown.length <= limit && render(markdown).length <= limit) return [markdown];
+  // Rendering (a markdown parse) costs milliseconds per KiB: chunks are filled by source length and each closed
+  // chunk is rendered once; when escapes made it too long, blocks move on to the next chunk in proportion.
+  const pieces = topLevelBlocks(markdown).flatMap((block) => (block.length <= limit / 2 ? [block] : splitBlock(block, limit, render)));
   const chunks: string[] = [];
-  let current = '';
-  for (const block of blocks) {
-    const joined = current ? `${current}\n\n${block}` : block;
-    if (fits(joined, limit, render)) {
-      current = joined;
-      continue;
+  let current: string[] = [];
+  const sourceSize = (blocks: string[]): number => blocks.reduce((sum, b) => sum + b.length, 0) + 2 * Math.max(0, blocks.length - 1);
+  const close = (): void => {
+    let carry: string[] = [];
+    for (;;) {
+      const rendered = current.length > 0 ? render(current.join('\n\n')).length : 0;
+      if (rendered <= limit || current.length <= 1) break;
+      const target = (limit / rendered) * sourceSize(current) * 0.98;
+      do carry = [current.pop()!, ...carry];
+      while (current.length > 1 && sourceSize(current) > target);
     }
-    if (current) chunks.push(current);
-    current = '';
-    if (fits(block, limit, render)) {
-      current = block;
-      continue;
-    }
-    const pieces = splitBlock(block, limit, render);
-    current = pieces.pop() ?? '';
-    chunks.push(...pieces);
+    if (current.length > 0) chunks.push(current.join('\n\n'));
+    current = carry;
+    if (current.length > 0 && sourceSize(current) > limit) close();
+  };
+  for (const piece of pieces) {
+    if (current.length > 0 && sourceSize(current) + 2 + piece.length > limit) close();
+    current.push(piece);
   }
-  if (current) chunks.push(current);
+  while (current.length > 0) close();
   return chunks.filter((chunk) => chunk.trim() !== '');
 }
 
