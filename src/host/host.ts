@@ -15,6 +15,7 @@ import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionS
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
+import { firstTryNotices } from './retry-notice.js';
 import { HomeLock } from './home-lock.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
@@ -26,6 +27,10 @@ import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
+
+/** An open message: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open. */
+const OPEN_MESSAGE = `trigger = 1 AND (status = 'processing' OR (status = 'pending'
+  AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now'))))`;
 
 /**
  * The host (SPEC §6): central DB, session routing and provisioning, channels, and per session a loop that sweeps,
@@ -67,7 +72,12 @@ export class Host implements HostApi {
     this.log = options.log ?? createLogger('host');
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
-    this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+    try {
+      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+    } catch (err) {
+      this.lock.release(); // a host that could not start leaves no lock behind
+      throw err;
+    }
     this.sessions = new SessionDirectory(this.store, config, this.log);
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
@@ -94,16 +104,16 @@ export class Host implements HostApi {
 
   static async start(options: HostOptions): Promise<Host> {
     const host = new Host(options);
-    host.sessions.ensureDefaultGroup();
-    await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
-    for (const session of host.store.listSessions()) {
-      try {
-        host.slotFor(session);
-      } catch (err) {
-        if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
-      }
-    }
     try {
+      host.sessions.ensureDefaultGroup();
+      await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
+      for (const session of host.store.listSessions()) {
+        try {
+          host.slotFor(session);
+        } catch (err) {
+          if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
+        }
+      }
       for (const channel of host.channels.values()) await channel.start(host);
     } catch (err) {
       await host.stop();
@@ -113,7 +123,7 @@ export class Host implements HostApi {
       const session = host.store.getSession(id);
       if (session) await host.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), quarantineNotice(reason));
     }
-    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ')}`);
+    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ') || 'none'}`);
     return host;
   }
 
@@ -230,14 +240,16 @@ export class Host implements HostApi {
   isSettled(sessionId: string): boolean {
     const slot = this.slots.get(sessionId);
     if (!slot) return true;
-    // Open: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open.
-    const open = prepared(
-      slot.db,
-      `SELECT 1 FROM messages_in WHERE trigger = 1 AND (status = 'processing' OR (status = 'pending'
-         AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now')))) LIMIT 1`,
-    ).get();
+    const open = prepared(slot.db, `SELECT 1 FROM messages_in WHERE ${OPEN_MESSAGE} LIMIT 1`).get();
     const undelivered = prepared(slot.db, 'SELECT 1 FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL LIMIT 1').get();
     return !open && !undelivered;
+  }
+
+  /** Messages of the session still waiting for the agent (in work, due, or waiting for a retry). */
+  openMessages(sessionId: string): number {
+    const slot = this.slots.get(sessionId);
+    if (!slot) return 0;
+    return (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE ${OPEN_MESSAGE}`).get() as { n: number }).n;
   }
 
   /** The session a conversation maps to (provisioned if new). */
@@ -285,6 +297,7 @@ export class Host implements HostApi {
     this.options.metrics?.retries.inc(sweep.retried.length);
     this.options.metrics?.failedMessages.inc(sweep.failed.length);
     for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
+    for (const notice of firstTryNotices(sweep.retried, config.sweep)) await this.delivery.notify(handle, conversationOf(handle, notice.row), notice.text);
     for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
     for (const row of sweep.failed) {
       this.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
@@ -452,7 +465,8 @@ function agentHops(content: string): number {
 
 function tail(file: string): string {
   try {
-    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '';
+    // The last line without its time stamp: it is shown in the chat.
+    return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
   } catch {
     return '';
   }
