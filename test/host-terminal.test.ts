@@ -18,6 +18,9 @@ function setup() {
     answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
+    stopRunner: async () => undefined,
+    restartRunner: async () => undefined,
+    runnerLogTail: () => [],
     tasks: new TaskBoard(() => []),
     groupOf: () => {
       throw new Error('not used by the terminal');

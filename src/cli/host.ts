@@ -20,6 +20,7 @@ import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
 import { createLogger, type Logger } from '../shared/log.js';
 import type Database from 'better-sqlite3';
+import { doctorRoutes } from './doctor.js';
 import { hostSelection } from './provider-views.js';
 
 /**
@@ -85,9 +86,10 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   if (config.http && mailboxDb && token !== undefined) {
     const routes = [
       usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
+      doctorRoutes(config.home),
       ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
     ];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes }));
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
   let host: Host;
   try {

@@ -226,6 +226,11 @@ export class Host implements HostApi {
       const pending = slot
         ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
         : 0;
+      const lastError = slot
+        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
+            | { last_error: string }
+            | undefined)?.last_error ?? null
+        : null;
       return {
         id: session.id,
         agentGroup: this.store.getAgentGroup(session.agentGroupId)?.name ?? session.agentGroupId,
@@ -234,8 +239,38 @@ export class Host implements HostApi {
         threadKey: session.threadKey,
         runner: pid !== undefined ? { pid, state: this.supervisor.liveState(session.id, state)?.state ?? 'starting' } : null,
         pending,
+        provider: state?.provider ?? null,
+        heartbeatAt: pid !== undefined ? (state?.heartbeatAt ?? null) : null,
+        lastError,
       };
     });
+  }
+
+  /** Stop a session's runner (it finishes its query within its grace); the next due message starts a new one. */
+  async stopRunner(sessionId: string): Promise<void> {
+    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
+    await this.supervisor.stop(sessionId);
+  }
+
+  /** Stop a session's runner if it runs, and start a new one at once. */
+  async restartRunner(sessionId: string): Promise<void> {
+    const slot = this.slots.get(sessionId);
+    if (!slot) throw new HostError('not-found', `no session "${sessionId}"`);
+    await this.supervisor.stop(sessionId);
+    slot.runnerWanted = true;
+    slot.waker.notify();
+  }
+
+  /** The last `lines` lines of a session's runner log (the host's own file under `<home>/logs/`). */
+  runnerLogTail(sessionId: string, lines: number): string[] {
+    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
+    let text: string;
+    try {
+      text = fs.readFileSync(this.runnerLog(sessionId), 'utf8');
+    } catch {
+      return [];
+    }
+    return text.trimEnd().split('\n').slice(-lines);
   }
 
   /** Nothing left to do for the session: no open message, nothing undelivered (`pincer chat` with piped input exits then). */
@@ -314,7 +349,7 @@ export class Host implements HostApi {
       waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
       // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
       if (live?.state === 'idle' && this.usage.budgets.check(group).over) void this.supervisor.stop(id);
-    } else if (sweep.hasDue && !this.stopped) {
+    } else if ((sweep.hasDue || slot.runnerWanted) && !this.stopped) {
       const backoff = this.supervisor.backoffRemainingMs(id);
       const budget = backoff > 0 ? undefined : this.usage.gate(group);
       if (backoff > 0) waits.push(backoff);
@@ -330,6 +365,7 @@ export class Host implements HostApi {
           globalDir: path.join(config.home, 'global'),
           logFile: this.runnerLog(id),
         });
+        slot.runnerWanted = false;
       }
     }
     await this.updateTyping(slot, handle, live);
