@@ -5,6 +5,7 @@ import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
+import type { PlatformSamples } from './platform.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
 import type { ThroughputResult } from './throughput.js';
@@ -20,6 +21,7 @@ export interface BenchResults {
   fleet?: ByMode<FleetResult>;
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
+  platform?: PlatformSamples;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
@@ -27,7 +29,7 @@ const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (va
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -69,6 +71,14 @@ export function buildRows(results: BenchResults): Row[] {
     rows.push(
       { metric: `MCP send_message: call → row committed, p50 (n=${s.count})`, unit: 'ms', pincer: s.p50, better: 'lower', target: atMost(5, 'p50 ≤ 5 ms') },
       { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
+    );
+  }
+  if (platform) {
+    const [t, h] = [summarize(platform.telegram), summarize(platform.http)];
+    rows.push(
+      { metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`, unit: 'ms', pincer: t.p50, baseline: h.p50, better: 'lower' },
+      { metric: '  of which the Chat SDK path (Telegram p50 − HTTP p50)', unit: 'ms', pincer: t.p50 - h.p50, better: 'lower', target: atMost(20, '≤ 20 ms') },
+      { metric: 'Telegram message in → answer sent, p90', unit: 'ms', pincer: t.p90, baseline: h.p90, better: 'lower' },
     );
   }
   if (burst) {
