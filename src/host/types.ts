@@ -18,7 +18,7 @@ export interface HostConfig {
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
-  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined } | null;
+  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
   runners: {
     /**
      * `process`: a child process (default); `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through
@@ -32,6 +32,8 @@ export interface HostConfig {
     /** a runner that has not written its `runner_state` this long after its start is killed. */
     startTimeoutMs: number;
     stopGraceMs: number;
+    /** a query busy with one batch longer than this is ended (its runner killed, the chat told; the batch retried). */
+    turnLimitMs: number;
     /** after an unexpected exit the next start waits base × 2^(crashes−1), at most max. */
     backoffBaseMs: number;
     backoffMaxMs: number;

@@ -82,6 +82,25 @@ export function deliveryError(platform: string, err: unknown): ChannelDeliveryEr
     return new ChannelDeliveryError(message, typeof retryAfter === 'number' && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {});
   }
   if (typeof code === 'string' && PERMANENT_CODES.has(code)) return new ChannelDeliveryError(message, { permanent: true });
+  // Octokit's RequestError (GitHub): an HTTP status, and a rate limit's Retry-After among the response headers.
+  const httpStatus = typeof err === 'object' && err !== null ? (err as { status?: unknown }).status : undefined;
+  if (typeof httpStatus === 'number') {
+    const headers = (err as { response?: { headers?: Record<string, unknown> } }).response?.headers ?? {};
+    const retryAfter = Number(headers['retry-after']);
+    if (httpStatus === 429 || (httpStatus === 403 && Number.isFinite(retryAfter))) {
+      return new ChannelDeliveryError(message, Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {});
+    }
+    if (httpStatus >= 400 && httpStatus < 500) return new ChannelDeliveryError(message, { permanent: true });
+    return new ChannelDeliveryError(message);
+  }
+  // Discord's and WhatsApp's adapters report the API's status and body only in their message ("Discord API error:
+  // 429 {…"retry_after":1.5…}"); Discord's 429 body says how long to wait.
+  const status = /\bAPI error: (\d{3})\b/.exec(errorMessage(err))?.[1];
+  if (status === '429') {
+    const wait = Number(/"retry_after"\s*:\s*([\d.]+)/.exec(errorMessage(err))?.[1]);
+    return new ChannelDeliveryError(message, Number.isFinite(wait) && wait > 0 ? { retryAfterMs: Math.ceil(wait * 1000) } : {});
+  }
+  if (status && status.startsWith('4') && status !== '429') return new ChannelDeliveryError(message, { permanent: true });
   // Slack answered `ok: false` (channel_not_found, not_in_channel, invalid_blocks, …): asking again changes nothing.
   if (code === 'slack_webapi_platform_error') return new ChannelDeliveryError(message, { permanent: true });
   return new ChannelDeliveryError(message);
