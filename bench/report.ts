@@ -5,6 +5,7 @@ import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
+import type { ObservabilitySamples } from './observability.js';
 import type { PlatformSamples } from './platform.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
@@ -22,6 +23,7 @@ export interface BenchResults {
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
   platform?: PlatformSamples;
+  observability?: ObservabilitySamples;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
@@ -34,7 +36,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -85,6 +87,13 @@ export function buildRows(results: BenchResults): Row[] {
       { metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`, unit: 'ms', pincer: t.p50, baseline: h.p50, better: 'lower' },
       { metric: '  of which the Chat SDK path (Telegram p50 − HTTP p50)', unit: 'ms', pincer: t.p50 - h.p50, better: 'lower', target: atMost(20, '≤ 20 ms') },
       { metric: 'Telegram message in → answer sent, p90', unit: 'ms', pincer: t.p90, baseline: h.p90, better: 'lower' },
+    );
+  }
+  if (observability) {
+    const [on, off] = [summarize(observability.on), summarize(observability.off)];
+    rows.push(
+      { metric: `host pickup (POST → answer), p50, metrics + tracing on; baseline: off (n=${on.count}/${off.count})`, unit: 'ms', pincer: on.p50, baseline: off.p50, better: 'lower' },
+      { metric: '  overhead of metrics + tracing (on p50 / off p50 − 1)', unit: '%', pincer: (on.p50 / off.p50 - 1) * 100, better: 'lower', target: atMost(10, '≤ 10 %') },
     );
   }
   if (burst) {
