@@ -63,6 +63,7 @@ async function chat(options: { provider: string; dir?: string }): Promise<number
     process.stderr.write(`pincer: ${err.message}\n`);
     return 2;
   }
+  host.hideKeysFromOwnEnvironment();
 
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
   const { slot, group } = host.sessionOf(terminal.conversation);

@@ -67,6 +67,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     log.error(err.message);
     return 2;
   }
+  host.hideKeysFromOwnEnvironment();
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
   if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {

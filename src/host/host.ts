@@ -16,7 +16,10 @@ import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock } from './home-lock.js';
+import { CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { scrubOwnEnvironment } from './environ-scrub.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
+import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
@@ -52,6 +55,8 @@ export class Host implements HostApi {
   private readonly channels = new Map<string, ChannelAdapter>();
   private stopped = false;
   private readonly lock: HomeLock;
+  /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
+  readonly credentialProxy: CredentialProxy | undefined;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
@@ -61,7 +66,8 @@ export class Host implements HostApi {
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
     for (const channel of options.channels) this.channels.set(channel.type, channel);
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
+    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit), undefined, this.credentialProxy);
     this.delivery = new Delivery({
       channels: this.channels,
       store: this.store,
@@ -73,9 +79,18 @@ export class Host implements HostApi {
   }
 
   static async start(options: HostOptions): Promise<Host> {
-    const host = new Host(options);
+    const log = options.log ?? createLogger('host');
+    const runners = await resolveRunnerKind(options.config.runners, log);
+    if (options.config.runners.kind === 'auto') log.info(`runners: ${runners.kind} (${runners.why})`);
+    const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
+    try {
+      await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
+    } catch (err) {
+      await host.stop();
+      throw err;
+    }
     host.sessions.ensureDefaultGroup();
-    await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
+    await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
     for (const session of host.store.listSessions()) {
       try {
         host.slotFor(session);
@@ -111,9 +126,19 @@ export class Host implements HostApi {
       await slot.close();
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
+    await this.credentialProxy?.stop();
     this.store.db.close();
     this.lock.release();
     this.log.info('stopped');
+  }
+
+  /**
+   * For a host that is its own process (`pincer host`, `pincer chat`): with the keys in the credential proxy, blank
+   * them in this process's environment block, which any same-user process can read at /proc/<pid>/environ.
+   */
+  hideKeysFromOwnEnvironment(): void {
+    if (!this.credentialProxy) return;
+    if (!scrubOwnEnvironment(PROXIED_CREDENTIALS)) this.log.warn('could not blank the provider keys in the host process environment; same-user processes may read them');
   }
 
   // ---- HostApi (what channels call) ----

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
  * and Chat Completions (what OpenCode's `@ai-sdk/openai-compatible` speaks). Only what the real CLIs need, nothing more.
  */
 
-/** One model turn's output: some text, or one tool call. */
+/** One model turn's output: some text, or one tool call (an MCP tool of `server`, or with `server: ''` a built-in one). */
 export type ModelOutput = { text: string } | { tool: string; server: string; args: Record<string, unknown> };
 
 const usage = { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 };
@@ -35,7 +35,7 @@ export function responsesBody(responseId: string, output: ModelOutput): string {
       id: `fc_${randomUUID()}`,
       call_id: `call_${randomUUID()}`,
       name: output.tool,
-      namespace: `mcp__${output.server}`,
+      ...(output.server ? { namespace: `mcp__${output.server}` } : {}),
       arguments: JSON.stringify(output.args),
       status: 'completed',
     };
@@ -65,7 +65,7 @@ export function chatBody(id: string, model: string, output: ModelOutput): string
     finish = 'stop';
   } else {
     // OpenCode names MCP tools `<server>_<tool>`.
-    const call = { index: 0, id: `call_${randomUUID()}`, type: 'function', function: { name: `${output.server}_${output.tool}`, arguments: JSON.stringify(output.args) } };
+    const call = { index: 0, id: `call_${randomUUID()}`, type: 'function', function: { name: output.server ? `${output.server}_${output.tool}` : output.tool, arguments: JSON.stringify(output.args) } };
     chunks += chatChunk(id, model, { delta: { tool_calls: [call] }, finish_reason: null });
     finish = 'tool_calls';
   }

@@ -12,7 +12,7 @@ import { chatBody, chatStart, messageTexts, responsesBody, responsesCreated, typ
 export type FakeReply =
   /** the model says `text` (a function gets the request, e.g. to echo the last user message). */
   | { text: string | ((request: RecordedRequest) => string) }
-  /** the model calls the MCP tool `tool` of server `server` (default "pincer") with `args`. */
+  /** the model calls the MCP tool `tool` of server `server` (default "pincer"; `''`: a built-in tool) with `args`. */
   | { tool: string; server?: string; args: Record<string, unknown> }
   /** the server answers with this HTTP status and an OpenAI-style error body. */
   | { status: number; message?: string }
@@ -22,6 +22,8 @@ export type FakeReply =
 export interface RecordedRequest {
   api: 'responses' | 'chat';
   path: string;
+  /** the request's headers (to see which key the client presented). */
+  headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
   /** OpenCode's title generation (answered apart, never scripted). */
   title: boolean;
@@ -84,7 +86,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const systemTexts = [...messageTexts(body, 'system'), ...messageTexts(body, 'developer')];
       const title = api === 'chat' && isTitleRequest(body, systemTexts);
       const reply: FakeReply | 'title' = title ? 'title' : (queue.shift() ?? fallback);
-      const request: RecordedRequest = { api, path, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
+      const request: RecordedRequest = { api, path, headers: req.headers, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
       requests.push(request);
       answer(request, res);
     });

@@ -69,7 +69,8 @@ export function readCodexSettings(env: Record<string, string | undefined>, model
     timeoutMs: providerTimeoutMs(env),
     env,
   };
-  if (settings.baseUrl && !settings.model) {
+  // Behind the host's credential proxy the base URL is the proxy's, whatever the upstream: Codex's default model is fine.
+  if (settings.baseUrl && !settings.model && env.PINCER_CREDENTIAL_PROXY !== '1') {
     throw new ProviderError('config', 'codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves');
   }
   return settings;
@@ -82,12 +83,18 @@ export function codexHome(settings: CodexSettings, cwd: string): string {
   return home;
 }
 
+/** Variable name patterns kept from the agent's shell even if `inherit` changes (Codex glob syntax). */
+const SHELL_EXCLUDES = ['*KEY*', '*TOKEN*', '*SECRET*', '*PASSWORD*', 'OPENAI_*', 'CODEX_*', 'ANTHROPIC_*', 'PINCER_*'];
+
 export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
   const config: NonNullable<CodexOptions['config']> = {
     analytics: { enabled: false },
     // shell_snapshot runs the user's login shell in the background at start-up; killed with the turn on an
     // interrupt, it would outlive the CLI (and it reads the user's profile, which an agent session must not need).
     features: { plugins: false, shell_snapshot: false },
+    // The agent's shell commands get only the basic variables (HOME, PATH, USER, …), never a key: Codex's own
+    // default passes the whole environment, OPENAI_API_KEY included.
+    shell_environment_policy: { inherit: 'core', ignore_default_excludes: false, exclude: SHELL_EXCLUDES },
   };
   if (settings.model) config.model = settings.model;
   if (input.systemPrompt) config.developer_instructions = input.systemPrompt;
