@@ -42,7 +42,12 @@ function descendants(root: number): number[] {
   }
   const out: number[] = [];
   const queue = [root];
-  while (queue.length > 0) for (const child of children.get(queue.shift()!) ?? []) out.push(child), queue.push(child);
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
   return out;
 }
 
