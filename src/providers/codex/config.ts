@@ -83,8 +83,11 @@ export function codexHome(settings: CodexSettings, cwd: string): string {
   return home;
 }
 
-/** Variable name patterns kept from the agent's shell even if `inherit` changes (Codex glob syntax). */
-const SHELL_EXCLUDES = ['*KEY*', '*TOKEN*', '*SECRET*', '*PASSWORD*', 'OPENAI_*', 'CODEX_*', 'ANTHROPIC_*', 'PINCER_*'];
+/**
+ * Variable name patterns kept from the agent's shell even if `inherit` changes (Codex glob syntax). Codex applies the
+ * policy to MCP servers too, so nothing the Pincer MCP server needs (PINCER_*) may be listed.
+ */
+const SHELL_EXCLUDES = ['*KEY*', '*TOKEN*', '*SECRET*', '*PASSWORD*', 'OPENAI_*', 'CODEX_*', 'ANTHROPIC_*'];
 
 export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
   const config: NonNullable<CodexOptions['config']> = {
