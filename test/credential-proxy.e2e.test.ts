@@ -103,7 +103,7 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
   codex: {
     async env(realKey) {
       const fake = await startFakeOpenAI();
-      fake.script({ tool: 'exec_command', server: '', args: { cmd: PROBE } }, { text: 'done' });
+      fake.script({ call: 'exec_command', args: { cmd: PROBE } }, { text: 'done' });
       return {
         env: { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0',
           // Codex's own sandbox off: the probe must see all it can (and Codex's bwrap refuses agent/ as a link)
@@ -121,7 +121,7 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
   opencode: {
     async env(realKey) {
       const fake = await startFakeOpenAI();
-      fake.script({ tool: 'bash', server: '', args: { command: PROBE, description: 'look around' } }, { text: 'done' });
+      fake.script({ call: 'bash', args: { command: PROBE, description: 'look around' } }, { text: 'done' });
       return {
         env: { AGENT_PROVIDER: 'opencode', OPENCODE_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, OPENCODE_MODEL: fake.model },
         receivedKeys: () => fake.requests.map((r) => String(r.headers.authorization)),

@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { TerminalChannel } from '../src/host/channels/terminal.js';
 import type { HostApi, InboundEnvelope } from '../src/host/channels/types.js';
+import { TaskBoard } from '../src/host/tasks.js';
 import { waitFor } from './support/wait.js';
 
 /** The terminal channel over in-memory streams, with a HostApi that records what it is asked. */
@@ -17,6 +18,13 @@ function setup() {
     answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
+    tasks: new TaskBoard(() => []),
+    groupOf: () => {
+      throw new Error('not used by the terminal');
+    },
+    sessionFolderOf: () => {
+      throw new Error('not used by the terminal');
+    },
   };
   const channel = new TerminalChannel({ input, output, conversation: 'local', sender: 'ann', interactive: false });
   return { input, printed: () => printed, inbound, answers, host, channel };

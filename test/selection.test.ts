@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerBuiltInProviders } from '../src/providers/index.js';
-import { isProviderError, normaliseProviderName, resolveProvider } from '../src/providers/registry.js';
+import { isProviderError, normaliseProviderName, resolveProvider, selectProviderFor } from '../src/providers/registry.js';
 import { describeSelection, selectProvider, type ProviderProbe, type SelectionInput } from '../src/runtime/selection.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
@@ -116,7 +116,7 @@ describe('the runner applies the policy', () => {
     {
       case: 'a model entry',
       config: { model: 'tiny', models: { tiny: { provider: 'echo' } } },
-      line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok\]/,
+      line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok; pincer: ok\]/,
     },
     { case: 'the group policy', config: { groupProvider: 'Mock' }, line: /\[runner\] provider mock: group policy "Mock" \[candidates: / },
     { case: 'a host-published config', config: { provider: 'mock', generation: 7 }, line: /\[runner\] ready: provider mock \(session policy "mock"\), .*, config generation 7\n/ },
@@ -143,5 +143,53 @@ describe('the runner applies the policy', () => {
     expect(result.stderr).toBe(
       '[runner] error: provider "claude" (session policy "claude-code") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN\n',
     );
+  });
+});
+
+describe('runtime selection by model route', () => {
+  // The real registry and route resolver; codex and claude are installed in this repository.
+  const key = { PATH: '', OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' };
+  const openai = { ...key, PINCER_MODEL: 'openai/gpt-5' };
+  const cases: { rule: string; env: Record<string, string>; policy?: Parameters<typeof selectProviderFor>[0]; provider: string; source?: string }[] = [
+    { rule: 'auto: the official HTTPS Responses route may go to Codex', env: openai, provider: 'codex' },
+    { rule: 'auto: so may the ChatGPT Responses route', env: { ...openai, OPENAI_BASE_URL: 'https://chatgpt.com/backend-api' }, provider: 'codex' },
+    { rule: 'auto: a custom endpoint stays on the built-in runtime', env: { ...openai, OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1' }, provider: 'pincer' },
+    { rule: 'auto: a Completions adapter on the official endpoint stays built-in', env: openai, policy: { models: { 'openai/gpt-5': { api: 'openai-completions' } } }, provider: 'pincer' },
+    { rule: 'auto: authored request headers stay built-in', env: openai, policy: { modelProviders: { openai: { headers: { 'x-team': 'a' } } } }, provider: 'pincer' },
+    { rule: 'auto: a provider prefix alone selects no harness (anthropic is not Claude Code)', env: { ...key, PINCER_MODEL: 'anthropic/claude-sonnet-4-5' }, provider: 'pincer' },
+    { rule: 'auto: a model name alone selects no harness', env: { ...key, PINCER_MODEL: 'local/codex', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }, provider: 'pincer' },
+    { rule: 'a model entry wins over a provider entry', env: openai, policy: { models: { 'openai/gpt-5': { provider: 'pincer' } }, modelProviders: { openai: { provider: 'codex' } } }, provider: 'pincer', source: 'model' },
+    { rule: 'a provider entry applies to all its models', env: openai, policy: { modelProviders: { openai: { provider: 'pi' } } }, provider: 'pincer', source: 'model-provider' },
+    { rule: 'a provider entry of "default" is auto', env: openai, policy: { modelProviders: { openai: { provider: 'default' } } }, provider: 'codex', source: 'auto' },
+    { rule: 'codex-app-server normalises to codex', env: openai, policy: { session: 'codex-app-server' }, provider: 'codex', source: 'session' },
+    { rule: 'openclaw normalises to pincer', env: openai, policy: { session: 'OpenClaw' }, provider: 'pincer', source: 'session' },
+    { rule: 'builtin normalises to pincer', env: openai, policy: { group: 'builtin' }, provider: 'pincer', source: 'group' },
+    { rule: 'the session policy beats the model entry', env: openai, policy: { session: 'pincer', models: { 'openai/gpt-5': { provider: 'codex' } } }, provider: 'pincer', source: 'session' },
+    { rule: 'no model: auto keeps the SDK preference by credentials', env: { PATH: '', ANTHROPIC_API_KEY: 'k' }, provider: 'claude' },
+  ];
+  it.each(cases)('$rule', ({ env, policy, provider, source }) => {
+    const selection = selectProviderFor(policy ?? {}, env);
+    expect(selection).toMatchObject({ ok: true, provider, ...(source ? { source } : {}) });
+  });
+
+  it('says why auto chose a harness or the built-in runtime', () => {
+    expect(describeSelection(selectProviderFor({}, openai))).toMatch(/^provider codex: auto \(no policy set\): harness codex supports the route openai\/gpt-5 via openai-responses at https:\/\/api\.openai\.com\/v1 \(official\)/);
+    const local = selectProviderFor({}, { PATH: '', PINCER_MODEL: 'local/qwen3', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
+    expect(local).toMatchObject({ ok: true, provider: 'pincer', reason: expect.stringContaining('the built-in runtime for local/qwen3 via openai-completions') });
+  });
+
+  it.each([
+    { policy: {}, why: 'auto' },
+    { policy: { session: 'codex' }, why: 'an explicit choice' },
+  ])('refuses plaintext HTTP to an official endpoint ($why)', ({ policy }) => {
+    const selection = selectProviderFor(policy, { ...openai, OPENAI_BASE_URL: 'http://api.openai.com/v1' });
+    expect(selection).toMatchObject({ ok: false, code: 'insecure-route', message: expect.stringContaining('refusing plaintext HTTP to the official endpoint api.openai.com') });
+  });
+
+  it('with no key at all, auto falls back (pincer chat: mock) and says why', () => {
+    const selection = selectProviderFor({}, { PATH: '', PINCER_MODEL: 'anthropic/claude-sonnet-4-5', PINCER_AUTO_FALLBACK: 'mock' });
+    expect(selection).toMatchObject({ ok: true, provider: 'mock' });
+    expect(selection.ok && selection.reason).toContain('the built-in runtime has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): no provider is usable, falling back to mock');
+    expect(selectProviderFor({}, { PATH: '', PINCER_AUTO_FALLBACK: 'mock' })).toMatchObject({ ok: true, provider: 'mock', reason: expect.stringContaining('falling back to mock') });
   });
 });

@@ -19,7 +19,7 @@ export function registerChatCommand(program: Command): void {
   program
     .command('chat')
     .description('talk to an agent in this terminal')
-    .option('--provider <name>', 'claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
+    .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
     .option('--dir <dir>', 'session folder of this chat (default: $PINCER_HOME/sessions/chat, PINCER_HOME defaulting to ./.pincer)')
     .action(async (options: { provider: string; dir?: string }) => {
       process.exitCode = await chat(options);

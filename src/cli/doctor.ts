@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import path from 'node:path';
+import { describePlatforms } from '../host/platforms/catalog.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 
@@ -10,19 +11,20 @@ import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/rep
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check providers, provider selection and resource packages of each session')
+    .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory whose sessions/* to check (default: $PINCER_HOME, else ./.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
     .action((options: { home?: string; workspace?: string[] }) => {
       const home = path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
-      process.stdout.write(renderReport(report, options.workspace ? undefined : home));
-      process.exitCode = report.failures > 0 ? 1 : 0;
+      const platforms = describePlatforms(process.env);
+      process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
 }
 
-export function renderReport(report: DoctorReport, home: string | undefined): string {
+export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
   const out: string[] = [];
   out.push('providers in this environment:');
   const width = Math.max(...report.probes.map((p) => p.name.length));
@@ -65,6 +67,7 @@ export function renderReport(report: DoctorReport, home: string | undefined): st
     }
   }
   out.push('');
+  if (platformLines.length > 0) out.push('chat platforms (docs/platforms.md):', ...platformLines, '');
   out.push(summary(report));
   return out.join('\n') + '\n';
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
+import { AccessStore } from '../host/channels/http/access.js';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
@@ -7,8 +8,18 @@ import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
-import { openCentralDb } from '../host/central-db/store.js';
-import { createLogger } from '../shared/log.js';
+import { CentralStore, openCentralDb } from '../host/central-db/store.js';
+import { usageRoutes } from '../host/channels/http/routes/usage.js';
+import type { HttpRouteModule } from '../host/channels/http/types.js';
+import type { ChannelAdapter } from '../host/channels/types.js';
+import { HostMetrics } from '../host/metrics.js';
+import { platformsIn } from '../host/platforms/catalog.js';
+import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
+import { Budgets } from '../host/usage/budgets.js';
+import { UsageLedger } from '../host/usage/ledger.js';
+import { PriceTable } from '../host/usage/prices.js';
+import { createLogger, type Logger } from '../shared/log.js';
+import type Database from 'better-sqlite3';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -43,10 +54,20 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     }
     throw err;
   }
-  const channels = [];
+  const metrics = new HostMetrics();
+  const platforms = platformsIn(process.env);
+  const refusal = [
+    ...platforms.incomplete,
+    ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
+  ];
+  if (refusal.length > 0) {
+    for (const line of refusal) log.error(line);
+    return 2;
+  }
+  const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
+  let token: string | undefined;
   if (config.http) {
-    let token: string;
     try {
       prepareHome(config.home);
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
@@ -55,12 +76,29 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       log.error(err.message);
       return 2;
     }
+  }
+  if (config.http || platforms.enabled.length > 0) {
+    prepareHome(config.home);
     mailboxDb = openCentralDb(path.join(config.home, 'pincer.db'));
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), log }));
+  }
+  // Loaded only when a platform is configured: the Chat SDK is not needed otherwise.
+  const platformChannels =
+    platforms.enabled.length > 0 && mailboxDb
+      ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
+          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+        )
+      : [];
+  channels.push(...platformChannels);
+  if (config.http && mailboxDb && token !== undefined) {
+    const routes = [
+      usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
+      ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
+    ];
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes }));
   }
   let host: Host;
   try {
-    host = await Host.start({ config, channels, log });
+    host = await Host.start({ config, channels, log, metrics });
   } catch (err) {
     mailboxDb?.close();
     if (!isHostError(err)) throw err;
@@ -82,6 +120,14 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   await host.stop();
   mailboxDb?.close();
   return 0;
+}
+
+/** `/v1/usage`, budgets and `/metrics`, on the HTTP channel's own connection to the central DB. */
+function usageRoutesFor(db: Database.Database, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
+  const store = new CentralStore(db);
+  // Only lists and changes budgets here: no pricing, so the built-in table will do.
+  const budgets = new Budgets(db, new UsageLedger(db, new PriceTable(), log));
+  return usageRoutes({ db, budgets, metrics, metricsToken, findGroup: (nameOrId) => store.findAgentGroup(nameOrId) });
 }
 
 function parsePort(value: string): number {

@@ -5,6 +5,8 @@ import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
+import { registerAccessCommands } from './access.js';
+import { registerUsageCommands } from './usage.js';
 
 /**
  * `pincer …`: one command per process of SPEC §1, plus tools to poke at a session by hand. The long-running processes
@@ -36,5 +38,7 @@ registerChatCommand(program);
 registerDoctorCommand(program);
 registerHostCommand(program);
 registerContainerCommands(program);
+registerAccessCommands(program);
+registerUsageCommands(program);
 
 await program.parseAsync(process.argv);

@@ -18,6 +18,7 @@ const PROVIDER_VARIABLES: Record<string, RegExp> = {
   claude: /^(ANTHROPIC_|CLAUDE_CODE_|CLAUDE_AGENT_SDK_|IS_SANDBOX$)/,
   codex: /^(OPENAI_|CODEX_)/,
   opencode: /^(OPENCODE_|OPENAI_)/,
+  pincer: /^(ANTHROPIC_|OPENAI_)/,
   mock: /^MOCK_/,
 };
 
@@ -28,6 +29,7 @@ export function providerFamily(name: string | undefined): string {
   if (lower === 'claude-code') return 'claude';
   if (lower === 'codex-app-server') return 'codex';
   if (lower === 'echo') return 'mock';
+  if (lower === 'builtin' || lower === 'openclaw' || lower === 'pi') return 'pincer';
   return lower;
 }
 

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { isValidTimeZone } from '../shared/time.js';
 import { describeIssues } from './content.js';
+import { ModelSettingsSchema } from './model-settings.js';
 import { sessionPaths, type SessionPaths } from './layout.js';
 import type { WakeMode } from './wake.js';
 
@@ -35,8 +36,10 @@ export const ConfigFileSchema = z.strictObject({
   provider: z.string().optional(),
   /** the agent group's provider policy (agent_groups.agent_provider); `provider` is the session's */
   groupProvider: z.string().optional(),
-  /** model entries: a model id → the provider that runs it (selection policy, src/runtime/selection.ts) */
-  models: z.record(z.string(), z.strictObject({ provider: z.string().optional() })).optional(),
+  /** model entries: a model (as written in `model`) → its runtime policy and route settings (src/runtime/model-route.ts) */
+  models: z.record(z.string(), ModelSettingsSchema).optional(),
+  /** provider entries: a model provider (`openai`, `anthropic`, `local`, …) → the same settings for all its models */
+  modelProviders: z.record(z.string(), ModelSettingsSchema).optional(),
   timezone: z.string().optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),

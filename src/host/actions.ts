@@ -1,14 +1,14 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
-import { prepared } from '../db/connection.js';
-import { describeIssues, parseInboundContent } from '../db/content.js';
+import { describeIssues } from '../db/content.js';
 import { insertInbound } from '../db/messages.js';
-import type { InboundRow, OutboundRow } from '../db/types.js';
-import { isoNow, parseTimeInZone } from '../shared/time.js';
+import type { OutboundRow } from '../db/types.js';
+import { parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError, isHostError } from './errors.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
+import { applyTaskCommand } from './tasks.js';
 import type { SessionDirectory } from './sessions.js';
 
 /**
@@ -54,10 +54,6 @@ const ScheduleTask = z.object({
   recurrence: z.string().optional(),
   script: z.string().optional(),
 });
-
-/** The active row of a task: the one the task tools match (SPEC §5), newest first. */
-const ACTIVE_TASK = `SELECT * FROM messages_in WHERE (id = ? OR series_id = ?) AND kind = 'task' AND status IN ('pending', 'paused')
-  ORDER BY seq DESC LIMIT 1`;
 
 export class ActionHandlers {
   constructor(private readonly deps: ActionDeps) {}
@@ -107,28 +103,10 @@ export class ActionHandlers {
   }
 
   private updateTask(ctx: ActionContext): ActionAnswer {
-    const input = parse(UpdateTask, ctx.content);
-    const row = prepared(ctx.db, ACTIVE_TASK).get(input.taskId, input.taskId) as InboundRow | undefined;
-    if (!row) return { status: 'error', error: `no active task "${input.taskId}" (it may have completed or been cancelled)` };
-    const parsed = parseInboundContent('task', row.content);
-    const current = parsed.ok ? (parsed.value.content as Record<string, unknown>) : {};
-    const content = { ...current };
-    if (input.prompt !== undefined) content.prompt = input.prompt;
-    if (input.script !== undefined) {
-      if (input.script === null) delete content.script;
-      else content.script = input.script;
-    }
-    const recurrence = input.recurrence === undefined ? row.recurrence : input.recurrence;
-    if (recurrence) validateCron(recurrence, ctx.group.timezone);
-    const processAfter = input.processAfter === undefined ? row.process_after : this.time(input.processAfter, ctx.group.timezone);
-    prepared(ctx.db, 'UPDATE messages_in SET content = ?, recurrence = ?, process_after = ?, status_changed = ? WHERE id = ?').run(
-      JSON.stringify(content),
-      recurrence,
-      processAfter,
-      isoNow(),
-      row.id,
-    );
-    return { status: 'success', result: { taskId: row.id, prompt: content.prompt, recurrence, processAfter } };
+    const { taskId, ...change } = parse(UpdateTask, ctx.content);
+    const row = applyTaskCommand(ctx.db, taskId, { op: 'update', ...change }, ctx.group.timezone)!;
+    const prompt = (JSON.parse(row.content) as { prompt?: unknown }).prompt;
+    return { status: 'success', result: { taskId: row.id, prompt, recurrence: row.recurrence, processAfter: row.process_after } };
   }
 
   private scheduleTask(ctx: ActionContext): ActionAnswer {
@@ -152,24 +130,10 @@ export class ActionHandlers {
   }
 
   private setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): ActionAnswer {
-    const input = parse(TaskRef, ctx.content);
-    const row = prepared(ctx.db, ACTIVE_TASK).get(input.taskId, input.taskId) as InboundRow | undefined;
-    if (!row) return { status: 'error', error: `no active task "${input.taskId}"` };
-    const now = isoNow();
-    if (action === 'cancel_task') {
-      // A cancelled task is failed with recurrence cleared, so the sweep never schedules a successor.
-      prepared(ctx.db, `UPDATE messages_in SET status = 'failed', last_error = 'cancelled', recurrence = NULL, status_changed = ? WHERE id = ?`).run(
-        now,
-        row.id,
-      );
-    } else {
-      prepared(ctx.db, 'UPDATE messages_in SET status = ?, status_changed = ? WHERE id = ?').run(
-        action === 'pause_task' ? 'paused' : 'pending',
-        now,
-        row.id,
-      );
-    }
-    return { status: 'success', result: { taskId: row.id } };
+    const { taskId } = parse(TaskRef, ctx.content);
+    const command = action === 'cancel_task' ? { op: 'cancel' as const, reason: 'cancelled' } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
+    const row = applyTaskCommand(ctx.db, taskId, command, ctx.group.timezone);
+    return { status: 'success', result: { taskId: row?.id ?? taskId } };
   }
 
   private requesterOf(ctx: ActionContext): Requester {

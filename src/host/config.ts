@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { isValidTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
+import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -13,10 +14,13 @@ const HostEnvSchema = z.object({
   PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),
   PINCER_SESSION_MODE: z.enum(['shared', 'per-thread']).default('shared'),
   PINCER_ADMIN_USER_ID: z.string().optional(),
+  PINCER_GROUP_TRIGGER: z.enum(['mention', 'always']).default('mention'),
+  PINCER_ALLOWED_USERS: z.string().optional(),
   AGENT_PROVIDER: z.string().min(1).default('auto'),
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
@@ -63,9 +67,10 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             model: e.PINCER_MODEL ?? null,
             sessionMode: e.PINCER_SESSION_MODE,
             timezone,
-            admins: e.PINCER_ADMIN_USER_ID ? [e.PINCER_ADMIN_USER_ID] : [],
+            admins: idList(e.PINCER_ADMIN_USER_ID),
+            triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN } : null,
     runners: {
       kind: e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
@@ -87,10 +92,19 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   };
 }
 
+/** `a, b,c` → `['a', 'b', 'c']`. */
+function idList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((id) => id.trim())
+    .filter(Boolean);
+}
+
 /** What a runner inherits: the host's environment less the host's own secrets and per-group settings. */
 function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const copy = { ...env };
-  for (const key of ['PINCER_HTTP_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ']) {
+  // Platform tokens and secrets (TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, …) are the host's, never an agent's.
+  for (const key of ['PINCER_HTTP_TOKEN', 'PINCER_METRICS_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
     delete copy[key];
   }
   return copy;

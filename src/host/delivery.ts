@@ -4,6 +4,7 @@ import { prepared } from '../db/connection.js';
 import type { z } from 'zod';
 import {
   describeIssues,
+  parseInboundContent,
   OutboundCardSchema,
   OutboundChatSchema,
   OutboundEditSchema,
@@ -18,7 +19,7 @@ import { isoNow } from '../shared/time.js';
 import type { ActionHandlers } from './actions.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
-import type { ChannelAdapter, OutboundPayload } from './channels/types.js';
+import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
 import type { ConversationRef, HostConfig } from './types.js';
 import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from './untrusted-files.js';
 
@@ -43,6 +44,13 @@ export interface DeliveryDeps {
   toAgent(from: SessionHandle, row: OutboundRow, text: string): void;
   config: HostConfig['delivery'];
   log: Logger;
+  /** told of each row delivered and each failed attempt (metrics, traces). Must not throw. */
+  observer?: DeliveryObserver;
+}
+
+export interface DeliveryObserver {
+  delivered(handle: SessionHandle, row: OutboundRow): void;
+  failed(handle: SessionHandle, row: OutboundRow, error: string): void;
 }
 
 /** A failure that retrying cannot fix (bad content, unknown channel): recorded at once. */
@@ -78,16 +86,21 @@ export class Delivery {
           `UPDATE messages_out SET delivered_at = ?, platform_message_id = ?, delivery_error = NULL WHERE id = ? AND delivered_at IS NULL`,
         ).run(isoNow(), platformMessageId ?? null, row.id);
         this.attempts.delete(key);
+        this.deps.observer?.delivered(handle, row);
       } catch (err) {
         if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
+        this.deps.observer?.failed(handle, row, message);
         const count = (attempt?.count ?? 0) + 1;
-        if (err instanceof PermanentDeliveryError || count >= this.deps.config.maxAttempts) {
+        const permanent = err instanceof PermanentDeliveryError || (err instanceof ChannelDeliveryError && err.options.permanent === true);
+        if (permanent || count >= this.deps.config.maxAttempts) {
           this.attempts.delete(key);
-          this.recordFailure(handle, row, err instanceof PermanentDeliveryError ? message : `${message} (after ${count} attempts)`);
+          this.recordFailure(handle, row, permanent ? message : `${message} (after ${count} attempts)`);
           continue;
         }
-        const delay = this.deps.config.retryBaseMs * 2 ** (count - 1);
+        // A platform that said how long to wait (429 retry-after) is not asked again sooner.
+        const retryAfterMs = err instanceof ChannelDeliveryError ? (err.options.retryAfterMs ?? 0) : 0;
+        const delay = Math.max(retryAfterMs, this.deps.config.retryBaseMs * 2 ** (count - 1));
         this.attempts.set(key, { count, nextAt: Date.now() + delay });
         this.deps.log.warn(`delivery of message ${row.seq} in ${handle.session.id} failed (attempt ${count}): ${message}; retry in ${delay} ms`);
         return delay;
@@ -158,7 +171,8 @@ export class Delivery {
     const op = typeof content === 'object' && content !== null ? (content as Record<string, unknown>).operation : undefined;
     const target = (seq: number): string | null => {
       const found = findBySeq(handle.db, seq);
-      if (!found || found.table !== 'messages_out') return null;
+      if (found?.table === 'messages_in') return platformIdOfInbound(handle, found.id);
+      if (!found) return null;
       const r = prepared(handle.db, 'SELECT platform_message_id FROM messages_out WHERE id = ?').get(found.id) as { platform_message_id: string | null };
       return r.platform_message_id;
     };
@@ -197,6 +211,15 @@ export class Delivery {
       })
       .immediate();
   }
+}
+
+/** A platform message the agent reacts to: a chat-sdk row keeps the platform's message id in its content. */
+function platformIdOfInbound(handle: SessionHandle, id: string): string | null {
+  const row = prepared(handle.db, `SELECT kind, content FROM messages_in WHERE id = ?`).get(id) as { kind: string; content: string } | undefined;
+  if (row?.kind !== 'chat-sdk') return null;
+  const parsed = parseInboundContent(row.kind, row.content);
+  const messageId = parsed.ok ? (parsed.value.content as { id?: unknown }).id : undefined;
+  return typeof messageId === 'string' ? messageId : null;
 }
 
 /** Where a row goes: its own routing, else the conversation the session belongs to. */

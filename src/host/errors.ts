@@ -8,8 +8,9 @@
  * - `delivery`: a channel could not deliver a message (retried by delivery, then recorded as `delivery_error`).
  * - `quarantined`: the conversation's session folder is unsafe to open (a linked or unreadable session.db); the host
  *   leaves it alone until an administrator moves it aside.
+ * - `over-budget`: the agent group has reached a budget; the message says which limit and when it resets.
  */
-export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'quarantined';
+export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'quarantined' | 'over-budget';
 
 export class HostError extends Error {
   constructor(

@@ -10,7 +10,7 @@ import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
-import type { SessionRecord } from './central-db/types.js';
+import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
@@ -23,6 +23,10 @@ import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
+import type { HostMetrics } from './metrics.js';
+import { HostUsage } from './usage/host-usage.js';
+import { PriceTable } from './usage/prices.js';
+import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
@@ -36,6 +40,8 @@ export interface HostOptions {
   log?: Logger;
   /** where the session of a given `channelType:platformId` lives if it has to be created (`pincer chat --dir`). */
   sessionFolders?: Record<string, string>;
+  /** Prometheus metrics to keep (served by the HTTP channel's `/metrics`); none when absent. */
+  metrics?: HostMetrics;
 }
 
 /** Agent-to-agent messages answering each other more often than this in a row are stopped (a loop, not a chat). */
@@ -46,6 +52,8 @@ const CRASH_NOTICE_AT = 3;
 export class Host implements HostApi {
   readonly store: CentralStore;
   readonly sessions: SessionDirectory;
+  /** scheduled tasks of every session, for channels (the HTTP API's task routes). */
+  readonly tasks: TaskBoard;
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
@@ -57,6 +65,7 @@ export class Host implements HostApi {
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
+  readonly usage: HostUsage;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
@@ -65,7 +74,17 @@ export class Host implements HostApi {
     this.lock = HomeLock.acquire(config.home);
     this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
     this.sessions = new SessionDirectory(this.store, config, this.log);
+    this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
+    options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
+    this.tasks = new TaskBoard(() =>
+      [...this.slots.values()].map((slot) => ({
+        id: slot.session.id,
+        db: slot.db,
+        timezone: this.store.getAgentGroup(slot.session.agentGroupId)?.timezone ?? 'UTC',
+        touch: () => slot.touch(),
+      })),
+    );
     this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit), undefined, this.credentialProxy);
     this.delivery = new Delivery({
@@ -75,6 +94,7 @@ export class Host implements HostApi {
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
       config: config.delivery,
       log: this.log,
+      observer: options.metrics?.deliveryObserver(),
     });
   }
 
@@ -148,14 +168,21 @@ export class Host implements HostApi {
     if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
+    const budget = this.usage.gate(group);
+    if (budget.over) {
+      void this.delivery.notify({ session: slot.session }, message.conversation, budget.notice);
+      throw new HostError('over-budget', budget.notice);
+    }
     const written = insertInbound(slot.db, {
+      ...(message.id ? { id: message.id } : {}),
       kind: message.kind,
       content: message.content,
       processAfter: message.processAfter ?? null,
       recurrence: message.recurrence ?? null,
+      trigger: message.trigger ?? 1,
       ...routing(message.conversation),
     });
-    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value), ...message.conversation });
+    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
   }
@@ -194,6 +221,14 @@ export class Host implements HostApi {
       processAfter,
       recurrence: task.recurrence ?? null,
     });
+  }
+
+  groupOf(conversation: ConversationRef): AgentGroup {
+    return this.sessions.resolveGroup(conversation);
+  }
+
+  sessionFolderOf(conversation: ConversationRef): string {
+    return this.sessionOf(conversation).slot.session.folder;
   }
 
   listSessions(): SessionSummary[] {
@@ -271,6 +306,9 @@ export class Host implements HostApi {
     const state = readRunnerState(slot.db);
     const live = this.supervisor.liveState(id, state);
     const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone: group.timezone, config: config.sweep });
+    this.usage.collect(slot.session, slot.db);
+    this.options.metrics?.retries.inc(sweep.retried.length);
+    this.options.metrics?.failedMessages.inc(sweep.failed.length);
     for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
     for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
     for (const row of sweep.failed) {
@@ -284,9 +322,13 @@ export class Host implements HostApi {
     if (alive) {
       this.supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt);
       waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
+      // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
+      if (live?.state === 'idle' && this.usage.budgets.check(group).over) void this.supervisor.stop(id);
     } else if (sweep.hasDue && !this.stopped) {
       const backoff = this.supervisor.backoffRemainingMs(id);
+      const budget = backoff > 0 ? undefined : this.usage.gate(group);
       if (backoff > 0) waits.push(backoff);
+      else if (budget?.over) await this.refuseOverBudget(handle, budget.notice);
       else {
         this.sessions.publishConfig(this.store.getSession(id) ?? slot.session, group);
         this.supervisor.start({
@@ -303,6 +345,30 @@ export class Host implements HostApi {
     await this.updateTyping(slot, handle, live);
     waits.push(await this.delivery.deliverSession(handle));
     return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
+  }
+
+  /** Refuse the session's due messages (a budget is reached) and tell each conversation once. */
+  private async refuseOverBudget(handle: SessionHandle, notice: string): Promise<void> {
+    const refused = this.usage.refuseDue(handle.db, notice);
+    const told = new Set<string>();
+    for (const row of refused) {
+      const conversation = conversationOf(handle, row);
+      const key = `${conversation.channelType}:${conversation.platformId}:${conversation.threadId ?? ''}`;
+      this.log.warn(`message ${row.seq} in ${handle.session.id} refused: over budget`);
+      if (told.has(key)) continue;
+      told.add(key);
+      await this.delivery.notify(handle, conversation, notice);
+    }
+  }
+
+  private runnersByState(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const summary of this.listSessions()) if (summary.runner) counts[summary.runner.state] = (counts[summary.runner.state] ?? 0) + 1;
+    return counts;
+  }
+
+  private pendingMessages(): number {
+    return this.listSessions().reduce((sum, s) => sum + s.pending, 0);
   }
 
   /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */
@@ -390,10 +456,13 @@ function routing(c: ConversationRef): { channelType: string; platformId: string;
   return { channelType: c.channelType, platformId: c.platformId, threadId: c.threadId };
 }
 
-/** The sender's platform user id as the channel gave it (never the display name, which anyone can choose). */
-function senderIdOf(parsed: InboundContent): string | null {
+/**
+ * The sender's platform user id as the channel gave it (never the display name, which anyone can choose). A chat
+ * platform's user is `<platform>:<user id>` (telegram:12345), as admin lists and allow-lists name them.
+ */
+function senderIdOf(parsed: InboundContent, channelType: string): string | null {
   if (parsed.kind === 'chat') return parsed.content.senderId ?? null;
-  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ?? null;
+  if (parsed.kind === 'chat-sdk') return parsed.content.author.userId ? `${channelType}:${parsed.content.author.userId}` : null;
   return null;
 }
 

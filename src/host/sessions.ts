@@ -26,8 +26,11 @@ export class SessionDirectory {
     const wanted = this.config.defaultGroup;
     if (!wanted) return undefined;
     const existing = this.store.findAgentGroup(wanted.name);
-    if (existing) return existing;
-    return this.createGroup({ ...wanted, folder: wanted.name });
+    if (!existing) return this.createGroup({ ...wanted, folder: wanted.name });
+    // The environment speaks for the default group at every start: its platform rules, and admins added.
+    this.store.setTriggerRules(existing.id, wanted.triggerRules);
+    for (const admin of wanted.admins) this.store.addAdmin(existing.id, admin);
+    return this.store.getAgentGroup(existing.id);
   }
 
   createGroup(group: NewAgentGroup): AgentGroup {

@@ -1,4 +1,4 @@
-import type { SessionMode } from './central-db/types.js';
+import type { SessionMode, TriggerRules } from './central-db/types.js';
 
 /** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
 export interface HostConfig {
@@ -11,10 +11,14 @@ export interface HostConfig {
     model: string | null;
     sessionMode: SessionMode;
     timezone: string;
+    /** PINCER_ADMIN_USER_ID (comma-separated), added to the group's admins at each start. */
     admins: string[];
+    /** PINCER_GROUP_TRIGGER and PINCER_ALLOWED_USERS, the group's platform rules, set at each start. */
+    triggerRules: TriggerRules;
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
-  http: { port: number; host: string; token: string | undefined } | null;
+  /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
+  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined } | null;
   runners: {
     /**
      * `auto` (default): bwrap, else docker, else process, resolved when the host starts (src/host/runner-kind.ts);

@@ -4,6 +4,8 @@ import {
   probeProvider,
   type ProviderRequirements,
 } from '../runtime/provider-probe.js';
+import type { ModelSettings } from '../db/model-settings.js';
+import { hasProviderPrefix, isModelRouteError, resolveModelRoute, type ModelRoute } from '../runtime/model-route.js';
 import { describeSelection, selectProvider, type ProviderProbe, type Selection, type SelectionInput } from '../runtime/selection.js';
 import type { AgentProvider, ProviderConfig } from './types.js';
 
@@ -14,9 +16,9 @@ import type { AgentProvider, ProviderConfig } from './types.js';
 /**
  * unknown: no such provider; not-installed: known, but not in this build or its SDK/binary is missing; no-credentials:
  * configured explicitly without credentials; unavailable: the provider's own start-up check failed; config: a setting
- * it reads is invalid.
+ * it reads is invalid; insecure-route: the model's route is plaintext HTTP to an official endpoint.
  */
-export type ProviderErrorCode = 'unknown' | 'unavailable' | 'config' | 'not-installed' | 'no-credentials';
+export type ProviderErrorCode = 'unknown' | 'unavailable' | 'config' | 'not-installed' | 'no-credentials' | 'insecure-route';
 
 export class ProviderError extends Error {
   constructor(
@@ -43,7 +45,12 @@ export interface ProviderRegistration {
    * For an explicit choice: whether the provider can authenticate at all (a key, a cloud switch, a stored login); when
    * false the policy refuses it with `no-credentials`. Absent: the provider's factory decides. `auto` uses `usableWith`.
    */
-  hasCredentials?(env: Record<string, string | undefined>): boolean;
+  hasCredentials?(env: Record<string, string | undefined>, route?: ModelRoute): boolean;
+  /**
+   * For `auto` with a configured model: whether this harness runs that route (API, endpoint, request behaviour). A
+   * model's provider prefix alone must never decide it. Absent: the harness claims no route.
+   */
+  supportsRoute?(route: ModelRoute): boolean;
   /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
   requirements?: ProviderRequirements;
 }
@@ -53,6 +60,9 @@ const registrations = new Map<string, ProviderRegistration>();
 const aliases = new Map<string, string>([
   ['claude-code', 'claude'],
   ['codex-app-server', 'codex'],
+  ['builtin', 'pincer'],
+  ['openclaw', 'pincer'],
+  ['pi', 'pincer'],
 ]);
 
 export function registerProvider(registration: ProviderRegistration): void {
@@ -78,20 +88,23 @@ export interface ProviderChoice {
   description: string;
 }
 
-/** Every provider this build knows (registered or in the requirements table), in `auto` preference order. */
-export function probeProviders(env: Record<string, string | undefined>): ProviderProbe[] {
+/**
+ * Every provider this build knows (registered or in the requirements table), in `auto` preference order; with a
+ * model route, whether each harness supports it and whether the built-in runtime has the route's key.
+ */
+export function probeProviders(env: Record<string, string | undefined>, route?: ModelRoute): ProviderProbe[] {
   const names = [...new Set([...AUTO_PREFERENCE, ...Object.keys(KNOWN_PROVIDER_REQUIREMENTS), ...registrations.keys()])];
   return names.map((name) => {
     const registration = registrations.get(name);
     const requirements = registration?.requirements ??
       KNOWN_PROVIDER_REQUIREMENTS[name] ?? { credentialsEnv: [], packages: [], executables: [], auto: Boolean(registration?.usableWith) };
-    const probe = probeProvider(name, registration !== undefined, requirements, env);
-    if (!registration || registration.requirements || !(registration.usableWith || registration.hasCredentials)) return probe;
+    const probe = { ...probeProvider(name, registration !== undefined, requirements, env), supportsRoute: route ? registration?.supportsRoute?.(route) === true : undefined };
+    if (!registration || !(registration.usableWith || registration.hasCredentials)) return probe;
     // The provider's own tests win over the table: auto uses usableWith; an explicit choice is refused here only by
     // hasCredentials, else the provider's factory checks what it really needs (a stored login may do).
-    const credentials = registration.hasCredentials ? registration.hasCredentials(env) : true;
+    const credentials = registration.hasCredentials ? registration.hasCredentials(env, route) : true;
     const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
-    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : probe.noCredentials ?? 'credentials missing' };
+    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : (probe.noCredentials ?? (route ? `set ${route.apiKeyEnv.join(' or ')}` : 'credentials missing')) };
   });
 }
 
@@ -99,16 +112,38 @@ export function probeProviders(env: Record<string, string | undefined>): Provide
  * Apply the selection policy (src/runtime/selection.ts) to this build's providers. `auto` falls back to
  * PINCER_AUTO_FALLBACK when set (`pincer chat` sets `mock`, so it works without a key), else to `claude`.
  */
-export function selectProviderFor(
-  policy: Pick<SelectionInput, 'session' | 'group' | 'model'>,
-  env: Record<string, string | undefined>,
-): Selection {
+export function selectProviderFor(policy: SelectionPolicy, env: Record<string, string | undefined>): Selection {
+  const ref = policy.model?.id ?? (env.PINCER_MODEL || undefined);
+  let route: ModelRoute | undefined;
+  let routeError: string | undefined;
+  if (ref && hasProviderPrefix(ref)) {
+    try {
+      route = resolveModelRoute({ ref, models: policy.models, modelProviders: policy.modelProviders, env });
+    } catch (err) {
+      if (!isModelRouteError(err)) throw err;
+      routeError = err.message;
+    }
+  }
+  const model = ref
+    ? { id: ref, provider: policy.model?.provider ?? policy.models?.[ref]?.provider, providerEntry: route?.policy.provider }
+    : undefined;
   return selectProvider({
-    ...policy,
-    probes: probeProviders(env),
+    session: policy.session,
+    group: policy.group,
+    model,
+    route,
+    routeError,
+    probes: probeProviders(env, route),
     normalise: normaliseProviderName,
     fallback: env.PINCER_AUTO_FALLBACK || 'claude',
   });
+}
+
+/** What the policy is applied to: the layers, the model (else PINCER_MODEL) and config.json's model/provider entries. */
+export interface SelectionPolicy extends Pick<SelectionInput, 'session' | 'group'> {
+  model?: { id: string; provider?: string };
+  models?: Record<string, ModelSettings>;
+  modelProviders?: Record<string, ModelSettings>;
 }
 
 /**

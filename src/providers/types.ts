@@ -3,6 +3,7 @@
  * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
  */
 
+import type { ModelSettings } from '../db/model-settings.js';
 import type { TurnUsage } from '../shared/usage.js';
 
 /**
@@ -100,5 +101,8 @@ export interface ProviderConfig {
   env: Record<string, string | undefined>;
   /** model override from config.json, if any. */
   model?: string;
+  /** model and provider entries of config.json (route settings), for providers that read them (the built-in runtime). */
+  models?: Record<string, ModelSettings>;
+  modelProviders?: Record<string, ModelSettings>;
   log: (message: string) => void;
 }

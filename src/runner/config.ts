@@ -5,6 +5,7 @@ import { describeIssues } from '../db/content.js';
 import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
+import type { ModelSettings } from '../db/model-settings.js';
 
 /**
  * Runner start-up configuration (seed "容器启动"): the session folder as every process finds it (workspace,
@@ -37,7 +38,11 @@ export interface RunnerConfig {
   generation?: number;
   adminUserId: string | undefined;
   assistantName: string | undefined;
+  /** the model (PINCER_MODEL, else config.json `model`), e.g. `anthropic/claude-sonnet-4-5` */
   model: string | undefined;
+  /** model and provider entries of config.json (route settings and runtime policies) */
+  models: Record<string, ModelSettings>;
+  modelProviders: Record<string, ModelSettings>;
   timeZone: string;
   /** provider session to resume when session_state has none (config.json `sessionId`, set by the host). */
   resumeSessionId: string | undefined;
@@ -57,15 +62,18 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
   const t = tuning.data;
+  const model = env.PINCER_MODEL || file.model;
   return {
     paths,
     provider: env.AGENT_PROVIDER || file.provider,
     groupProvider: file.groupProvider,
-    modelProvider: file.model ? file.models?.[file.model]?.provider : undefined,
+    modelProvider: model ? file.models?.[model]?.provider : undefined,
     generation: file.generation,
     adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
-    model: file.model,
+    model,
+    models: file.models ?? {},
+    modelProviders: file.modelProviders ?? {},
     timeZone,
     resumeSessionId: file.sessionId,
     wake,

@@ -32,6 +32,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
         session: config.provider,
         group: config.groupProvider,
         model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
+        models: config.models,
+        modelProviders: config.modelProviders,
       },
       env,
     );
@@ -40,7 +42,13 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
-    const provider = await createProvider(choice.name, { env, model: config.model, log: (m) => log.info(m) });
+    const provider = await createProvider(choice.name, {
+      env,
+      model: config.model,
+      models: config.models,
+      modelProviders: config.modelProviders,
+      log: (m) => log.info(m),
+    });
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, provider, pools, selection };
   } catch (err) {

@@ -1,14 +1,25 @@
 /**
- * Provider selection policy (OpenClaw "运行时选择"; issue 9). Pure: everything it knows comes in as arguments, so the
- * runner, `pincer doctor` and the host decide the same way.
+ * Provider (runtime) selection policy (OpenClaw "运行时选择"). Pure: everything it knows comes in as arguments, so
+ * the runner, `pincer doctor` and the host decide the same way.
  *
  * Layers, first set one wins: the session's policy (`sessions.agent_provider`), the agent group's
- * (`agent_groups.agent_provider`), the configured model's entry. Unset, empty or `default` means "inherit"; when
- * nothing is set the result is `auto`. An explicit name is used exactly or fails closed (unknown, not installed,
- * no credentials). Only `auto` chooses: the first provider (in `AUTO_PREFERENCE` order) that is installed and has
- * credentials, else the fallback (`claude`). A failed run is never replayed on another provider: this runs once, at
- * start-up.
+ * (`agent_groups.agent_provider`), the configured model's entry, then the entry of the model's provider (a model entry
+ * wins over a provider entry). Unset, empty or `default` means "inherit"; when nothing is set the result is `auto`.
+ * An explicit name is used exactly or fails closed (unknown, not installed, no credentials).
+ *
+ * Only `auto` chooses. With a configured `<provider>/<model>` it looks at the model's effective route
+ * (src/runtime/model-route.ts): the first registered harness that supports that route (and can run here), else the
+ * built-in runtime (`pincer`). A provider or model prefix alone never selects a harness: a harness supports a route by
+ * its API, endpoint and request behaviour (Codex: only the exact official HTTPS Responses endpoints with no authored
+ * overrides). Plaintext HTTP to an official endpoint is refused whatever the policy. With no such model, `auto` takes
+ * the first SDK provider (in `AUTO_PREFERENCE` order) that is installed and has credentials, else the fallback
+ * (`claude`; `mock` in `pincer chat`). A failed run is never replayed on another runtime: this runs once, at start-up.
  */
+import { describeRoute, type ModelRoute } from './model-route.js';
+
+/** The built-in runtime's registry name (aliases `builtin`, `openclaw`, `pi`). */
+export const BUILTIN_PROVIDER = 'pincer';
+
 export interface ProviderProbe {
   name: string;
   /** registered in this build, SDK and binaries present */
@@ -20,19 +31,25 @@ export interface ProviderProbe {
   autoCredentials?: boolean;
   /** what to set when credentials are missing */
   noCredentials?: string;
-  /** whether `auto` may choose it */
+  /** whether `auto` may choose it (without a model route) */
   auto: boolean;
+  /** a harness that supports the configured model's route (the selection's `route`) */
+  supportsRoute?: boolean;
 }
 
-export type PolicySource = 'session' | 'group' | 'model' | 'auto';
+export type PolicySource = 'session' | 'group' | 'model' | 'model-provider' | 'auto';
 
 export interface SelectionInput {
   /** the session's policy (runner: AGENT_PROVIDER, else config.json `provider`) */
   session?: string;
   /** the agent group's policy (runner: config.json `groupProvider`) */
   group?: string;
-  /** the configured model and its entry's provider, if the model has an entry */
-  model?: { id: string; provider?: string };
+  /** the configured model, its entry's policy and its provider entry's policy */
+  model?: { id: string; provider?: string; providerEntry?: string };
+  /** the configured model's effective route, when it is written `<provider>/<model>` */
+  route?: ModelRoute;
+  /** why the configured model has no usable route (e.g. plaintext HTTP to an official endpoint): refused */
+  routeError?: string;
   /** every known provider, in `auto` preference order */
   probes: ProviderProbe[];
   /** name normalisation (the registry's: lower case, aliases) */
@@ -48,7 +65,7 @@ export interface CandidateReport {
   status: string;
 }
 
-export type SelectionErrorCode = 'unknown' | 'not-installed' | 'no-credentials';
+export type SelectionErrorCode = 'unknown' | 'not-installed' | 'no-credentials' | 'insecure-route';
 
 export type Selection =
   | { ok: true; provider: string; source: PolicySource; reason: string; candidates: CandidateReport[] }
@@ -62,12 +79,21 @@ export function selectProvider(input: SelectionInput): Selection {
     ['session', input.session],
     ['group', input.group],
     ['model', input.model?.provider],
+    ['model-provider', input.model?.providerEntry],
   ];
+  if (input.routeError && /plaintext HTTP/.test(input.routeError)) {
+    return { ok: false, code: 'insecure-route', source: 'auto', candidates, message: input.routeError };
+  }
   for (const [source, configured] of layers) {
     const raw = (configured ?? '').trim();
     if (INHERIT.has(raw.toLowerCase())) continue;
     const name = input.normalise(raw);
-    const where = source === 'model' ? `model entry "${input.model?.id}"` : `${source} policy`;
+    const where =
+      source === 'model'
+        ? `model entry "${input.model?.id}"`
+        : source === 'model-provider'
+          ? `provider entry "${input.route?.provider ?? input.model?.id.split('/')[0]}"`
+          : `${source} policy`;
     if (name === 'auto') return chooseAuto(input, candidates, `${where} "${raw}"`, source);
     return checkExplicit(input, candidates, { name, raw, where }, source);
   }
@@ -96,8 +122,14 @@ function checkExplicit(
 }
 
 function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
+  if (input.route) return chooseForRoute(input, input.route, candidates, why, source);
   const usable = input.probes.find((p) => p.auto && p.installed && (p.autoCredentials ?? p.credentials));
   if (usable) return { ok: true, provider: usable.name, source, candidates, reason: `auto (${why}): first installed provider with credentials` };
+  return fallBack(input, candidates, why, source);
+}
+
+/** No candidate can run: the configured fallback (`claude`; `mock` in `pincer chat`), said so in the reason. */
+function fallBack(input: SelectionInput, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
   const fallback = input.normalise(input.fallback ?? 'claude');
   const probe = input.probes.find((p) => p.name === fallback);
   if (!probe) {
@@ -113,6 +145,20 @@ function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: s
     };
   }
   return { ok: true, provider: fallback, source, candidates, reason: `auto (${why}): no provider is usable, falling back to ${fallback}` };
+}
+
+/** `auto` for a model with a route: a harness that supports the route, else the built-in runtime, else the fallback. */
+function chooseForRoute(input: SelectionInput, route: ModelRoute, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
+  const harness = input.probes.find((p) => p.supportsRoute && p.name !== BUILTIN_PROVIDER && p.installed && (p.autoCredentials ?? p.credentials));
+  if (harness) {
+    return { ok: true, provider: harness.name, source, candidates, reason: `auto (${why}): harness ${harness.name} supports the route ${describeRoute(route)}` };
+  }
+  const builtin = input.probes.find((p) => p.name === BUILTIN_PROVIDER);
+  if (builtin?.installed && builtin.credentials) {
+    return { ok: true, provider: BUILTIN_PROVIDER, source, candidates, reason: `auto (${why}): the built-in runtime for ${describeRoute(route)} (no harness claims this route)` };
+  }
+  const missing = !builtin ? 'is not registered' : !builtin.installed ? `is not installed: ${builtin.notInstalled}` : `has no credentials: ${builtin.noCredentials}`;
+  return fallBack(input, candidates, `${why}; the built-in runtime ${missing}`, source);
 }
 
 function describeCandidate(probe: ProviderProbe): CandidateReport {

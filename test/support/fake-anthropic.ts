@@ -65,6 +65,13 @@ export interface FakeRequest {
   receivedAt: number;
 }
 
+export interface FakeUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
 export interface FakeAnthropic {
   /** `http://127.0.0.1:PORT`, for ANTHROPIC_BASE_URL. */
   url: string;
@@ -73,6 +80,8 @@ export interface FakeAnthropic {
   script(...steps: FakeStep[]): void;
   /** what a request gets when the script is empty. */
   defaultText: string;
+  /** the usage every reply reports (the API's field names); tests of usage set known numbers here. */
+  usage: FakeUsage;
   /** errors thrown by scripted steps (the request got HTTP 500); `cleanupClaude` fails the test on any. */
   stepErrors: Error[];
   /** requests that were sent messages (the model calls). */
@@ -106,7 +115,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
         reply = { status: 500, message: `scripted step failed: ${String(err)}` };
       }
       request.reply = reply;
-      answer(res, request, reply);
+      answer(res, request, reply, fake.usage);
     });
   });
   server.on('connection', (socket) => {
@@ -120,6 +129,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     url: `http://127.0.0.1:${port}`,
     requests,
     defaultText: 'ok',
+    usage: { input_tokens: 10, output_tokens: 5 },
     stepErrors: [],
     script: (...more) => void steps.push(...more),
     modelRequests: () => requests.filter((r) => r.path.startsWith('/v1/messages') && (r.body.messages?.length ?? 0) > 0),
@@ -177,11 +187,11 @@ const ERROR_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply): void {
+function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply, usage: FakeUsage): void {
   if ('stall' in reply) return; // the socket stays open until the client gives up or the server closes
   if ('until' in reply) {
     void reply.until.then(() => {
-      if (!res.destroyed) answer(res, request, reply.then);
+      if (!res.destroyed) answer(res, request, reply.then, usage);
     });
     return;
   }
@@ -207,11 +217,11 @@ function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply
     content: [] as unknown[],
     stop_reason: null,
     stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 1 },
+    usage: { ...usage, output_tokens: 1 },
   };
   if (!request.body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...message, content: blocks, stop_reason: stopReason, usage: { input_tokens: 10, output_tokens: 5 } }));
+    res.end(JSON.stringify({ ...message, content: blocks, stop_reason: stopReason, usage }));
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_${randomUUID()}` });
@@ -229,7 +239,7 @@ function answer(res: http.ServerResponse, request: FakeRequest, reply: FakeReply
     }
     send('content_block_stop', { index });
   });
-  send('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 5 } });
+  send('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
   send('message_stop', {});
   res.end();
 }

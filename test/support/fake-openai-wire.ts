@@ -5,8 +5,15 @@ import { randomUUID } from 'node:crypto';
  * and Chat Completions (what OpenCode's `@ai-sdk/openai-compatible` speaks). Only what the real CLIs need, nothing more.
  */
 
-/** One model turn's output: some text, or one tool call (an MCP tool of `server`, or with `server: ''` a built-in one). */
-export type ModelOutput = { text: string } | { tool: string; server: string; args: Record<string, unknown> };
+/**
+ * One model turn's output: some text, one MCP tool call named the way the client names it (Codex: a namespace,
+ * OpenCode: `<server>_<tool>`), or one call of a function by its exact name (the built-in runtime: `bash`,
+ * `mcp__pincer__send_message`).
+ */
+export type ModelOutput =
+  | { text: string }
+  | { tool: string; server: string; args: Record<string, unknown> }
+  | { call: string; args: Record<string, unknown> };
 
 const usage = { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 };
 
@@ -28,6 +35,10 @@ export function responsesBody(responseId: string, output: ModelOutput): string {
     item = { type: 'message', id, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: output.text, annotations: [] }] };
     chunks += sse('response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
     chunks += sse('response.output_text.delta', { type: 'response.output_text.delta', item_id: id, output_index: 0, content_index: 0, delta: output.text });
+  } else if ('call' in output) {
+    item = { type: 'function_call', id: `fc_${randomUUID()}`, call_id: `call_${randomUUID()}`, name: output.call, arguments: JSON.stringify(output.args), status: 'completed' };
+    chunks += sse('response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, arguments: '', status: 'in_progress' } });
+    chunks += sse('response.function_call_arguments.delta', { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: 0, delta: item.arguments });
   } else {
     // Codex exposes MCP tools as functions named by the tool, in the namespace `mcp__<server>`.
     item = {
@@ -35,7 +46,7 @@ export function responsesBody(responseId: string, output: ModelOutput): string {
       id: `fc_${randomUUID()}`,
       call_id: `call_${randomUUID()}`,
       name: output.tool,
-      ...(output.server ? { namespace: `mcp__${output.server}` } : {}),
+      namespace: `mcp__${output.server}`,
       arguments: JSON.stringify(output.args),
       status: 'completed',
     };
@@ -64,8 +75,9 @@ export function chatBody(id: string, model: string, output: ModelOutput): string
     chunks += chatChunk(id, model, { delta: { content: output.text }, finish_reason: null });
     finish = 'stop';
   } else {
-    // OpenCode names MCP tools `<server>_<tool>`.
-    const call = { index: 0, id: `call_${randomUUID()}`, type: 'function', function: { name: output.server ? `${output.server}_${output.tool}` : output.tool, arguments: JSON.stringify(output.args) } };
+    // OpenCode names MCP tools `<server>_<tool>`; an exact call keeps its name.
+    const name = 'call' in output ? output.call : `${output.server}_${output.tool}`;
+    const call = { index: 0, id: `call_${randomUUID()}`, type: 'function', function: { name, arguments: JSON.stringify(output.args) } };
     chunks += chatChunk(id, model, { delta: { tool_calls: [call] }, finish_reason: null });
     finish = 'tool_calls';
   }

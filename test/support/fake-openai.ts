@@ -12,8 +12,10 @@ import { chatBody, chatStart, messageTexts, responsesBody, responsesCreated, typ
 export type FakeReply =
   /** the model says `text` (a function gets the request, e.g. to echo the last user message). */
   | { text: string | ((request: RecordedRequest) => string) }
-  /** the model calls the MCP tool `tool` of server `server` (default "pincer"; `''`: a built-in tool) with `args`. */
+  /** the model calls the MCP tool `tool` of server `server` (default "pincer") with `args`. */
   | { tool: string; server?: string; args: Record<string, unknown> }
+  /** the model calls the function named exactly `call` (the built-in runtime's `bash`, `mcp__pincer__send_message`). */
+  | { call: string; args: Record<string, unknown> }
   /** the server answers with this HTTP status and an OpenAI-style error body. */
   | { status: number; message?: string }
   /** the stream starts and then goes quiet until the client hangs up (or the server closes). */
@@ -118,7 +120,9 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         ? { text: 'Fake title' }
         : 'text' in reply
           ? { text: typeof reply.text === 'function' ? reply.text(request) : reply.text }
-          : { tool: reply.tool, server: reply.server ?? 'pincer', args: reply.args };
+          : 'call' in reply
+            ? { call: reply.call, args: reply.args }
+            : { tool: reply.tool, server: reply.server ?? 'pincer', args: reply.args };
     res.end(request.api === 'responses' ? responsesBody(id, output) : chatBody(id, model, output));
   }
 

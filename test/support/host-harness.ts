@@ -151,13 +151,23 @@ function request(
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseBody(text) }));
       },
     );
     req.on('error', reject);
     if (payload !== undefined) req.write(payload);
     req.end();
   });
+}
+
+/** JSON bodies parsed; a plain-text one (platform webhooks answer "OK") as `{ text }`. */
+function parseBody(text: string): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { text };
+  }
 }
 
 function openStream(port: number, conversation: string): SseStream {

@@ -84,6 +84,116 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'Chat SDK state of the platform channels: subscriptions, locks, key-value cache, lists, queues',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS chat_subscriptions (
+          thread_id TEXT PRIMARY KEY,
+          created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chat_locks (
+          thread_id TEXT PRIMARY KEY,
+          token TEXT NOT NULL,
+          expires_at INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chat_cache (
+          key TEXT PRIMARY KEY,
+          value TEXT NOT NULL,
+          expires_at INTEGER
+        );
+        CREATE TABLE IF NOT EXISTS chat_lists (
+          key TEXT NOT NULL,
+          seq INTEGER NOT NULL,
+          value TEXT NOT NULL,
+          expires_at INTEGER,
+          PRIMARY KEY (key, seq)
+        );
+        CREATE TABLE IF NOT EXISTS chat_queues (
+          thread_id TEXT NOT NULL,
+          seq INTEGER NOT NULL,
+          entry TEXT NOT NULL,
+          PRIMARY KEY (thread_id, seq)
+        );
+      `);
+    },
+  },
+  {
+    version: 4,
+    description: 'HTTP API access: scoped tokens (hashed), browser sessions (hashed), signed webhooks',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS http_tokens (
+          id TEXT PRIMARY KEY,
+          name TEXT UNIQUE NOT NULL,
+          token_hash TEXT UNIQUE NOT NULL,
+          admin INTEGER NOT NULL DEFAULT 0,
+          conversations TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          revoked_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS http_browser_sessions (
+          id_hash TEXT PRIMARY KEY,
+          token_hash TEXT NOT NULL,
+          created_at TEXT NOT NULL,
+          expires_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS http_webhooks (
+          name TEXT PRIMARY KEY,
+          scheme TEXT NOT NULL,
+          secret TEXT NOT NULL,
+          conversation TEXT,
+          header TEXT,
+          tolerance_s INTEGER,
+          created_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 5,
+    description: 'usage ledger, its per-session cursors, and budgets per agent group',
+    up(db) {
+      // One ledger row per turn and model: what a session's runner recorded in its turn_usage, copied by the host.
+      // `cost_source` says where cost_usd came from: the provider, the host's price table, or nowhere (NULL cost).
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS usage_ledger (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          session_id TEXT NOT NULL,
+          turn_id TEXT NOT NULL,
+          agent_group_id TEXT NOT NULL,
+          conversation TEXT NOT NULL,
+          series_id TEXT,
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          at TEXT NOT NULL,
+          input_tokens INTEGER NOT NULL,
+          output_tokens INTEGER NOT NULL,
+          cache_read_tokens INTEGER NOT NULL,
+          cache_write_tokens INTEGER NOT NULL,
+          cost_usd REAL,
+          cost_source TEXT,
+          duration_ms INTEGER NOT NULL,
+          UNIQUE (session_id, turn_id, model)
+        );
+        CREATE INDEX IF NOT EXISTS usage_ledger_at ON usage_ledger (at);
+        CREATE INDEX IF NOT EXISTS usage_ledger_group_at ON usage_ledger (agent_group_id, at);
+        CREATE TABLE IF NOT EXISTS usage_cursors (
+          session_id TEXT PRIMARY KEY,
+          last_id INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS budgets (
+          agent_group_id TEXT NOT NULL REFERENCES agent_groups(id),
+          period TEXT NOT NULL CHECK (period IN ('daily', 'monthly')),
+          unit TEXT NOT NULL CHECK (unit IN ('tokens', 'usd')),
+          amount REAL NOT NULL CHECK (amount >= 0),
+          updated_at TEXT NOT NULL,
+          PRIMARY KEY (agent_group_id, period, unit)
+        );
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

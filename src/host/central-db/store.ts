@@ -4,7 +4,8 @@ import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
 import { isoNow } from '../../shared/time.js';
 import { restrictDatabaseFiles } from '../home.js';
 import { migrateCentral } from './schema.js';
-import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord } from './types.js';
+import { z } from 'zod';
+import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
 
 /**
  * The central DB (`<home>/pincer.db`): agent groups and their admins, conversation bindings, sessions, questions in
@@ -28,8 +29,20 @@ interface GroupRow {
   model: string | null;
   session_mode: SessionMode;
   timezone: string;
+  trigger_rules: string | null;
   config_generation: number;
   created_at: string;
+}
+
+const TriggerRulesSchema = z.object({
+  groups: z.enum(['mention', 'always']).default('mention'),
+  allowedUsers: z.array(z.string().min(1)).default([]),
+});
+
+/** The stored rules, validated; anything unreadable falls back to the defaults (mention only, everybody). */
+export function parseTriggerRules(value: unknown): TriggerRules {
+  const parsed = TriggerRulesSchema.safeParse(value ?? {});
+  return parsed.success ? parsed.data : { groups: 'mention', allowedUsers: [] };
 }
 
 interface SessionRow {
@@ -51,6 +64,7 @@ export interface NewAgentGroup {
   sessionMode?: SessionMode;
   timezone: string;
   admins?: string[];
+  triggerRules?: TriggerRules;
 }
 
 export class CentralStore {
@@ -62,9 +76,19 @@ export class CentralStore {
       .transaction(() => {
         prepared(
           this.db,
-          `INSERT INTO agent_groups (id, name, folder, provider, model, session_mode, timezone, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(id, group.name, group.folder, group.provider, group.model ?? null, group.sessionMode ?? 'shared', group.timezone, isoNow());
+          `INSERT INTO agent_groups (id, name, folder, provider, model, session_mode, timezone, trigger_rules, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          id,
+          group.name,
+          group.folder,
+          group.provider,
+          group.model ?? null,
+          group.sessionMode ?? 'shared',
+          group.timezone,
+          group.triggerRules ? JSON.stringify(group.triggerRules) : null,
+          isoNow(),
+        );
         for (const admin of group.admins ?? []) this.addAdmin(id, admin);
       })
       .immediate();
@@ -87,6 +111,10 @@ export class CentralStore {
       id,
     );
     return this.getAgentGroup(id)!;
+  }
+
+  setTriggerRules(agentGroupId: string, rules: TriggerRules): void {
+    prepared(this.db, 'UPDATE agent_groups SET trigger_rules = ? WHERE id = ?').run(JSON.stringify(rules), agentGroupId);
   }
 
   addAdmin(agentGroupId: string, userId: string): void {
@@ -235,8 +263,18 @@ export class CentralStore {
       timezone: row.timezone,
       configGeneration: row.config_generation,
       admins,
+      triggerRules: parseTriggerRules(parseJsonOrNull(row.trigger_rules)),
       createdAt: row.created_at,
     };
+  }
+}
+
+function parseJsonOrNull(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
 

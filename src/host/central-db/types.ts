@@ -16,9 +16,22 @@ export interface AgentGroup {
   timezone: string;
   /** bumped each time the group's runner configuration is republished. */
   configGeneration: number;
-  /** user ids allowed to run admin-only actions (register_agent_group). */
+  /** user ids allowed to run admin-only actions (register_agent_group); platform users as `<platform>:<user id>`. */
   admins: string[];
+  /** who the group answers on chat platforms. */
+  triggerRules: TriggerRules;
   createdAt: string;
+}
+
+/**
+ * Who an agent group answers on chat platforms (stored as JSON in `agent_groups.trigger_rules`). Direct messages are
+ * always answered; in a group chat only on a mention (`mention`, the default: other messages are kept as context for
+ * the next answer) or every message (`always`). A non-empty `allowedUsers` (`<platform>:<user id>`, e.g.
+ * `telegram:12345`) ignores everybody else.
+ */
+export interface TriggerRules {
+  groups: 'mention' | 'always';
+  allowedUsers: string[];
 }
 
 /** A session: one session folder, one runner at most, one conversation (or one thread of it). */

@@ -1,3 +1,5 @@
+import type { AgentGroup } from '../central-db/types.js';
+import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
 
 /**
@@ -17,6 +19,21 @@ export interface ChannelAdapter {
   /** Optional: show that the agent is working on an answer. Must not throw. */
   setTyping?(conversation: ConversationRef, active: boolean): Promise<void>;
   stop(): Promise<void>;
+}
+
+/**
+ * What a channel throws when it could not deliver and knows more than "try again later": the platform asked to wait
+ * (`retryAfterMs`, from a 429's retry-after), or retrying cannot help (`permanent`: bad request, no permission).
+ * Any other error is retried with back-off.
+ */
+export class ChannelDeliveryError extends Error {
+  constructor(
+    message: string,
+    readonly options: { retryAfterMs?: number; permanent?: boolean } = {},
+  ) {
+    super(message);
+    this.name = 'ChannelDeliveryError';
+  }
 }
 
 export interface DeliveryReceipt {
@@ -54,6 +71,10 @@ export interface InboundEnvelope {
   content: unknown;
   processAfter?: string | null;
   recurrence?: string | null;
+  /** the row id (a channel that saved attachments under `downloads/<id>/` first); default: a new UUID. */
+  id?: string;
+  /** 0: context only (rides along with the next prompt, never wakes the agent). Default 1. */
+  trigger?: 0 | 1;
 }
 
 export interface InboundReceipt {
@@ -70,8 +91,14 @@ export interface HostApi {
   answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): InboundReceipt;
   /** Schedule a task (once, or recurring with a cron expression read in the group's time zone) for `conversation`. */
   scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt;
+  /** The agent group a conversation belongs to (its binding, else the default group). */
+  groupOf(conversation: ConversationRef): AgentGroup;
+  /** The session folder a conversation's messages go to (provisioned if new): where its attachments are saved. */
+  sessionFolderOf(conversation: ConversationRef): string;
   /** Sessions of the host, with their runner's state, for diagnostics. */
   listSessions(): SessionSummary[];
+  /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
+  readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
 }
 
 export interface SessionSummary {

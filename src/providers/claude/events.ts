@@ -2,11 +2,12 @@ import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sd
 import type { Logger } from '../../shared/log.js';
 import type { ProviderEvent } from '../types.js';
 import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeErrorCode } from './errors.js';
+import { ClaudeUsageMeter } from './usage.js';
 
 /**
  * `translateClaudeEvents` of the seed, one SDK message at a time:
  * - system/init → `init` (once per query; Claude Code repeats it every turn);
- * - result → `result` with the uuid of the last entry of the conversation seen (an assistant message, a tool result,
+ * - result → `result` with what the turn cost (usage.ts) and the uuid of the last entry of the conversation seen (an assistant message, a tool result,
  *   after `/compact` the summary) as `resumeAt`: resuming at an older entry would fail once the conversation is
  *   compacted ("No message found"); an `is_error` result → `error`;
  * - system/api_retry → retryable `error` classified by the API error (Claude Code would retry; the host does);
@@ -21,12 +22,19 @@ export class ClaudeEventTranslator {
   private lastEntryUuid: string | undefined;
   /** a manual compaction (`/compact`) happened in the current turn. */
   private compacted = false;
+  /** the session's model (system/init), which names a turn's usage. */
+  private model: string | undefined;
+  private readonly usage: ClaudeUsageMeter;
 
   constructor(
     private readonly log: Logger,
     /** where the model API is (ANTHROPIC_BASE_URL), named in transport errors. */
     private readonly apiUrl: string | undefined,
-  ) {}
+    /** the query resumes an earlier session. */
+    resumed = false,
+  ) {
+    this.usage = new ClaudeUsageMeter(resumed);
+  }
 
   translate(message: SDKMessage): ProviderEvent[] {
     switch (message.type) {
@@ -61,6 +69,7 @@ export class ClaudeEventTranslator {
 
   private system(message: Extract<SDKMessage, { type: 'system' }>): ProviderEvent[] {
     if (message.subtype === 'init') {
+      this.model = message.model;
       for (const server of message.mcp_servers) {
         if (server.status !== 'connected') this.log.warn(`MCP server ${server.name}: ${server.status}`);
       }
@@ -90,10 +99,12 @@ export class ClaudeEventTranslator {
   private result(message: SDKResultMessage): ProviderEvent {
     const compacted = this.compacted;
     this.compacted = false;
+    // Every result moves the running totals, failed turns too: measure each so the next turn's share is right.
+    const usage = this.usage.turn(message, this.model);
     if (message.subtype === 'success' && !message.is_error) {
       // `/compact` answers with no text; say that it happened rather than leave the user without a reply.
       const text = message.result || (compacted ? 'Conversation compacted.' : null);
-      return { type: 'result', text, resumeAt: this.lastEntryUuid };
+      return { type: 'result', text, resumeAt: this.lastEntryUuid, usage };
     }
     if (message.subtype === 'success') {
       // An API error ends the turn as an `is_error` result whose text Claude Code wrote (`API Error: 500 …`).

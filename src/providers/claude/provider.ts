@@ -101,7 +101,7 @@ class ClaudeRun {
     private readonly log: Logger,
     private readonly spare: SpareProcess | undefined,
   ) {
-    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL);
+    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL, Boolean(input.sessionId));
     this.deadline = new ModelDeadline(settings.timeoutMs, (waited, phase) => {
       const what = phase === 'startup' ? 'Claude Code did not start' : 'the model did not answer';
       this.fail(new ClaudeProviderError('timeout', `${what} within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`));

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { childEnv } from '../child-env.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
+import type { ModelRoute } from '../../runtime/model-route.js';
 import type { QueryInput } from '../types.js';
 
 /**
@@ -59,7 +60,8 @@ export function readCodexSettings(env: Record<string, string | undefined>, model
   const settings: CodexSettings = {
     apiKey: e.OPENAI_API_KEY ?? e.CODEX_API_KEY,
     baseUrl: e.OPENAI_BASE_URL,
-    model: e.CODEX_MODEL ?? model,
+    // `openai/gpt-5` (PINCER_MODEL's form, how auto hands an official OpenAI route to Codex) is `gpt-5` to Codex.
+    model: e.CODEX_MODEL ?? model?.replace(/^openai\//, ''),
     sandboxMode: e.CODEX_SANDBOX_MODE ?? 'workspace-write',
     approvalPolicy: e.CODEX_APPROVAL_POLICY ?? 'never',
     networkAccess: e.CODEX_NETWORK_ACCESS === undefined ? undefined : e.CODEX_NETWORK_ACCESS === 'true',
@@ -162,6 +164,15 @@ export function ensureGitRepository(cwd: string, log: (message: string) => void)
   if (inside.error || inside.status === 0) return;
   const init = spawnSync('git', ['init', '-q'], { cwd, stdio: 'ignore' });
   if (init.status === 0) log(`[codex] initialised a git repository in ${cwd}`);
+}
+
+/**
+ * The only route OpenAI may implicitly hand to Codex (OpenClaw "OpenAI 隐式代理运行时"): the exact official HTTPS
+ * Responses endpoint (Platform or ChatGPT) with no authored request behaviour. Completions adapters, custom endpoints
+ * and routes with their own headers stay on the built-in runtime.
+ */
+export function codexSupportsRoute(route: ModelRoute): boolean {
+  return route.provider === 'openai' && route.api === 'openai-responses' && (route.official === 'openai-platform' || route.official === 'chatgpt') && !route.authored;
 }
 
 /** `auto` picks Codex when an OpenAI key is configured. */

@@ -1,4 +1,5 @@
-import type { ThreadEvent, ThreadItem } from '@openai/codex-sdk';
+import type { ThreadEvent, ThreadItem, Usage } from '@openai/codex-sdk';
+import type { TurnUsage } from '../../shared/usage.js';
 import type { ModelDeadline } from '../deadline.js';
 import type { ProviderEvent } from '../types.js';
 
@@ -13,6 +14,8 @@ export class CodexTurn {
   completed = false;
   failure: string | null = null;
   threadId: string | null = null;
+  /** the token counts `turn.completed` reported. */
+  usage: Usage | null = null;
 
   constructor(readonly deadline: ModelDeadline) {}
 
@@ -39,6 +42,7 @@ export class CodexTurn {
         return this.itemCompleted(event.item);
       case 'turn.completed':
         this.completed = true;
+        this.usage = event.usage;
         return [];
       case 'turn.failed':
         this.failure = event.error.message;
@@ -62,6 +66,23 @@ export class CodexTurn {
     if (item.type === 'agent_message' && item.text) this.text = item.text;
     return [];
   }
+}
+
+/**
+ * A completed turn's usage in Pincer's shape. Codex counts cached input inside `input_tokens` (as the Responses API
+ * does), so fresh input is the difference. Codex reports no cost: the host prices it from its table.
+ */
+export function codexTurnUsage(usage: Usage | null, model: string | undefined, durationMs: number): TurnUsage | undefined {
+  if (!usage) return undefined;
+  const cached = usage.cached_input_tokens ?? 0;
+  return {
+    model: model ?? 'codex',
+    inputTokens: Math.max(0, usage.input_tokens - cached),
+    outputTokens: usage.output_tokens,
+    cacheReadTokens: cached,
+    cacheWriteTokens: usage.cache_write_input_tokens ?? 0,
+    durationMs,
+  };
 }
 
 function isTool(item: ThreadItem): boolean {

@@ -5,7 +5,7 @@ import { FollowUps } from '../follow-ups.js';
 import { promptToText } from '../prompt-text.js';
 import type { AgentProvider, AgentQuery, ProviderConfig, ProviderEvent, QueryInput } from '../types.js';
 import { codexHome, codexOptions, ensureGitRepository, readCodexSettings, threadOptions, type CodexSettings } from './config.js';
-import { classifyCodexError, CodexTurn } from './events.js';
+import { classifyCodexError, codexTurnUsage, CodexTurn } from './events.js';
 
 /**
  * The Codex provider (seed "Codex Provider", @openai/codex-sdk). Each turn is one `codex exec` process; the thread
@@ -90,7 +90,8 @@ export class CodexProvider implements AgentProvider {
       // A turn that completed counts even if a push or abort raced with its last moments.
       if (turn.completed && !turn.failure) {
         this.log.info(`turn completed in ${Date.now() - started} ms`);
-        yield { type: 'result', text: turn.text || null };
+        const usage = codexTurnUsage(turn.usage, this.settings.model, Date.now() - started);
+        yield { type: 'result', text: turn.text || null, ...(usage ? { usage } : {}) };
         prompt = followUps.take() ?? (await followUps.next());
         continue;
       }

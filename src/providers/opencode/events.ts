@@ -1,4 +1,5 @@
 import type { Event as OpenCodeEvent, Message, Part } from '@opencode-ai/sdk';
+import { sumUsage, type ModelUsage, type TurnUsage } from '../../shared/usage.js';
 import type { ModelDeadline } from '../deadline.js';
 
 /**
@@ -105,6 +106,35 @@ export function describeSessionError(error: SessionErrorPayload): SessionSignal 
     return { type: 'error', name, message: text, classification, retryable: data.isRetryable === true };
   }
   return { type: 'error', name, message, classification: 'opencode', retryable: false };
+}
+
+/**
+ * What the last turn cost: the tokens and cost OpenCode recorded on each assistant message after the last user
+ * message (a turn with tool calls has several), by model. OpenCode's cost is 0 for a model without a price in its
+ * catalogue: then the cost is left out and the host prices it.
+ */
+export function lastTurnUsage(messages: { info: Message }[], durationMs: number): TurnUsage | undefined {
+  let lastUser = -1;
+  messages.forEach((message, index) => {
+    if (message.info.role === 'user') lastUser = index;
+  });
+  const byModel = new Map<string, ModelUsage>();
+  for (const { info } of messages.slice(lastUser + 1)) {
+    if (info.role !== 'assistant') continue;
+    const part: ModelUsage = {
+      model: info.modelID,
+      inputTokens: info.tokens.input,
+      outputTokens: info.tokens.output + (info.tokens.reasoning ?? 0),
+      cacheReadTokens: info.tokens.cache.read,
+      cacheWriteTokens: info.tokens.cache.write,
+      ...(info.cost > 0 ? { costUsd: info.cost } : {}),
+    };
+    const seen = byModel.get(info.modelID);
+    byModel.set(info.modelID, seen ? sumUsage(info.modelID, [seen, part]) : part);
+  }
+  const models = [...byModel.values()];
+  if (models.length === 0) return undefined;
+  return { ...sumUsage(models[models.length - 1]!.model, models), durationMs, ...(models.length > 1 ? { byModel: models } : {}) };
 }
 
 /** The answer of the last turn: the text parts of the last assistant message after the last user message. */

@@ -6,7 +6,7 @@ import { FollowUps } from '../follow-ups.js';
 import { promptToText } from '../prompt-text.js';
 import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, ProviderEvent, QueryInput } from '../types.js';
 import { openCodeConfig, openCodeEnv, readOpenCodeSettings, type OpenCodeSettings } from './config.js';
-import { lastAnswer, SessionEvents } from './events.js';
+import { lastAnswer, lastTurnUsage, SessionEvents } from './events.js';
 import { reapStaleServer, recordServer } from './pid-file.js';
 import { resolveOpenCodeBinary, startOpenCodeServer, type OpenCodeServer } from './server.js';
 
@@ -177,9 +177,11 @@ export class OpenCodeProvider implements AgentProvider {
               else if (followUps.isEnded) return;
               continue;
             }
-            const text = lastAnswer((await client.session.messages({ path: { id: sessionId } })).data ?? []);
+            const messages = (await client.session.messages({ path: { id: sessionId } })).data ?? [];
+            const text = lastAnswer(messages);
+            const usage = lastTurnUsage(messages, Date.now() - started);
             this.log.info(`turn completed in ${Date.now() - started} ms`);
-            yield { type: 'result', text };
+            yield { type: 'result', text, ...(usage ? { usage } : {}) };
             if (next) await send(next);
             else if (followUps.isEnded) return;
           }

@@ -64,10 +64,19 @@ async function saveAttachment(attachment: Attachment, dir: string, options: Medi
   if (bytes.length > MAX_BYTES[kind]) {
     return { ok: false, name, reason: `${mb(bytes.length)} is over the ${mb(MAX_BYTES[kind])} limit for ${kind} files` };
   }
-  fs.mkdirSync(dir, { recursive: true });
-  const finalName = uniqueName(dir, withExtension(name, detected?.ext));
-  const file = path.join(dir, finalName);
-  fs.writeFileSync(file, bytes, { flag: 'wx' });
+  // Saved there already (a platform channel downloads into downloads/<message-id>/): used in place, not copied.
+  const inPlace = attachment.localPath !== undefined && path.dirname(path.resolve(options.root, attachment.localPath)) === path.resolve(dir);
+  let finalName: string;
+  let file: string;
+  if (inPlace) {
+    file = path.resolve(options.root, attachment.localPath!);
+    finalName = path.basename(file);
+  } else {
+    fs.mkdirSync(dir, { recursive: true });
+    finalName = uniqueName(dir, withExtension(name, detected?.ext));
+    file = path.join(dir, finalName);
+    fs.writeFileSync(file, bytes, { flag: 'wx' });
+  }
   const native =
     (kind === 'image' && options.nativeMedia.includes('image') && (NATIVE_IMAGE_MIME as readonly string[]).includes(mime) && bytes.length <= MAX_NATIVE_BYTES.image) ||
     (kind === 'pdf' && options.nativeMedia.includes('pdf') && bytes.length <= MAX_NATIVE_BYTES.pdf);

@@ -5,14 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { HostError } from '../../errors.js';
 import type { ConversationRef } from '../../types.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from '../types.js';
-import { requireBearer } from './auth.js';
+import { Authenticator } from './auth.js';
 import { errorResponse } from './io.js';
 import { BUILTIN_ROUTES } from './routes/index.js';
 import { SseHub } from './sse.js';
 import type { HttpChannelOptions, HttpContext, HttpEnv } from './types.js';
 
 /**
- * The HTTP channel: a JSON API on loopback (by default) with a bearer token. A conversation is any id a client picks
+ * The HTTP channel: a JSON API on loopback (by default) for callers with a token (or a browser logged in with one). A conversation is any id a client picks
  * (`/v1/conversations/{id}/…`); what the agent sends to it is stored in the mailbox and streamed over SSE.
  * The routes live in `routes/`, one module per area; docs/http-api.md lists them with curl examples.
  *
@@ -76,12 +76,13 @@ export class HttpChannel implements ChannelAdapter {
   /** Open routes first, then authentication, then every authenticated route; unknown paths are a JSON 404. */
   private app(host: HostApi): Hono<HttpEnv> {
     const { log } = this.options;
-    const context: HttpContext = { host, mailbox: this.options.mailbox, sse: this.sse, log };
+    const auth = new Authenticator(this.options.token, this.options.access);
+    const context: HttpContext = { host, mailbox: this.options.mailbox, sse: this.sse, access: this.options.access, auth, log };
     const routers = { open: new Hono<HttpEnv>(), api: new Hono<HttpEnv>() };
     for (const module of [...BUILTIN_ROUTES, ...(this.options.routes ?? [])]) module(routers, context);
     const app = new Hono<HttpEnv>();
     app.route('/', routers.open);
-    app.use('*', requireBearer(this.options.token));
+    app.use('*', auth.middleware());
     app.route('/', routers.api);
     app.notFound((c) => c.json({ error: `no route ${c.req.method} ${c.req.path}` }, 404));
     app.onError((err, c) => errorResponse(c, err, log));

@@ -81,7 +81,15 @@ export function errorResponse(c: Context, err: unknown, log: Logger): Response {
   if (err instanceof HttpError) return c.json({ error: err.message, ...(err.field ? { field: err.field } : {}) }, err.status);
   if (isHostError(err)) {
     const status =
-      err.code === 'invalid-input' ? 400 : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group' ? 404 : err.code === 'quarantined' ? 503 : 500;
+      err.code === 'invalid-input'
+        ? 400
+        : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group'
+          ? 404
+          : err.code === 'quarantined'
+            ? 503
+            : err.code === 'over-budget'
+              ? 429
+              : 500;
     return c.json({ error: err.message, code: err.code, ...(err.field ? { field: err.field } : {}) }, status);
   }
   log.error(`http: ${errorMessage(err)}`);

@@ -1,6 +1,8 @@
 import type { Hono } from 'hono';
 import type { Logger } from '../../../shared/log.js';
 import type { HostApi } from '../types.js';
+import type { AccessStore, Principal } from './access.js';
+import type { Authenticator } from './auth.js';
 import type { HttpMailbox } from './mailbox.js';
 import type { SseHub } from './sse.js';
 
@@ -13,13 +15,16 @@ import type { SseHub } from './sse.js';
 
 /** Hono environment of every route: request-scoped values set by middleware. */
 export interface HttpEnv {
-  Variables: Record<string, never>;
+  Variables: {
+    /** the authenticated caller; set on `api` routes only. */
+    principal: Principal;
+  };
 }
 
 export type HttpRouter = Hono<HttpEnv>;
 
 export interface HttpRouters {
-  /** routes that need an authenticated caller (the bearer token); authentication runs before them. */
+  /** routes that need an authenticated caller (token or login cookie); authentication runs before them. */
   api: HttpRouter;
   /** routes that check the request themselves or need no caller at all; nothing runs before them. */
   open: HttpRouter;
@@ -31,6 +36,9 @@ export interface HttpContext {
   mailbox: HttpMailbox;
   /** the open SSE streams, by conversation. */
   sse: SseHub;
+  /** tokens, browser sessions and signed webhooks (central DB). */
+  access: AccessStore;
+  auth: Authenticator;
   log: Logger;
 }
 
@@ -40,9 +48,11 @@ export type HttpRouteModule = (routers: HttpRouters, context: HttpContext) => vo
 export interface HttpChannelOptions {
   port: number;
   host: string;
-  /** the bearer token every `api` route requires. */
+  /** the admin token (the home's token file or PINCER_HTTP_TOKEN). */
   token: string;
   mailbox: HttpMailbox;
+  /** the other tokens, browser sessions and signed webhooks, in the central DB. */
+  access: AccessStore;
   log: Logger;
   /** more areas to serve, after the built-in ones (see `routes/index.ts`). */
   routes?: HttpRouteModule[];

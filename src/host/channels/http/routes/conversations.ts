@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
+import { requireConversation } from '../auth.js';
 import { afterParam, conversationId, readJson, validate } from '../io.js';
-import type { HttpRouteModule } from '../types.js';
+import type { Context } from 'hono';
+import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
  * Conversations: post a message, answer a question, schedule a task, read events (replay) or stream them (SSE).
@@ -28,33 +30,40 @@ const PostTask = z.object({
 
 const conversationRef = (platformId: string, threadId?: string): ConversationRef => ({ channelType: 'http', platformId, threadId: threadId ?? null });
 
+/** The conversation of the path, if its id is valid and the caller may use it. */
+function allowed(c: Context<HttpEnv>): string {
+  const id = conversationId(c.req.param('id') ?? '');
+  requireConversation(c, id);
+  return id;
+}
+
 export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, sse }) => {
   api.post('/v1/conversations/:id/messages', async (c) => {
-    const id = conversationId(c.req.param('id'));
+    const id = allowed(c);
     const { threadId, ...content } = validate(PostMessage, await readJson(c));
     return c.json(host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content }), 202);
   });
 
   api.post('/v1/conversations/:id/answers', async (c) => {
-    const id = conversationId(c.req.param('id'));
+    const id = allowed(c);
     const body = validate(PostAnswer, await readJson(c));
     return c.json(host.answerQuestion(conversationRef(id, body.threadId), body), 202);
   });
 
   api.post('/v1/conversations/:id/tasks', async (c) => {
-    const id = conversationId(c.req.param('id'));
+    const id = allowed(c);
     const { threadId, ...task } = validate(PostTask, await readJson(c));
     return c.json(host.scheduleTask(conversationRef(id, threadId), task), 202);
   });
 
   api.get('/v1/conversations/:id/events', (c) => {
-    const id = conversationId(c.req.param('id'));
+    const id = allowed(c);
     const events = mailbox.after(id, afterParam(c.req.query('after')));
     return c.json({ events: events.map((e) => e.data) });
   });
 
   api.get('/v1/conversations/:id/stream', (c) => {
-    const id = conversationId(c.req.param('id'));
+    const id = allowed(c);
     return sse.open(id, afterParam(c.req.header('last-event-id') ?? c.req.query('after')));
   });
 };

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { canSee } from '../auth.js';
 import { isUntrustedPathError, openOutboxFile } from '../../../untrusted-files.js';
 import { HttpError } from '../io.js';
 import type { HttpRouteModule } from '../types.js';
@@ -14,7 +15,8 @@ export const fileRoutes: HttpRouteModule = ({ api }, { mailbox, log }) => {
   api.get('/v1/files/:event/:index', (c) => {
     const eventId = c.req.param('event');
     const index = c.req.param('index');
-    const file = mailbox.get(Number(eventId))?.files[Number(index)];
+    const event = mailbox.get(Number(eventId));
+    const file = event && canSee(c.get('principal'), 'http', event.conversation) ? event.files[Number(index)] : undefined;
     if (!file) throw new HttpError(404, `no file ${eventId}/${index}`);
     let fd: number;
     try {

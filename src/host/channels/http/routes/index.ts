@@ -1,7 +1,9 @@
 import type { HttpRouteModule } from '../types.js';
 import { conversationRoutes } from './conversations.js';
 import { fileRoutes } from './files.js';
+import { loginRoutes } from './login.js';
 import { sessionRoutes } from './sessions.js';
+import { taskRoutes } from './tasks.js';
 import { webhookRoutes } from './webhooks.js';
 
 /**
@@ -9,4 +11,4 @@ import { webhookRoutes } from './webhooks.js';
  * and one line below; an area that needs something the channel does not have (a ledger, a Chat SDK instance) is
  * passed in `HttpChannelOptions.routes` by whoever builds the channel instead.
  */
-export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, conversationRoutes, webhookRoutes, fileRoutes];
+export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, loginRoutes, conversationRoutes, taskRoutes, webhookRoutes, fileRoutes];

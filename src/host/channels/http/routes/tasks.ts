@@ -1,0 +1,61 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { TaskSummary } from '../../../tasks.js';
+import { canSee } from '../auth.js';
+import { conversationId, HttpError, readJson, validate } from '../io.js';
+import type { HttpEnv, HttpRouteModule } from '../types.js';
+
+/**
+ * Scheduled tasks of every session: list, get, pause, resume, change, cancel. A task is addressed by the id that
+ * scheduling it returned (its series id, stable across the occurrences of a recurring task). Scheduling stays at
+ * `POST /v1/conversations/<id>/tasks`. A token limited to some conversations sees only their tasks; any other task
+ * is a 404 to it, as if it did not exist.
+ */
+
+const PatchTask = z
+  .object({
+    prompt: z.string().min(1).optional(),
+    processAfter: z.string().min(1).optional(),
+    recurrence: z.string().nullable().optional(),
+    script: z.string().nullable().optional(),
+  })
+  .strict()
+  .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'nothing to change: give prompt, processAfter, recurrence or script' });
+
+export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
+  /** The task, if the caller may see it; 404 otherwise. */
+  const visibleTask = (c: Context<HttpEnv>): TaskSummary => {
+    const task = host.tasks.get(c.req.param('id') ?? '');
+    if (!canSee(c.get('principal'), task.channelType, task.conversation)) throw new HttpError(404, `no active task "${task.id}"`);
+    return task;
+  };
+
+  api.get('/v1/tasks', (c) => {
+    const conversation = c.req.query('conversation');
+    if (conversation !== undefined) conversationId(conversation);
+    const tasks = host.tasks
+      .list()
+      .filter((t) => canSee(c.get('principal'), t.channelType, t.conversation))
+      .filter((t) => conversation === undefined || (t.channelType === 'http' && t.conversation === conversation));
+    return c.json({ tasks });
+  });
+
+  api.get('/v1/tasks/:id', (c) => c.json(visibleTask(c)));
+
+  api.post('/v1/tasks/:id/pause', (c) => c.json(host.tasks.change(visibleTask(c).id, { op: 'pause' })));
+  api.post('/v1/tasks/:id/resume', (c) => c.json(host.tasks.change(visibleTask(c).id, { op: 'resume' })));
+  api.post('/v1/tasks/:id/cancel', (c) => {
+    const { id } = visibleTask(c);
+    host.tasks.change(id, { op: 'cancel', reason: 'cancelled over HTTP' });
+    return c.json({ id, status: 'cancelled' });
+  });
+
+  api.patch('/v1/tasks/:id', async (c) => {
+    const { id } = visibleTask(c);
+    const change = validate(PatchTask, await readJson(c));
+    // "" removes a recurrence or a script, like null.
+    const recurrence = change.recurrence === '' ? null : change.recurrence;
+    const script = change.script === '' ? null : change.script;
+    return c.json(host.tasks.change(id, { op: 'update', ...change, recurrence, script }));
+  });
+};

@@ -1,0 +1,175 @@
+import { Agent, type AgentMessage, type AgentTool } from '@mariozechner/pi-agent-core';
+import { streamSimple } from '@mariozechner/pi-ai';
+import path from 'node:path';
+import { describeRoute } from '../../runtime/model-route.js';
+import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
+import { providerTimeoutMs } from '../deadline.js';
+import { ProviderError } from '../registry.js';
+import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, QueryInput } from '../types.js';
+import { compactionSettings, createCompactor } from './compaction.js';
+import { McpConnections } from './mcp-tools.js';
+import { buildModel, type BuiltModel } from './model.js';
+import { PincerRun } from './run.js';
+import { SessionStore } from './session-store.js';
+import { bashTool } from './tools/bash.js';
+import { Confinement } from './tools/confine.js';
+import { fileTools } from './tools/files.js';
+import { toolLimits } from './tools/limits.js';
+
+/**
+ * The built-in runtime (provider `pincer`; aliases `builtin`, `openclaw`, `pi`): Pincer's own agent loop on model APIs
+ * through @mariozechner/pi-agent-core and pi-ai — Anthropic Messages, OpenAI Responses, and Chat Completions on any
+ * OpenAI-compatible server — with no agent binary. Tools: read/write/edit/bash in the agent folder, every MCP server
+ * the runner configures, and tools extensions register. The conversation lives in `.pincer-sessions/` of the session
+ * folder and is resumed by id; compaction keeps it inside the model's context window.
+ */
+export interface PincerProviderOptions {
+  /** tools registered by extensions, added after the built-in ones */
+  extraTools?: AgentTool[];
+}
+
+interface Conversation {
+  store: SessionStore;
+  agent: Agent;
+}
+
+export class PincerProvider implements AgentProvider {
+  readonly nativeSlashCommands: readonly string[] = [];
+  readonly nativeMedia: readonly ('image' | 'pdf')[];
+  /** Compaction archives what it compacts, as Claude's PreCompact hook does; the runner does not archive per query. */
+  readonly archivesTranscripts = true;
+  private readonly built: BuiltModel;
+  private readonly log: Logger = createLogger('pincer');
+  private readonly env: Record<string, string | undefined>;
+  private readonly timeoutMs: number;
+  private mcp: Promise<{ connections: McpConnections; tools: AgentTool[] }> | undefined;
+  private conversation: Conversation | undefined;
+  private readonly runs = new Set<PincerRun>();
+
+  constructor(
+    config: ProviderConfig,
+    private readonly options: PincerProviderOptions = {},
+  ) {
+    this.env = config.env;
+    const ref = config.model ?? config.env.PINCER_MODEL;
+    if (!ref) {
+      throw new ProviderError(
+        'config',
+        'pincer: no model configured: set PINCER_MODEL=<provider>/<model> (anthropic/claude-sonnet-4-5, openai/gpt-5, local/qwen3:8b) or "model" in config.json',
+      );
+    }
+    this.built = buildModel(ref, { models: config.models, modelProviders: config.modelProviders }, config.env);
+    this.nativeMedia = this.built.model.input.includes('image') ? ['image'] : [];
+    this.timeoutMs = providerTimeoutMs(config.env);
+    this.log.info(`model ${describeRoute(this.built.route)}, context window ${this.built.model.contextWindow}`);
+  }
+
+  prepare(input: PrepareInput): void {
+    // The MCP servers start while no message waits, so the first answer does not pay for them.
+    void this.tools(input).catch(() => undefined);
+  }
+
+  query(input: QueryInput): AgentQuery {
+    const run = this.start(input);
+    this.runs.add(run.run);
+    void run.done.finally(() => this.runs.delete(run.run));
+    return {
+      push: (message) => run.run.push(message),
+      end: () => run.run.end(),
+      abort: () => run.run.abort(),
+      events: run.run.events,
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const run of this.runs) run.abort();
+    const mcp = this.mcp;
+    this.mcp = undefined;
+    if (mcp) await (await mcp.catch(() => undefined))?.connections.close();
+  }
+
+  private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
+    const conversation = this.conversationFor(input);
+    const run = new PincerRun(conversation.agent, conversation.store.id, (m) => conversation.store.appendMessage(m), this.log, this.timeoutMs, {
+      model: this.built.model.id,
+      priced: this.built.priced,
+    });
+    const done = (async () => {
+      try {
+        conversation.agent.state.tools = await this.tools(input);
+        conversation.agent.state.systemPrompt = systemPromptFor(input);
+      } catch (err) {
+        run.events.push({ type: 'error', message: `the built-in runtime could not start its tools: ${errorMessage(err)}`, retryable: true, classification: 'pincer' });
+        run.events.end();
+        return;
+      }
+      await run.drive(input.prompt);
+    })();
+    return { run, done };
+  }
+
+  /** The conversation to continue: the one in memory, the one on disk, or a new one. */
+  private conversationFor(input: QueryInput): Conversation {
+    if (input.sessionId && this.conversation?.store.id === input.sessionId) return this.conversation;
+    const workspace = this.env.PINCER_WORKSPACE || path.dirname(input.cwd);
+    let store = input.sessionId ? SessionStore.open(workspace, input.sessionId) : undefined;
+    let messages: AgentMessage[] = [];
+    if (store) {
+      messages = store.load((warning) => this.log.warn(warning));
+      this.log.info(`resuming conversation ${store.id} (${messages.length} messages)`);
+    } else {
+      if (input.sessionId) this.log.warn(`conversation ${input.sessionId} not found; starting a new one`);
+      store = SessionStore.create(workspace);
+      this.log.info(`new conversation ${store.id}`);
+    }
+    const agent = this.createAgent(store, messages, input);
+    this.conversation = { store, agent };
+    return this.conversation;
+  }
+
+  private createAgent(store: SessionStore, messages: AgentMessage[], input: QueryInput): Agent {
+    const { model, apiKey } = this.built;
+    const maxRetries = Number(this.env.PINCER_MODEL_MAX_RETRIES ?? 2);
+    const agent = new Agent({
+      initialState: { systemPrompt: systemPromptFor(input), model, messages, tools: [] },
+      getApiKey: () => apiKey,
+      // Retries and the request timeout are the SDK clients' own; pi-agent-core passes only what it knows.
+      streamFn: (m, context, options) => streamSimple(m, context, { ...options, maxRetries: Number.isInteger(maxRetries) && maxRetries >= 0 ? maxRetries : 2, timeoutMs: this.timeoutMs }),
+      steeringMode: 'all',
+      followUpMode: 'all',
+      sessionId: store.id,
+    });
+    const compactor = createCompactor({
+      settings: compactionSettings(model.contextWindow),
+      model: () => model,
+      apiKey: () => apiKey,
+      state: agent.state,
+      persist: (summary, kept) => store.appendCompaction(summary, kept),
+      agentDir: input.cwd,
+      timeZone: this.env.TZ || 'UTC',
+      log: (m) => this.log.info(m),
+    });
+    // pi-agent-core's context hook: compaction happens before any model call, inside a long tool loop too.
+    agent.transformContext = (all, signal) => compactor.transform(all, signal);
+    return agent;
+  }
+
+  private tools(input: PrepareInput): Promise<AgentTool[]> {
+    const limits = toolLimits(this.env);
+    this.mcp ??= McpConnections.connect(input.mcpServers, this.log, limits.maxOutputChars);
+    return this.mcp.then(({ tools }) => [
+      ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
+      bashTool(input.cwd, this.env, limits),
+      ...tools,
+      ...(this.options.extraTools ?? []),
+    ]);
+  }
+}
+
+function systemPromptFor(input: PrepareInput): string {
+  const where =
+    `You work in the folder ${input.cwd}: the read, write, edit and bash tools act there` +
+    (input.additionalDirectories?.length ? ` (also in ${input.additionalDirectories.join(', ')})` : '') +
+    '.';
+  return [input.systemPrompt, where].filter(Boolean).join('\n\n');
+}

@@ -1,0 +1,47 @@
+import path from 'node:path';
+import { openSessionDb } from '../../src/db/connection.js';
+import type { InboundRow, OutboundRow } from '../../src/db/types.js';
+import type { HostHandle } from './host-harness.js';
+import { waitFor } from './wait.js';
+
+/** Reading what a real host stored for a chat platform: its sessions (over the HTTP API) and their rows. */
+export interface PlatformSession {
+  id: string;
+  platformId: string;
+  threadKey: string;
+}
+
+export async function platformSessions(host: HostHandle, channelType: string): Promise<PlatformSession[]> {
+  const res = await host.request('GET', '/v1/sessions');
+  const sessions = res.body.sessions as (PlatformSession & { channelType: string })[];
+  return sessions.filter((s) => s.channelType === channelType);
+}
+
+export async function sessionFor(host: HostHandle, channelType: string, platformId: string): Promise<PlatformSession> {
+  return waitFor(`a ${channelType} session for ${platformId}`, async () => (await platformSessions(host, channelType)).find((s) => s.platformId === platformId));
+}
+
+export function inboundOf(host: HostHandle, sessionId: string): InboundRow[] {
+  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+  try {
+    return db.prepare('SELECT * FROM messages_in ORDER BY seq').all() as InboundRow[];
+  } finally {
+    db.close();
+  }
+}
+
+export function outboundOf(host: HostHandle, sessionId: string): OutboundRow[] {
+  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+  try {
+    return db.prepare('SELECT * FROM messages_out ORDER BY seq').all() as OutboundRow[];
+  } finally {
+    db.close();
+  }
+}
+
+/** All chat-sdk rows of every session of a platform. */
+export async function platformRows(host: HostHandle, channelType: string): Promise<InboundRow[]> {
+  const rows: InboundRow[] = [];
+  for (const session of await platformSessions(host, channelType)) rows.push(...inboundOf(host, session.id).filter((r) => r.kind === 'chat-sdk'));
+  return rows;
+}
