@@ -6,6 +6,8 @@ import { claudeTestEnv, cleanupClaude, fakeAnthropic } from './support/claude.js
 import { onPath } from './support/dockerd.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
+import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -23,6 +25,8 @@ const PROBE = `echo PROBE-$((6*7)); env; cat /proc/*/environ 2>/dev/null | tr '\
 
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+  expect(await stopAllRunners()).toBe(0);
+  cleanupSessions();
   await closeFakeOpenAIs();
   expect(await cleanupClaude()).toBe(0);
 });
@@ -196,5 +200,32 @@ describe('the credential proxy: agents never hold a real key', { timeout: 180_00
     expect(await revoked.text()).toMatch(/unknown or revoked placeholder/);
     stream.close();
     expect(await host.stop()).toBe(0);
+  });
+});
+
+describe('without the proxy (a runner started by hand with a key)', { timeout: 120_000 }, () => {
+  it("Codex's shell tool still gets no key variable", async () => {
+    const realKey = `sk-real-${randomBytes(12).toString('hex')}`;
+    const fake = await startFakeOpenAI();
+    fake.script({ call: 'exec_command', args: { cmd: 'echo PROBE-$((6*7)); env' } }, { text: 'done' });
+    const session = createTestSession('pincer-codex-env-');
+    const runner = startRunner(session.paths.root, {
+      AGENT_PROVIDER: 'codex',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_API_KEY: realKey,
+      CODEX_MODEL: fake.model,
+      CODEX_MAX_RETRIES: '0',
+      CODEX_SANDBOX_MODE: 'danger-full-access',
+    });
+    await runner.ready();
+    session.chat('look around');
+    await waitFor('the answer', () => session.outboundContents().some((c) => c.text === 'done'), SLOW);
+    expect(fake.modelRequests()[0]!.headers.authorization).toBe(`Bearer ${realKey}`); // unprotected: the runner holds it
+    const output = JSON.stringify(fake.modelRequests()[1]!.body.input);
+    expect(output).toContain('PROBE-42');
+    expect(output).toContain('PATH=');
+    expect(output).not.toContain(realKey);
+    expect(output).not.toContain('OPENAI_API_KEY');
+    expect(await runner.stop()).toBe(0);
   });
 });

@@ -85,10 +85,7 @@ export function codexHome(settings: CodexSettings, cwd: string): string {
   return home;
 }
 
-/**
- * Variable name patterns kept from the agent's shell even if `inherit` changes (Codex glob syntax). Codex applies the
- * policy to MCP servers too, so nothing the Pincer MCP server needs (PINCER_*) may be listed.
- */
+/** Variable name patterns kept from the agent's shell (Codex glob syntax); nothing the Pincer MCP server needs. */
 const SHELL_EXCLUDES = ['*KEY*', '*TOKEN*', '*SECRET*', '*PASSWORD*', 'OPENAI_*', 'CODEX_*', 'ANTHROPIC_*'];
 
 export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
@@ -97,9 +94,9 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
     // shell_snapshot runs the user's login shell in the background at start-up; killed with the turn on an
     // interrupt, it would outlive the CLI (and it reads the user's profile, which an agent session must not need).
     features: { plugins: false, shell_snapshot: false },
-    // The agent's shell commands get only the basic variables (HOME, PATH, USER, …), never a key: Codex's own
-    // default passes the whole environment, OPENAI_API_KEY included.
-    shell_environment_policy: { inherit: 'core', ignore_default_excludes: false, exclude: SHELL_EXCLUDES },
+    // The agent's shell commands never get a key variable: Codex's own default passes OPENAI_API_KEY along. (Not
+    // `inherit: core`: with it the Pincer MCP server no longer answers in time.)
+    shell_environment_policy: { inherit: 'all', ignore_default_excludes: false, exclude: SHELL_EXCLUDES },
   };
   if (settings.model) config.model = settings.model;
   if (input.systemPrompt) config.developer_instructions = input.systemPrompt;
