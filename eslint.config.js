@@ -13,4 +13,9 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
     },
   },
+  {
+    // The control page's modules run in the browser.
+    files: ['web/**/*.js'],
+    languageOptions: { globals: globals.browser },
+  },
 );

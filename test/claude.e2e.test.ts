@@ -203,7 +203,7 @@ describe('Claude provider: compaction and configuration', () => {
     delete env.ANTHROPIC_API_KEY;
     const runner = startRunner(session.paths.root, env);
     expect(await runner.exited).toBe(2);
-    expect(runner.stderr().trim()).toBe(
+    expect(runner.stderr().trim().replace(/^\S+Z /, '')).toBe(
       '[runner] error: provider "claude" (session policy "claude") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN',
     );
   });
@@ -212,7 +212,7 @@ describe('Claude provider: compaction and configuration', () => {
     const session = createTestSession();
     const runner = startRunner(session.paths.root, claudeTestEnv({ url: 'http://127.0.0.1:9' }, { PINCER_PROVIDER_TIMEOUT_MS: 'soon' }));
     expect(await runner.exited).toBe(2);
-    expect(runner.stderr().trim()).toMatch(/^\[runner\] error: provider "claude": bad environment: PINCER_PROVIDER_TIMEOUT_MS: [^\n]+$/);
+    expect(runner.stderr().trim()).toMatch(/^[0-9T:.Z-]+ \[runner\] error: provider "claude": bad environment: PINCER_PROVIDER_TIMEOUT_MS: [^\n]+$/);
   });
 
   it('is what auto picks when an API key is present', async () => {

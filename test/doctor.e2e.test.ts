@@ -40,7 +40,7 @@ describe('pincer doctor', () => {
     fs.writeFileSync(group.config, JSON.stringify({ groupProvider: 'MOCK' }));
 
     const { code, out } = doctor(['--home', home]);
-    expect(out).toMatch(/^ {2}mock +ok \(never chosen by auto\)$/m);
+    expect(out).toMatch(/^ {2}mock +ok \(auto picks it only in pincer chat, when nothing else is usable\)$/m);
     expect(out).toContain(`session ok (${ok.root})\n  provider: mock — session policy "echo"\n  resources: 0 skills from none, 1 prompt (/review) from convention\n`);
     expect(out).toContain(`session group (${group.root})\n  provider: mock — group policy "MOCK"\n`);
     expect(out).toMatch(/all sessions can start\n$/);

@@ -18,6 +18,9 @@ function setup() {
     answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
     scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
     listSessions: () => [],
+    stopRunner: async () => undefined,
+    restartRunner: async () => undefined,
+    runnerLogTail: () => [],
     tasks: new TaskBoard(() => []),
     groupOf: () => {
       throw new Error('not used by the terminal');
@@ -57,10 +60,41 @@ describe('terminal channel', () => {
     t.input.write('2\n');
     await waitFor('answered', () => t.answers.length === 1);
     expect(t.answers[0]).toEqual({ questionId: 'q1', selectedOption: 'later', userId: 'ann' });
+    expect(t.printed()).toContain('pincer: answered "Later"\n');
     expect(t.inbound.map((m) => (m.content as { text: string }).text)).toEqual(['maybe']);
     t.input.write('2\n');
     await waitFor('after the answer, a plain message', () => t.inbound.length === 2);
     expect(t.answers).toHaveLength(1);
     await t.channel.stop();
+  });
+
+  it('answers /help itself, leaves on /quit, and passes other slash commands to the agent', async () => {
+    const t = setup();
+    let quit = 0;
+    const out = new PassThrough();
+    let printed = '';
+    out.setEncoding('utf8').on('data', (c: string) => (printed += c));
+    const local: TerminalChannel = new TerminalChannel({
+      input: t.input,
+      output: out,
+      conversation: 'local',
+      sender: 'ann',
+      interactive: false,
+      onQuit: () => {
+        quit += 1;
+        local.leave(); // as pincer chat does
+      },
+    });
+    await local.start(t.host);
+    t.input.write('/help\n/compact\n/clear\n');
+    await waitFor('slash commands', () => t.inbound.length === 2);
+    expect(printed).toContain('/quit        leave');
+    expect(t.inbound.map((m) => (m.content as { text: string }).text)).toEqual(['/compact', '/clear']);
+    t.input.write('/quit\n');
+    await waitFor('quit', () => quit === 1);
+    t.input.write('after quit\n');
+    await waitFor('the not-sent line', () => printed.includes('pincer: leaving, not sent (Ctrl-C to quit now)'));
+    expect(t.inbound).toHaveLength(2);
+    await local.stop();
   });
 });

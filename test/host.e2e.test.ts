@@ -210,8 +210,12 @@ describe('pincer host runner lifecycle and retries', () => {
     const host = await startHost();
     const stream = host.stream('f');
     const sent = await post(host, 'f', { text: 'please mock:error' });
-    const notice = await stream.waitFor('the failure notice', (e) => e.event === 'notice', 25_000);
+    // The first failed try is told at once, with the retry to come; then only the final failure.
+    const first = await stream.waitFor('the first-try notice', (e) => e.event === 'notice', 25_000);
+    expect(first.data.text).toMatch(/^the agent failed: mock error: mock error \(requested by the prompt\); retrying in \d+ s \(try 1 of 5\)$/);
+    const notice = await stream.waitFor('the failure notice', (e) => e.event === 'notice' && String(e.data.text).includes('could not be processed'), 25_000);
     expect(notice.data.text).toMatch(/could not be processed.*failed after 5 tries.*mock error/);
+    expect(stream.events.filter((e) => e.event === 'notice')).toHaveLength(2);
     const [row] = inboundRows(host, sent.sessionId);
     expect(row).toMatchObject({ status: 'failed', tries: 5 });
     expect(row!.last_error).toMatch(/failed after 5 tries/);

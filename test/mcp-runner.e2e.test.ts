@@ -79,8 +79,8 @@ describe('pincer mcp with a real runner', () => {
 
 describe('pincer mcp start-up', () => {
   it.each([
-    ['a missing workspace', (root: string) => path.join(root, 'nope'), /^\[mcp\] error: workspace not found: .*nope/],
-    ['a workspace without session.db', (root: string) => root, /^\[mcp\] error: session database not found: /],
+    ['a missing workspace', (root: string) => path.join(root, 'nope'), /^[0-9T:.Z-]+ \[mcp\] error: workspace not found: .*nope/],
+    ['a workspace without session.db', (root: string) => root, /^[0-9T:.Z-]+ \[mcp\] error: session database not found: /],
   ])('exits 2 with one clear line for %s', (_name, workspace, message) => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-mcp-start-'));
     try {

@@ -14,15 +14,24 @@ afterEach(async () => {
 
 describe('codex and opencode configuration', () => {
   it.each([
-    ['a bad CODEX_SANDBOX_MODE', { AGENT_PROVIDER: 'codex', CODEX_SANDBOX_MODE: 'yolo' }, /^\[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/],
-    ['a bad CODEX_NETWORK_ACCESS', { AGENT_PROVIDER: 'codex', CODEX_NETWORK_ACCESS: 'maybe' }, /^\[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /],
+    ['a bad CODEX_SANDBOX_MODE', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_SANDBOX_MODE: 'yolo' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/],
+    ['a bad CODEX_NETWORK_ACCESS', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_NETWORK_ACCESS: 'maybe' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /],
     [
       'a Codex base URL without a model',
       { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
-      /^\[runner\] error: codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves$/,
+      /^[0-9T:.Z-]+ \[runner\] error: codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves$/,
     ],
-    ['OpenCode without a model', { AGENT_PROVIDER: 'opencode' }, /^\[runner\] error: opencode: no model configured: set OPENCODE_MODEL/],
-    ['a bad OPENCODE_BASE_URL', { AGENT_PROVIDER: 'opencode', OPENCODE_MODEL: 'm', OPENCODE_BASE_URL: 'not a url' }, /^\[runner\] error: opencode: invalid OPENCODE_BASE_URL: /],
+    [
+      'OpenCode without a model (refused at selection: its server would retry forever)',
+      { AGENT_PROVIDER: 'opencode' },
+      /^[0-9T:.Z-]+ \[runner\] error: provider "opencode" \(session policy "opencode"\) has no credentials: set OPENCODE_MODEL/,
+    ],
+    [
+      'Codex without a key or a server (refused at selection: the CLI would retry for minutes)',
+      { AGENT_PROVIDER: 'codex' },
+      /^[0-9T:.Z-]+ \[runner\] error: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY/,
+    ],
+    ['a bad OPENCODE_BASE_URL', { AGENT_PROVIDER: 'opencode', OPENCODE_MODEL: 'm', OPENCODE_BASE_URL: 'not a url' }, /^[0-9T:.Z-]+ \[runner\] error: opencode: invalid OPENCODE_BASE_URL: /],
   ])('exits 2 with one clear line for %s', (_name, env, line) => {
     const session = createTestSession();
     const result = spawnSync(process.execPath, [BUILT_CLI, 'runner'], {

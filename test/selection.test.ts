@@ -59,8 +59,13 @@ describe('provider selection policy', () => {
   });
 
   it('auto never picks a provider that is not for auto (mock); it falls back to claude', () => {
-    const result = select({ probes: [noKey('claude'), missing('codex'), ok('mock', false)] });
+    const result = select({ probes: [{ ...ok('claude'), autoCredentials: false }, missing('codex'), ok('mock', false)] });
     expect(result).toMatchObject({ ok: true, provider: 'claude', reason: expect.stringContaining('falling back to claude') });
+  });
+
+  it('auto fails at selection, in one line, when the fallback has no credentials either', () => {
+    const result = select({ probes: [noKey('claude'), missing('codex'), ok('mock', false)] });
+    expect(result).toMatchObject({ ok: false, code: 'no-credentials', message: 'auto (no policy set): no provider is usable and the fallback "claude" has no credentials: set CLAUDE_KEY' });
   });
 
   it('an explicit choice accepts credentials that auto does not (a stored login, not a key)', () => {
@@ -140,7 +145,7 @@ describe('the runner applies the policy', () => {
     });
     expect(result.status).toBe(2);
     // No key, no cloud switch, no stored login: refused, never replaced by another provider.
-    expect(result.stderr).toBe(
+    expect(result.stderr.replace(/^\S+Z /, '')).toBe(
       '[runner] error: provider "claude" (session policy "claude-code") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN\n',
     );
   });

@@ -15,13 +15,13 @@ afterEach(async () => {
 
 describe('runner start-up with bad configuration', () => {
   it.each([
-    ['an unknown provider', (_dir: string) => ({ AGENT_PROVIDER: 'claud' }), /^\[runner\] error: unknown provider "claud" \(known: .*mock.*\)$/],
-    ['a missing workspace', (dir: string) => ({ PINCER_WORKSPACE: path.join(dir, 'nope') }), /^\[runner\] error: workspace not found: .*nope \(set PINCER_WORKSPACE/],
-    ['an unreadable DB', (dir: string) => (fs.writeFileSync(path.join(dir, 'session.db'), 'not sqlite'.repeat(100)), {}), /^\[runner\] error: cannot open session database .*session\.db: file is not a database$/],
-    ['a missing DB', (dir: string) => (fs.rmSync(path.join(dir, 'session.db')), {}), /^\[runner\] error: session database not found: /],
-    ['an invalid config.json', (dir: string) => (fs.writeFileSync(path.join(dir, 'config.json'), '{"sesionId": "x"}'), {}), /^\[runner\] error: invalid .*config\.json: Unrecognized key: "sesionId"$/],
-    ['a bad number in the environment', (_dir: string) => ({ PINCER_POLL_IDLE_MS: 'soon' }), /^\[runner\] error: bad environment: PINCER_POLL_IDLE_MS: /],
-    ['an unknown time zone', (_dir: string) => ({ TZ: 'Mars/Olympus' }), /^\[runner\] error: unknown time zone "Mars\/Olympus"/],
+    ['an unknown provider', (_dir: string) => ({ AGENT_PROVIDER: 'claud' }), /^[0-9T:.Z-]+ \[runner\] error: unknown provider "claud" \(known: .*mock.*\)$/],
+    ['a missing workspace', (dir: string) => ({ PINCER_WORKSPACE: path.join(dir, 'nope') }), /^[0-9T:.Z-]+ \[runner\] error: workspace not found: .*nope \(set PINCER_WORKSPACE/],
+    ['an unreadable DB', (dir: string) => (fs.writeFileSync(path.join(dir, 'session.db'), 'not sqlite'.repeat(100)), {}), /^[0-9T:.Z-]+ \[runner\] error: cannot open session database .*session\.db: file is not a database$/],
+    ['a missing DB', (dir: string) => (fs.rmSync(path.join(dir, 'session.db')), {}), /^[0-9T:.Z-]+ \[runner\] error: session database not found: /],
+    ['an invalid config.json', (dir: string) => (fs.writeFileSync(path.join(dir, 'config.json'), '{"sesionId": "x"}'), {}), /^[0-9T:.Z-]+ \[runner\] error: invalid .*config\.json: Unrecognized key: "sesionId"$/],
+    ['a bad number in the environment', (_dir: string) => ({ PINCER_POLL_IDLE_MS: 'soon' }), /^[0-9T:.Z-]+ \[runner\] error: bad environment: PINCER_POLL_IDLE_MS: /],
+    ['an unknown time zone', (_dir: string) => ({ TZ: 'Mars/Olympus' }), /^[0-9T:.Z-]+ \[runner\] error: unknown time zone "Mars\/Olympus"/],
   ])('exits 2 with one clear line for %s', (_name, setup, line) => {
     const s = createTestSession();
     for (const f of ['session.db-wal', 'session.db-shm']) fs.rmSync(path.join(s.paths.root, f), { force: true });

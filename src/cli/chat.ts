@@ -1,14 +1,13 @@
 import type { Command } from 'commander';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig } from '../host/config.js';
-import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
-import { registerBuiltInProviders } from '../providers/index.js';
-import { isProviderError, resolveProvider } from '../providers/registry.js';
 import { createLogger } from '../shared/log.js';
+import { CliError } from './errors.js';
+import { defaultSender } from './messages.js';
+import { chatEnv, chatSelection } from './provider-views.js';
 
 /**
  * `pincer chat`: talk to an agent from the terminal. Runs the host in-process with the terminal channel: the default
@@ -20,65 +19,85 @@ export function registerChatCommand(program: Command): void {
     .command('chat')
     .description('talk to an agent in this terminal')
     .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
-    .option('--dir <dir>', 'session folder of this chat (default: $PINCER_HOME/sessions/chat, PINCER_HOME defaulting to ./.pincer)')
-    .action(async (options: { provider: string; dir?: string }) => {
+    .option('--home <dir>', 'data directory (default: PINCER_HOME, else ~/.pincer)')
+    .option('--dir <dir>', 'session folder of this chat (default: <home>/sessions/chat)')
+    .action(async (options: ChatOptions) => {
       process.exitCode = await chat(options);
     });
 }
 
-async function chat(options: { provider: string; dir?: string }): Promise<number> {
+interface ChatOptions {
+  provider: string;
+  home?: string;
+  dir?: string;
+}
+
+async function chat(options: ChatOptions): Promise<number> {
+  // Decide the provider first, the way the runner will: one line and exit 2 if it cannot start (no key, no model).
+  const selection = chatSelection(options.provider, process.env);
+  if (!selection.ok) throw new CliError(selection.message);
   // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
-  process.env.PINCER_AUTO_FALLBACK ||= 'mock';
-  registerBuiltInProviders();
-  try {
-    resolveProvider(options.provider, process.env);
-  } catch (err) {
-    if (!isProviderError(err)) throw err;
-    process.stderr.write(`pincer: ${err.message}\n`);
-    return 2;
-  }
-  let config;
-  try {
-    config = loadHostConfig(process.env, { provider: options.provider });
-  } catch (err) {
-    if (!isHostError(err)) throw err;
-    process.stderr.write(`pincer: ${err.message}\n`);
-    return 2;
-  }
+  Object.assign(process.env, chatEnv(process.env));
+  const config = loadHostConfig(process.env, { provider: options.provider, home: options.home });
   fs.mkdirSync(config.home, { recursive: true });
   // The host's log goes to a file, so it does not interleave with the conversation (PINCER_LOG_LEVEL=debug: stderr).
   const logFile = path.join(config.home, 'host.log');
   const log = process.env.PINCER_LOG_LEVEL === 'debug' ? createLogger('host') : createLogger('host', (line) => fs.appendFileSync(logFile, line));
   const interactive = process.stdin.isTTY === true;
-  const sender = os.userInfo().username;
-  let inputEnded!: () => void;
-  const ended = new Promise<void>((resolve) => (inputEnded = resolve));
-  const terminal = new TerminalChannel({ input: process.stdin, output: process.stdout, conversation: 'local', sender, interactive, onInputEnd: () => inputEnded() });
   const sessionDir = path.resolve(options.dir ?? path.join(config.home, 'sessions', 'chat'));
-  let host: Host;
-  try {
-    host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
-  } catch (err) {
-    if (!isHostError(err)) throw err;
-    process.stderr.write(`pincer: ${err.message}\n`);
-    return 2;
-  }
-  host.hideKeysFromOwnEnvironment();
 
+  let quitAsked = false;
+  let leave!: () => void;
+  const left = new Promise<void>((resolve) => (leave = resolve));
+  let quitNow!: () => void;
+  const forced = new Promise<void>((resolve) => (quitNow = resolve));
+  // Filled once the host has started (Ctrl-C may come before).
+  const started: { host?: Host; sessionId?: string } = {};
+  // First Ctrl-C / Ctrl-D / /quit: leave once what was typed is answered (saying so when that means waiting).
+  // A second Ctrl-C: leave now; what is still due stays in the session and is answered next time.
+  const quit = (): void => {
+    if (quitAsked) return quitNow();
+    quitAsked = true;
+    terminal.leave();
+    const open = started.host && started.sessionId ? started.host.openMessages(started.sessionId) : 0;
+    if (open > 0 && interactive) terminal.say(`waiting for ${open} answer${open === 1 ? '' : 's'} — Ctrl-C again to quit`);
+    leave();
+  };
+  const terminal = new TerminalChannel({
+    input: process.stdin,
+    output: process.stdout,
+    conversation: 'local',
+    sender: defaultSender(),
+    interactive,
+    banner: banner(selection, config.home, sessionDir),
+    onQuit: quit,
+  });
+  process.on('SIGINT', quit);
+  process.once('SIGTERM', () => quitNow());
+
+  const host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  host.hideKeysFromOwnEnvironment();
+  started.host = host;
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
   const { slot, group } = host.sessionOf(terminal.conversation);
+  started.sessionId = slot.session.id;
   if (group.provider !== options.provider) host.store.updateAgentGroup(group.id, { provider: options.provider });
-  if (interactive) process.stdout.write(`Pincer chat (provider ${options.provider}); session ${slot.session.folder}. Ctrl-D to quit.\n`);
 
-  const stop = new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  // With piped input (or Ctrl-D), quit once everything typed has been answered and delivered (or given up on).
-  const settled = ended.then(async () => {
+  // Once the user leaves, wait until everything typed has been answered and delivered (or given up on).
+  const settled = left.then(async () => {
     while (!host.isSettled(slot.session.id)) await new Promise((r) => setTimeout(r, 50));
   });
-  await Promise.race([settled, stop]);
+  await Promise.race([settled, forced]);
+  process.off('SIGINT', quit);
   await host.stop();
   return 0;
+}
+
+/** What the chat runs on and why, where its data is, and how to leave — before the first prompt. */
+function banner(selection: { provider: string; reason: string }, home: string, sessionDir: string): string[] {
+  const lines = [`Pincer chat — provider ${selection.provider}: ${selection.reason}`];
+  if (selection.provider === 'mock') lines.push('  the mock agent echoes what it is sent; set ANTHROPIC_API_KEY (or see pincer doctor) to talk to a real one');
+  lines.push(`home ${home}${sessionDir === path.join(home, 'sessions', 'chat') ? '' : ` · session ${sessionDir}`}`);
+  lines.push('/help for commands · /quit or Ctrl-D to leave');
+  return lines;
 }

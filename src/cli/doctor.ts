@@ -1,8 +1,14 @@
 import type { Command } from 'commander';
+import fs from 'node:fs';
 import path from 'node:path';
+import { resolveHome } from '../host/config.js';
 import { describePlatforms } from '../host/platforms/catalog.js';
+import { CliError } from './errors.js';
+import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
+import { requireAdmin } from '../host/channels/http/auth.js';
+import type { HttpRouteModule } from '../host/channels/http/types.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are
@@ -12,16 +18,35 @@ export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
     .description('check providers, provider selection, resource packages of each session, and chat platforms')
-    .option('--home <dir>', 'data directory whose sessions/* to check (default: $PINCER_HOME, else ./.pincer)')
+    .option('--home <dir>', 'data directory to check (default: PINCER_HOME, else ~/.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
     .action((options: { home?: string; workspace?: string[] }) => {
-      const home = path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
+      const home = resolveHome(process.env, options.home);
+      const explicit = options.home ?? process.env.PINCER_HOME;
+      if (explicit && !options.workspace && !fs.existsSync(home)) throw new CliError(`no Pincer home at ${home} (${options.home ? '--home' : 'PINCER_HOME'}); pincer chat or pincer host creates one`);
+      for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new CliError(`--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
       const platforms = describePlatforms(process.env);
+      process.stdout.write(renderCommands(report, process.env));
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
       process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
+}
+
+/**
+ * What `pincer chat` and `pincer host` would do right now: the provider each would run (the chat's own group, the
+ * host's default group for new conversations), decided as their runners will decide.
+ */
+export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): string {
+  const defaultGroup = env.PINCER_DEFAULT_GROUP || 'main';
+  const group = report.groups.find((g) => g.name === defaultGroup);
+  const groupPolicy = group?.policy ?? (env.AGENT_PROVIDER || 'auto');
+  return [
+    `pincer chat would run: ${describeChoice(chatSelection(env.AGENT_PROVIDER || 'auto', env))}`,
+    `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
+    '',
+  ].join('\n') + '\n';
 }
 
 export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
@@ -36,7 +61,8 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
         : probe.auto && probe.autoCredentials === false
           ? 'ok if chosen; auto skips it in this environment'
           : 'ok';
-    out.push(`  ${probe.name.padEnd(width)}  ${status}${probe.auto ? '' : ' (never chosen by auto)'}`);
+    const auto = probe.auto ? '' : probe.name === 'mock' ? ' (auto picks it only in pincer chat, when nothing else is usable)' : ' (never chosen by auto)';
+    out.push(`  ${probe.name.padEnd(width)}  ${status}${auto}`);
   }
   out.push('');
   for (const group of report.groups) {
@@ -78,4 +104,24 @@ function summary(report: DoctorReport): string {
   const sessions = report.failures - groups;
   if (report.failures === 0) return report.groups.length > 0 ? 'all agent groups and sessions can start' : 'all sessions can start';
   return [groups ? count(groups, 'agent group') : '', sessions ? count(sessions, 'session') : ''].filter(Boolean).join(' and ') + ' cannot start';
+}
+
+/**
+ * `GET /v1/doctor` on the host's HTTP API (the control page's Doctor view): the same report as `pincer doctor` for the
+ * host's home, as text, with each session's provider and the reason it was chosen (admin token only). Made here, above the host, because
+ * the report reads the host's records and the runner's configuration alike.
+ */
+export function doctorRoutes(home: string): HttpRouteModule {
+  return ({ api }) => {
+    api.get('/v1/doctor', (c) => {
+      requireAdmin(c);
+      const report = runDoctor(sessionFoldersUnder(home), process.env, home);
+      const sessions = report.sessions.map((s) => ({
+        id: path.basename(s.dir),
+        provider: s.selection?.ok ? s.selection.provider : null,
+        reason: s.configError ?? (s.selection?.ok ? s.selection.reason : s.selection?.message) ?? null,
+      }));
+      return c.json({ text: renderReport(report, home), failures: report.failures, sessions });
+    });
+  };
 }

@@ -20,6 +20,8 @@ import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
 import { createLogger, type Logger } from '../shared/log.js';
 import type Database from 'better-sqlite3';
+import { doctorRoutes } from './doctor.js';
+import { hostSelection } from './provider-views.js';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -31,7 +33,7 @@ export function registerHostCommand(program: Command): void {
     .description('run the host: sessions, channels, sweep, delivery, runners')
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
     .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .option('--provider <name>', 'provider of the default agent group (default: AGENT_PROVIDER when the group is created, else auto)')
     .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
       process.exitCode = await runHost(options);
@@ -40,20 +42,12 @@ export function registerHostCommand(program: Command): void {
 
 async function runHost(options: { http?: number; httpHost?: string; home?: string; provider?: string }): Promise<number> {
   const log = createLogger('host');
-  let config;
-  try {
-    config = loadHostConfig(process.env, {
-      home: options.home,
-      provider: options.provider,
-      http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
-    });
-  } catch (err) {
-    if (isHostError(err)) {
-      log.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  // Errors (bad configuration, another host on this home) go to the command's one-line report, exit 2.
+  const config = loadHostConfig(process.env, {
+    home: options.home,
+    provider: options.provider,
+    http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
+  });
   const metrics = new HostMetrics();
   const platforms = platformsIn(process.env);
   const refusal = [
@@ -92,6 +86,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   if (config.http && mailboxDb && token !== undefined) {
     const routes = [
       usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
+      doctorRoutes(config.home),
       ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
     ];
     channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes }));
@@ -101,21 +96,30 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     host = await Host.start({ config, channels, log, metrics });
   } catch (err) {
     mailboxDb?.close();
-    if (!isHostError(err)) throw err;
-    log.error(err.message);
-    return 2;
+    throw err;
   }
   host.hideKeysFromOwnEnvironment();
+  // Run until told to stop (listening before the lines below say the host is up): the timer keeps Node alive when
+  // nothing else does (no channel listening).
+  const stopAsked = new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
   if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
     host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
     log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
+  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop.
+  for (const group of host.store.listAgentGroups()) {
+    const selection = hostSelection(group.provider, process.env);
+    if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
+  }
+  if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
+  await stopAsked;
+  clearInterval(keepAlive);
   log.info('stopping');
   await host.stop();
   mailboxDb?.close();

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
+import fs from 'node:fs';
 import { registerChatCommand } from './chat.js';
 import { registerDoctorCommand } from './doctor.js';
+import { configureErrorOutput, handleCliError } from './errors.js';
 import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
@@ -9,12 +11,15 @@ import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
 
 /**
- * `pincer …`: one command per process of SPEC §1, plus tools to poke at a session by hand. The long-running processes
+ * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
  * load their code only when chosen: a runner does not carry the MCP SDK, and `pincer mcp` (started by the provider
  * for every query) does not load the runner and its providers.
  */
 const program = new Command();
-program.name('pincer').description('Pincer agent runner').showHelpAfterError();
+program
+  .name('pincer')
+  .description('Pincer runs AI agents for chats, scheduled tasks and webhooks. Start with: pincer chat')
+  .version(packageVersion(), '-V, --version', 'print the version');
 
 program
   .command('runner')
@@ -41,4 +46,19 @@ registerContainerCommands(program);
 registerAccessCommands(program);
 registerUsageCommands(program);
 
-await program.parseAsync(process.argv);
+configureErrorOutput(program);
+// The command whose action is running, for the hint of an error it throws.
+let running: Command | undefined;
+program.hook('preAction', (_program, action) => {
+  running = action;
+});
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.exitCode = handleCliError(err, running);
+}
+
+function packageVersion(): string {
+  const file = new URL('../../../package.json', import.meta.url);
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+}

@@ -1,12 +1,15 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import fs from 'node:fs';
 import os from 'node:os';
 import { openSessionDb } from '../db/connection.js';
+import { INBOUND_KINDS } from '../db/types.js';
 import { parseInboundContent } from '../db/content.js';
 import { sessionPaths } from '../db/layout.js';
 import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { Waker } from '../db/wake.js';
 import { parseTimeInZone } from '../shared/time.js';
+import { CliError } from './errors.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
 export function registerMessageCommands(program: Command): void {
@@ -14,7 +17,7 @@ export function registerMessageCommands(program: Command): void {
     .command('send <dir> <text>')
     .description('insert a pending message into the session at <dir>; prints {"id","seq"}')
     .option('--sender <name>', 'sender of a chat message', defaultSender())
-    .option('--kind <kind>', 'chat | chat-sdk | task | webhook | system', 'chat')
+    .addOption(new Option('--kind <kind>', 'kind of message').choices(INBOUND_KINDS).default('chat'))
     .option('--content-json <json>', 'the whole content object (overrides <text>)')
     .option('--process-after <time>', 'ISO time; without a zone it is read in TZ')
     .option('--trigger <0|1>', '0 = context only, never wakes the agent', parseTrigger, 1 as 0 | 1)
@@ -22,6 +25,8 @@ export function registerMessageCommands(program: Command): void {
     .option('--channel-type <type>')
     .option('--thread-id <id>')
     .action((dir: string, text: string, options: SendOptions) => {
+      if (text.trim() === '' && options.contentJson === undefined) throw new CliError('<text> is empty: say what the message is');
+      const paths = sessionFolder(dir);
       const content = options.contentJson ?? JSON.stringify(defaultContent(options.kind, text, options.sender));
       const parsed = parseInboundContent(options.kind, content);
       if (!parsed.ok) fail(parsed.error);
@@ -30,7 +35,7 @@ export function registerMessageCommands(program: Command): void {
         processAfter = parseTimeInZone(options.processAfter, process.env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone);
         if (!processAfter) fail(`--process-after: not a time: "${options.processAfter}"`);
       }
-      const db = openSessionDb(sessionPaths(dir).db);
+      const db = openSessionDb(paths.db);
       try {
         const written = insertInbound(db, {
           kind: options.kind,
@@ -51,9 +56,9 @@ export function registerMessageCommands(program: Command): void {
     .command('outbox <dir>')
     .description('print messages_out rows as JSON lines')
     .option('--follow', 'keep printing new rows as they are written')
-    .option('--after <seq>', 'only rows with a greater seq', (v) => Number(v), 0)
+    .option('--after <seq>', 'only rows with a greater seq', parseSeq, 0)
     .action(async (dir: string, options: { follow?: boolean; after: number }) => {
-      const paths = sessionPaths(dir);
+      const paths = sessionFolder(dir);
       const db = openSessionDb(paths.db, { readonly: true });
       let last = options.after;
       const print = (): void => {
@@ -110,6 +115,18 @@ function defaultContent(kind: string, text: string, sender: string): unknown {
   }
 }
 
+/** The paths of the session folder at `dir`, or a usage error saying how to make one. */
+function sessionFolder(dir: string): ReturnType<typeof sessionPaths> {
+  const paths = sessionPaths(dir);
+  if (!fs.existsSync(paths.db)) throw new CliError(`${dir} is not a session folder (no session.db); create one with: pincer session create ${dir}`);
+  return paths;
+}
+
+function parseSeq(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a message seq (0, 1, 2, …)');
+  return Number(value);
+}
+
 function parseTrigger(value: string): 0 | 1 {
   if (value !== '0' && value !== '1') throw new InvalidArgumentError('must be 0 or 1');
   return Number(value) as 0 | 1;
@@ -127,15 +144,14 @@ export function outboundJson(row: OutboundRow): Record<string, unknown> {
 }
 
 function fail(message: string): never {
-  process.stderr.write(`pincer: ${message}\n`);
-  process.exit(2);
+  throw new CliError(message);
 }
 
 /**
  * The login name, for `--sender`'s default. Every command is registered at start-up, so this must not throw: in a
  * container the runner's uid has no passwd entry and `os.userInfo()` fails with ENOENT.
  */
-function defaultSender(): string {
+export function defaultSender(): string {
   try {
     return os.userInfo().username;
   } catch {

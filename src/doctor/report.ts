@@ -31,6 +31,8 @@ export interface GroupReport {
   name: string;
   id: string;
   dir: string;
+  /** the group's provider policy as stored (`auto`, `claude`, …) */
+  policy: string;
   selection: Selection;
   resources: LoadedResources;
   sessions: string[];
@@ -75,6 +77,7 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
         name: group.name,
         id: group.id,
         dir,
+        policy: group.provider,
         selection: selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
         resources: loadResources(dir, RUNNER_COMMANDS),
         sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),

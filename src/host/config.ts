@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
@@ -10,7 +11,7 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 
 /** Host settings from the environment, with their defaults (docs/configuration.md "The host"). */
 const HostEnvSchema = z.object({
-  PINCER_HOME: z.string().min(1).default('.pincer'),
+  PINCER_HOME: z.string().min(1).optional(),
   PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),
   PINCER_SESSION_MODE: z.enum(['shared', 'per-thread']).default('shared'),
   PINCER_ADMIN_USER_ID: z.string().optional(),
@@ -37,6 +38,14 @@ const HostEnvSchema = z.object({
   PINCER_DELIVERY_RETRY_MS: positiveInt(500),
 });
 
+/**
+ * The home in use: `--home`, else PINCER_HOME, else `~/.pincer`. Not the current directory: the agent, its memory and
+ * its schedules must not change with where a command happens to be typed.
+ */
+export function resolveHome(env: NodeJS.ProcessEnv, flag?: string): string {
+  return path.resolve(flag || env.PINCER_HOME || path.join(os.homedir(), '.pincer'));
+}
+
 export interface HostFlags {
   home?: string;
   http?: { port: number; host?: string };
@@ -57,7 +66,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);
   }
   return {
-    home: path.resolve(flags.home ?? e.PINCER_HOME),
+    home: resolveHome(env, flags.home),
     defaultGroup:
       e.PINCER_DEFAULT_GROUP === 'none'
         ? null

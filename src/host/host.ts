@@ -15,6 +15,7 @@ import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionS
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
+import { firstTryNotices } from './retry-notice.js';
 import { HomeLock } from './home-lock.js';
 import { CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
@@ -29,6 +30,10 @@ import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
+
+/** An open message: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open. */
+const OPEN_MESSAGE = `trigger = 1 AND (status = 'processing' OR (status = 'pending'
+  AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now'))))`;
 
 /**
  * The host (SPEC §6): central DB, session routing and provisioning, channels, and per session a loop that sweeps,
@@ -72,7 +77,12 @@ export class Host implements HostApi {
     this.log = options.log ?? createLogger('host');
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
-    this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+    try {
+      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+    } catch (err) {
+      this.lock.release(); // a host that could not start leaves no lock behind
+      throw err;
+    }
     this.sessions = new SessionDirectory(this.store, config, this.log);
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
@@ -105,20 +115,15 @@ export class Host implements HostApi {
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
       await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
-    } catch (err) {
-      await host.stop();
-      throw err;
-    }
-    host.sessions.ensureDefaultGroup();
-    await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
-    for (const session of host.store.listSessions()) {
-      try {
-        host.slotFor(session);
-      } catch (err) {
-        if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
+      host.sessions.ensureDefaultGroup();
+      await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
+      for (const session of host.store.listSessions()) {
+        try {
+          host.slotFor(session);
+        } catch (err) {
+          if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
+        }
       }
-    }
-    try {
       for (const channel of host.channels.values()) await channel.start(host);
     } catch (err) {
       await host.stop();
@@ -128,7 +133,7 @@ export class Host implements HostApi {
       const session = host.store.getSession(id);
       if (session) await host.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), quarantineNotice(reason));
     }
-    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ')}`);
+    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ') || 'none'}`);
     return host;
   }
 
@@ -239,6 +244,11 @@ export class Host implements HostApi {
       const pending = slot
         ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
         : 0;
+      const lastError = slot
+        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
+            | { last_error: string }
+            | undefined)?.last_error ?? null
+        : null;
       return {
         id: session.id,
         agentGroup: this.store.getAgentGroup(session.agentGroupId)?.name ?? session.agentGroupId,
@@ -247,22 +257,54 @@ export class Host implements HostApi {
         threadKey: session.threadKey,
         runner: pid !== undefined ? { pid, state: this.supervisor.liveState(session.id, state)?.state ?? 'starting' } : null,
         pending,
+        provider: state?.provider ?? null,
+        heartbeatAt: pid !== undefined ? (state?.heartbeatAt ?? null) : null,
+        lastError,
       };
     });
+  }
+
+  /** Stop a session's runner (it finishes its query within its grace); the next due message starts a new one. */
+  async stopRunner(sessionId: string): Promise<void> {
+    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
+    await this.supervisor.stop(sessionId);
+  }
+
+  /** Stop a session's runner if it runs, and start a new one at once. */
+  async restartRunner(sessionId: string): Promise<void> {
+    const slot = this.slots.get(sessionId);
+    if (!slot) throw new HostError('not-found', `no session "${sessionId}"`);
+    await this.supervisor.stop(sessionId);
+    slot.runnerWanted = true;
+    slot.waker.notify();
+  }
+
+  /** The last `lines` lines of a session's runner log (the host's own file under `<home>/logs/`). */
+  runnerLogTail(sessionId: string, lines: number): string[] {
+    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
+    let text: string;
+    try {
+      text = fs.readFileSync(this.runnerLog(sessionId), 'utf8');
+    } catch {
+      return [];
+    }
+    return text.trimEnd().split('\n').slice(-lines);
   }
 
   /** Nothing left to do for the session: no open message, nothing undelivered (`pincer chat` with piped input exits then). */
   isSettled(sessionId: string): boolean {
     const slot = this.slots.get(sessionId);
     if (!slot) return true;
-    // Open: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open.
-    const open = prepared(
-      slot.db,
-      `SELECT 1 FROM messages_in WHERE trigger = 1 AND (status = 'processing' OR (status = 'pending'
-         AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now')))) LIMIT 1`,
-    ).get();
+    const open = prepared(slot.db, `SELECT 1 FROM messages_in WHERE ${OPEN_MESSAGE} LIMIT 1`).get();
     const undelivered = prepared(slot.db, 'SELECT 1 FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL LIMIT 1').get();
     return !open && !undelivered;
+  }
+
+  /** Messages of the session still waiting for the agent (in work, due, or waiting for a retry). */
+  openMessages(sessionId: string): number {
+    const slot = this.slots.get(sessionId);
+    if (!slot) return 0;
+    return (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE ${OPEN_MESSAGE}`).get() as { n: number }).n;
   }
 
   /** The session a conversation maps to (provisioned if new). */
@@ -310,6 +352,7 @@ export class Host implements HostApi {
     this.options.metrics?.retries.inc(sweep.retried.length);
     this.options.metrics?.failedMessages.inc(sweep.failed.length);
     for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
+    for (const notice of firstTryNotices(sweep.retried, config.sweep)) await this.delivery.notify(handle, conversationOf(handle, notice.row), notice.text);
     for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
     for (const row of sweep.failed) {
       this.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
@@ -324,7 +367,7 @@ export class Host implements HostApi {
       waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
       // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
       if (live?.state === 'idle' && this.usage.budgets.check(group).over) void this.supervisor.stop(id);
-    } else if (sweep.hasDue && !this.stopped) {
+    } else if ((sweep.hasDue || slot.runnerWanted) && !this.stopped) {
       const backoff = this.supervisor.backoffRemainingMs(id);
       const budget = backoff > 0 ? undefined : this.usage.gate(group);
       if (backoff > 0) waits.push(backoff);
@@ -340,6 +383,7 @@ export class Host implements HostApi {
           globalDir: path.join(config.home, 'global'),
           logFile: this.runnerLog(id),
         });
+        slot.runnerWanted = false;
       }
     }
     await this.updateTyping(slot, handle, live);
@@ -477,7 +521,8 @@ function agentHops(content: string): number {
 
 function tail(file: string): string {
   try {
-    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '';
+    // The last line without its time stamp: it is shown in the chat.
+    return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
   } catch {
     return '';
   }

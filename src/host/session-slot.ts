@@ -21,6 +21,8 @@ export class SessionSlot {
   lastActivityAt = Date.now();
   /** the conversation shown as "agent is typing" while the runner is busy, if any. */
   typingIn: ConversationRef | null = null;
+  /** someone asked for a runner (restart from the control page): start one on the next tick even with nothing due. */
+  runnerWanted = false;
   private closed = false;
   private loop: Promise<void> | null = null;
 

@@ -51,6 +51,8 @@ export interface ProviderRegistration {
    * model's provider prefix alone must never decide it. Absent: the harness claims no route.
    */
   supportsRoute?(route: ModelRoute): boolean;
+  /** What to set when `hasCredentials` is false (`set OPENCODE_MODEL …`); default: the requirements table's variables. */
+  credentialsHint?: string;
   /** Credentials and binaries this provider needs; defaults to Pincer's table for known names (provider-probe.ts). */
   requirements?: ProviderRequirements;
 }
@@ -104,7 +106,7 @@ export function probeProviders(env: Record<string, string | undefined>, route?: 
     // hasCredentials, else the provider's factory checks what it really needs (a stored login may do).
     const credentials = registration.hasCredentials ? registration.hasCredentials(env, route) : true;
     const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
-    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : (probe.noCredentials ?? (route ? `set ${route.apiKeyEnv.join(' or ')}` : 'credentials missing')) };
+    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : (registration.credentialsHint ?? probe.noCredentials ?? (route ? `set ${route.apiKeyEnv.join(' or ')}` : 'credentials missing')) };
   });
 }
 

@@ -13,7 +13,8 @@
  * its API, endpoint and request behaviour (Codex: only the exact official HTTPS Responses endpoints with no authored
  * overrides). Plaintext HTTP to an official endpoint is refused whatever the policy. With no such model, `auto` takes
  * the first SDK provider (in `AUTO_PREFERENCE` order) that is installed and has credentials, else the fallback
- * (`claude`; `mock` in `pincer chat`). A failed run is never replayed on another runtime: this runs once, at start-up.
+ * (`claude`; `mock` in `pincer chat`) if it has credentials. A failed run is never replayed on another runtime: this
+ * runs once, at start-up.
  */
 import { describeRoute, type ModelRoute } from './model-route.js';
 
@@ -142,6 +143,16 @@ function fallBack(input: SelectionInput, candidates: CandidateReport[], why: str
       source,
       candidates,
       message: `auto (${why}): no provider is usable and the fallback "${fallback}" is not installed: ${probe.notInstalled}`,
+    };
+  }
+  if (!probe.credentials) {
+    // Fail here, in one line, rather than start a provider that can only fail (or retry for minutes) later.
+    return {
+      ok: false,
+      code: 'no-credentials',
+      source,
+      candidates,
+      message: `auto (${why}): no provider is usable and the fallback "${fallback}" has no credentials: ${probe.noCredentials}`,
     };
   }
   return { ok: true, provider: fallback, source, candidates, reason: `auto (${why}): no provider is usable, falling back to ${fallback}` };

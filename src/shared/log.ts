@@ -1,5 +1,6 @@
 /**
- * Short, greppable log lines on stderr: `[runner] picked 3 messages (chat×2, task×1) in 2 ms`.
+ * Short, greppable log lines on stderr, each with its time (UTC, milliseconds) first:
+ * `2026-11-30T21:40:01.123Z [runner] picked 3 messages (chat×2, task×1) in 2 ms`.
  * stdout stays free for command output (JSON lines, MCP stdio).
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -18,13 +19,13 @@ function thresholdFromEnv(): number {
   return level in ORDER ? ORDER[level as LogLevel] : ORDER.info;
 }
 
-/** A logger whose lines start with `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
+/** A logger whose lines start with the time and `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
 export function createLogger(area: string, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
   const threshold = thresholdFromEnv();
   const emit = (level: LogLevel, message: string): void => {
     if (ORDER[level] < threshold) return;
     const prefix = level === 'info' || level === 'debug' ? `[${area}]` : `[${area}] ${level}:`;
-    write(`${prefix} ${message}\n`);
+    write(`${new Date().toISOString()} ${prefix} ${message}\n`);
   };
   return {
     debug: (m) => emit('debug', m),

@@ -15,7 +15,14 @@ export type ModelOutput =
   | { tool: string; server: string; args: Record<string, unknown> }
   | { call: string; args: Record<string, unknown> };
 
-const usage = { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 };
+/** The token counts a reply reports: `input` includes `cached` (as both APIs count them). */
+export interface WireUsage {
+  input: number;
+  cached: number;
+  output: number;
+}
+
+const DEFAULT_USAGE: WireUsage = { input: 10, cached: 0, output: 5 };
 
 function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -27,7 +34,14 @@ export function responsesCreated(responseId: string): string {
 }
 
 /** A complete Responses stream after `response.created`: one output item, then `response.completed`. */
-export function responsesBody(responseId: string, output: ModelOutput): string {
+export function responsesBody(responseId: string, output: ModelOutput, tokens: WireUsage = DEFAULT_USAGE): string {
+  const usage = {
+    input_tokens: tokens.input,
+    input_tokens_details: { cached_tokens: tokens.cached },
+    output_tokens: tokens.output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: tokens.input + tokens.output,
+  };
   let item: Record<string, unknown>;
   let chunks = '';
   if ('text' in output) {
@@ -68,7 +82,7 @@ export function chatStart(id: string, model: string): string {
 }
 
 /** A complete Chat Completions stream after `chatStart`: the text or the tool call, the finish reason, `[DONE]`. */
-export function chatBody(id: string, model: string, output: ModelOutput): string {
+export function chatBody(id: string, model: string, output: ModelOutput, tokens: WireUsage = DEFAULT_USAGE): string {
   let chunks = '';
   let finish: string;
   if ('text' in output) {
@@ -81,7 +95,14 @@ export function chatBody(id: string, model: string, output: ModelOutput): string
     chunks += chatChunk(id, model, { delta: { tool_calls: [call] }, finish_reason: null });
     finish = 'tool_calls';
   }
-  chunks += chatChunk(id, model, { delta: {}, finish_reason: finish }, { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  chunks += chatChunk(id, model, { delta: {}, finish_reason: finish }, {
+    usage: {
+      prompt_tokens: tokens.input,
+      completion_tokens: tokens.output,
+      total_tokens: tokens.input + tokens.output,
+      prompt_tokens_details: { cached_tokens: tokens.cached },
+    },
+  });
   return chunks + 'data: [DONE]\n\n';
 }
 

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { chatBody, chatStart, messageTexts, responsesBody, responsesCreated, type ModelOutput } from './fake-openai-wire.js';
+import { chatBody, chatStart, messageTexts, responsesBody, responsesCreated, type ModelOutput, type WireUsage } from './fake-openai-wire.js';
 
 /**
  * A scripted OpenAI-compatible model server on 127.0.0.1 (port 0) for the Codex and OpenCode providers' end-to-end
@@ -54,6 +54,8 @@ export interface FakeOpenAI {
   modelRequests(): RecordedRequest[];
   /** how many streams are currently stalled. */
   stalled(): number;
+  /** the token counts every model reply reports (not title requests); tests of usage set known numbers. */
+  usage: WireUsage;
   close(): Promise<void>;
 }
 
@@ -123,7 +125,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
           : 'call' in reply
             ? { call: reply.call, args: reply.args }
             : { tool: reply.tool, server: reply.server ?? 'pincer', args: reply.args };
-    res.end(request.api === 'responses' ? responsesBody(id, output) : chatBody(id, model, output));
+    const tokens = reply === 'title' ? undefined : fake.usage;
+    res.end(request.api === 'responses' ? responsesBody(id, output, tokens) : chatBody(id, model, output, tokens));
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -136,6 +139,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     requests,
     modelRequests: () => requests.filter((request) => !request.title),
     stalled: () => stalledCount,
+    usage: { input: 10, cached: 0, output: 5 },
     close: async () => {
       servers.delete(fake);
       for (const socket of sockets) socket.destroy();

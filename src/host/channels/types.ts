@@ -97,6 +97,12 @@ export interface HostApi {
   sessionFolderOf(conversation: ConversationRef): string;
   /** Sessions of the host, with their runner's state, for diagnostics. */
   listSessions(): SessionSummary[];
+  /** Stop a session's runner; the next due message starts a new one. */
+  stopRunner(sessionId: string): Promise<void>;
+  /** Stop a session's runner if it runs and start a new one. */
+  restartRunner(sessionId: string): Promise<void>;
+  /** The last lines of a session's runner log. */
+  runnerLogTail(sessionId: string, lines: number): string[];
   /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
   readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
 }
@@ -109,4 +115,10 @@ export interface SessionSummary {
   threadKey: string;
   runner: { pid: number; state: string } | null;
   pending: number;
+  /** the provider the session's last runner started with (runner_state), if one ever ran. */
+  provider: string | null;
+  /** the running runner's last heartbeat. */
+  heartbeatAt: string | null;
+  /** the newest `last_error` of the session's open or failed messages (a settled message's error is history). */
+  lastError: string | null;
 }

@@ -30,10 +30,10 @@ export class ClaudeEventTranslator {
     private readonly log: Logger,
     /** where the model API is (ANTHROPIC_BASE_URL), named in transport errors. */
     private readonly apiUrl: string | undefined,
-    /** the query resumes an earlier session. */
-    resumed = false,
+    /** measures each turn's usage (see usage.ts). */
+    usage = new ClaudeUsageMeter(undefined),
   ) {
-    this.usage = new ClaudeUsageMeter(resumed);
+    this.usage = usage;
   }
 
   translate(message: SDKMessage): ProviderEvent[] {

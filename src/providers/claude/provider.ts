@@ -7,6 +7,7 @@ import { claudeConfigDir, findSessionTranscript, type ClaudeSettings } from './c
 import { ModelDeadline } from './deadline.js';
 import { classifyErrorText, ClaudeProviderError, isClaudeProviderError } from './errors.js';
 import { ClaudeEventTranslator, errorEvent } from './events.js';
+import { ClaudeUsageMeter, type UsageTotals } from './usage.js';
 import { claudeOptions } from './options.js';
 import { SpareProcess, spareKey } from './spare.js';
 import { isOnResumeChain } from './transcript.js';
@@ -35,11 +36,13 @@ export class ClaudeProvider implements AgentProvider {
   private readonly log: Logger = createLogger('claude');
   private spare: SpareProcess | undefined;
   private closed = false;
+  /** the running usage totals each session reached, the baseline of its next query. */
+  private readonly usageTotals: UsageTotals = new Map();
 
   constructor(private readonly settings: ClaudeSettings) {}
 
   query(input: QueryInput): AgentQuery {
-    const run = new ClaudeRun(input, this.settings, this.log, this.takeSpare(input));
+    const run = new ClaudeRun(input, this.settings, this.log, this.takeSpare(input), this.usageTotals);
     this.runs.add(run);
     void run.done.then(() => {
       this.runs.delete(run);
@@ -100,8 +103,9 @@ class ClaudeRun {
     private readonly settings: ClaudeSettings,
     private readonly log: Logger,
     private readonly spare: SpareProcess | undefined,
+    usageTotals: UsageTotals,
   ) {
-    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL, Boolean(input.sessionId));
+    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL, new ClaudeUsageMeter(input.sessionId, usageTotals));
     this.deadline = new ModelDeadline(settings.timeoutMs, (waited, phase) => {
       const what = phase === 'startup' ? 'Claude Code did not start' : 'the model did not answer';
       this.fail(new ClaudeProviderError('timeout', `${what} within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`));

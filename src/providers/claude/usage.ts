@@ -4,25 +4,33 @@ import { sumUsage, type ModelUsage, type TurnUsage } from '../../shared/usage.js
 /**
  * What each Claude turn cost. The SDK's `modelUsage` and `total_cost_usd` are running totals of the whole query
  * (every model: main loop, subagents, compaction), carried by each result; a turn's share is the difference from
- * the previous result. The first result of a query that resumed a session may already include the earlier turns,
- * so there the meter falls back to the per-turn `usage` of the main loop, without a cost (the host prices it).
+ * the previous result. A query that resumes a session starts from the totals its transcript saved, so the provider
+ * keeps the last totals of each session it ran (`UsageTotals`) as the baseline of the next query. Without one (the
+ * first query of a runner resuming an older session), the first turn falls back to the per-turn `usage` of the main
+ * loop, without a cost (the host prices it).
  */
+export type UsageTotals = Map<string, Record<string, SdkModelUsage>>;
+
 export class ClaudeUsageMeter {
-  /** the running totals at the previous result of this query; undefined before the first. */
+  /** the running totals at the previous result; undefined when unknown (a resumed session seen first now). */
   private previous: Record<string, SdkModelUsage> | undefined;
 
   constructor(
-    /** the query resumed an earlier session (its first totals may include earlier turns). */
-    private readonly resumed: boolean,
-  ) {}
+    /** the session the query resumes, if any. */
+    resumes: string | undefined,
+    /** the last totals per session, shared by the provider's queries. */
+    private readonly totals: UsageTotals = new Map(),
+  ) {
+    this.previous = resumes === undefined ? {} : totals.get(resumes);
+  }
 
   /** The turn this result ends; `mainModel` is the model of the session (system/init). Call for every result. */
   turn(message: SDKResultMessage, mainModel: string | undefined): TurnUsage {
     const totals = message.modelUsage ?? {};
-    const first = this.previous === undefined;
-    const before = this.previous ?? {};
+    const before = this.previous;
     this.previous = totals;
-    if (first && this.resumed) return this.fromMainLoop(message, mainModel);
+    this.totals.set(message.session_id, totals);
+    if (before === undefined) return this.fromMainLoop(message, mainModel);
     const byModel: ModelUsage[] = [];
     for (const [model, now] of Object.entries(totals)) {
       const was = before[model];

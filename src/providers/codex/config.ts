@@ -163,6 +163,18 @@ export function ensureGitRepository(cwd: string, log: (message: string) => void)
   if (init.status === 0) log(`[codex] initialised a git repository in ${cwd}`);
 }
 
+export const CODEX_CREDENTIALS_HINT =
+  'set OPENAI_API_KEY or CODEX_API_KEY (or OPENAI_BASE_URL and CODEX_MODEL for a local server, or CODEX_HOME holding a ChatGPT login)';
+
+/**
+ * Whether Codex can authenticate at all: a key, a local OpenAI-compatible server (which may need none), or a ChatGPT
+ * login in an explicit CODEX_HOME. Without any, the Codex CLI would retry for minutes before failing.
+ */
+export function codexHasCredentials(env: Record<string, string | undefined>): boolean {
+  if (env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENAI_BASE_URL) return true;
+  return Boolean(env.CODEX_HOME && fs.existsSync(path.join(env.CODEX_HOME, 'auth.json')));
+}
+
 /**
  * The only route OpenAI may implicitly hand to Codex (OpenClaw "OpenAI 隐式代理运行时"): the exact official HTTPS
  * Responses endpoint (Platform or ChatGPT) with no authored request behaviour. Completions adapters, custom endpoints

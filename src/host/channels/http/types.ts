@@ -2,7 +2,6 @@ import type { Hono } from 'hono';
 import type { Logger } from '../../../shared/log.js';
 import type { HostApi } from '../types.js';
 import type { AccessStore, Principal } from './access.js';
-import type { Authenticator } from './auth.js';
 import type { HttpMailbox } from './mailbox.js';
 import type { SseHub } from './sse.js';
 
@@ -38,7 +37,7 @@ export interface HttpContext {
   sse: SseHub;
   /** tokens, browser sessions and signed webhooks (central DB). */
   access: AccessStore;
-  auth: Authenticator;
+  auth: TokenResolver;
   log: Logger;
 }
 
@@ -56,4 +55,9 @@ export interface HttpChannelOptions {
   log: Logger;
   /** more areas to serve, after the built-in ones (see `routes/index.ts`). */
   routes?: HttpRouteModule[];
+}
+
+/** Who a token stands for (the channel's authenticator; routes that log a caller in use it). */
+export interface TokenResolver {
+  byToken(token: string): Principal | undefined;
 }

@@ -1,0 +1,111 @@
+/**
+ * The `pincer` command as a user meets it: every usage or input error is one line naming what is wrong with a hint
+ * (`see pincer send --help`) and exit code 2, with no stack trace unless PINCER_LOG_LEVEL=debug, and nothing is
+ * written; `--version`; the default home is `~/.pincer` wherever the command is typed.
+ */
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BUILT_CLI } from './support/runner-harness.js';
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-cli-'));
+const session = path.join(root, 'session');
+const missing = path.join(root, 'nonexistent');
+
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function cli(args: string[], env: Record<string, string> = {}, cwd = root) {
+  const result = spawnSync(process.execPath, [BUILT_CLI, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH, HOME: root, TZ: 'UTC', CLAUDE_CONFIG_DIR: path.join(root, 'no-claude-login'), ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function inbound(): number {
+  const db = new Database(path.join(session, 'session.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM messages_in').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('pincer command errors', () => {
+  expect(cli(['session', 'create', session]).status).toBe(0);
+
+  it.each([
+    ['an unknown command', ['chta'], /^pincer: unknown command 'chta' \(Did you mean chat\?\) \(see pincer --help\)$/],
+    ['a missing argument', ['send'], /^pincer: missing required argument 'dir' \(see pincer send --help\)$/],
+    ['an unknown option', ['outbox', session, '--bogus'], /^pincer: unknown option '--bogus' \(see pincer outbox --help\)$/],
+    ['send to a folder that is not a session', ['send', missing, 'hi'], /^pincer: .*nonexistent is not a session folder \(no session\.db\); create one with: pincer session create .*\(see pincer send --help\)$/],
+    ['outbox of a folder that is not a session', ['outbox', missing], /^pincer: .*nonexistent is not a session folder .*\(see pincer outbox --help\)$/],
+    ['empty text', ['send', session, ''], /^pincer: <text> is empty: say what the message is \(see pincer send --help\)$/],
+    ['an unknown kind', ['send', session, 'hi', '--kind', 'letter'], /^pincer: option '--kind <kind>' argument 'letter' is invalid\. Allowed choices are chat, chat-sdk, task, webhook, system\. \(see pincer send --help\)$/],
+    ['a bad time', ['send', session, 'hi', '--process-after', 'tomorrow'], /^pincer: --process-after: not a time: "tomorrow" \(see pincer send --help\)$/],
+    ['a bad seq', ['outbox', session, '--after', 'x'], /^pincer: option '--after <seq>' argument 'x' is invalid\. must be a message seq .*\(see pincer outbox --help\)$/],
+    ['a bad port', ['host', '--http', 'abc'], /^pincer: option '--http <port>' argument 'abc' is invalid\. must be a port number .*\(see pincer host --help\)$/],
+    ['a home that does not exist', ['doctor', '--home', missing], /^pincer: no Pincer home at .*nonexistent \(--home\); pincer chat or pincer host creates one \(see pincer doctor --help\)$/],
+    ['a workspace that does not exist', ['doctor', '--workspace', missing], /^pincer: --workspace .*nonexistent: no such folder \(see pincer doctor --help\)$/],
+    ['OpenCode without a model', ['chat', '--provider', 'opencode'], /^pincer: provider "opencode" \(session policy "opencode"\) has no credentials: set OPENCODE_MODEL .*\(see pincer chat --help\)$/],
+    ['Codex without a key', ['chat', '--provider', 'codex'], /^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/],
+    ['a misspelt provider', ['chat', '--provider', 'claud'], /^pincer: unknown provider "claud" \(known: .*\) \(see pincer chat --help\)$/],
+  ])('%s: one line, a hint, exit 2, nothing written', (_case, args, line) => {
+    const result = cli(args);
+    expect(result.status).toBe(2);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr.trim()).toMatch(line);
+    expect(result.stdout).toBe('');
+    expect(inbound()).toBe(0);
+  });
+
+  it('shows the stack trace only with PINCER_LOG_LEVEL=debug', () => {
+    const debug = cli(['send', missing, 'hi'], { PINCER_LOG_LEVEL: 'debug' });
+    expect(debug.status).toBe(2);
+    expect(debug.stderr).toMatch(/\n\s+at .*messages\.js/);
+  });
+
+  it('prints its version', () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) expect(cli([flag])).toMatchObject({ status: 0, stdout: `${version}\n`, stderr: '' });
+  });
+});
+
+describe('the default home', () => {
+  it('is ~/.pincer wherever the command is typed, and doctor says what chat and host would run there', () => {
+    const elsewhere = fs.mkdtempSync(path.join(root, 'cwd-'));
+    const first = spawnSync(process.execPath, [BUILT_CLI, 'chat', '--provider', 'mock'], {
+      cwd: elsewhere,
+      input: 'hello\n',
+      env: { PATH: process.env.PATH, HOME: root, TZ: 'UTC' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(first.status).toBe(0);
+    expect(first.stdout).toContain('agent> echo:');
+    expect(fs.existsSync(path.join(root, '.pincer', 'sessions', 'chat', 'session.db'))).toBe(true);
+    expect(fs.existsSync(path.join(elsewhere, '.pincer'))).toBe(false);
+
+    const doctor = cli(['doctor'], {}, elsewhere);
+    expect(doctor.stdout).toContain(`session chat (${path.join(root, '.pincer', 'sessions', 'chat')})`);
+    // `pincer chat` without --provider sets its group back to auto; the host runs the group as it is now (mock).
+    expect(doctor.stdout).toMatch(/^pincer chat would run: mock — auto \(session policy "auto"\): no provider is usable, falling back to mock$/m);
+    expect(doctor.stdout).toMatch(/^pincer host would run: mock — session policy "mock" \(agent group main\)$/m);
+  });
+
+  it('doctor is honest about a home where auto finds nothing: chat falls back to mock, the host cannot start', () => {
+    const home = fs.mkdtempSync(path.join(root, 'home-'));
+    const doctor = cli(['doctor'], { PINCER_HOME: home });
+    expect(doctor.stdout).toMatch(/^pincer chat would run: mock — auto \(session policy "auto"\): no provider is usable, falling back to mock$/m);
+    expect(doctor.stdout).toMatch(
+      /^pincer host would run: ✗ auto \(session policy "auto"\): no provider is usable and the fallback "claude" has no credentials: set ANTHROPIC_API_KEY .*\(agent group main, created on first start\)$/m,
+    );
+    expect(doctor.stdout).toMatch(/^ {2}codex +no credentials: set OPENAI_API_KEY or CODEX_API_KEY/m);
+    expect(doctor.stdout).toMatch(/^ {2}opencode +no credentials: set OPENCODE_MODEL/m);
+  });
+});

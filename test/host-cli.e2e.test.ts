@@ -1,0 +1,102 @@
+/**
+ * `pincer host` as a process: without a channel it keeps running (schedules still fire) and says so in one line,
+ * stops cleanly on SIGTERM and leaves no `host.lock`; one that cannot start says why in one line and leaves no lock;
+ * a group whose agent cannot start is named at start; `--provider` sets the default group's provider; every log line
+ * carries its time.
+ */
+import Database from 'better-sqlite3';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BUILT_CLI } from './support/runner-harness.js';
+import { waitFor } from './support/wait.js';
+
+const homes: string[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const home of homes.splice(0)) fs.rmSync(home, { recursive: true, force: true });
+});
+
+function makeHome(): string {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-cli-'));
+  homes.push(home);
+  return home;
+}
+
+const ENV = { PATH: process.env.PATH, TZ: 'UTC', CLAUDE_CONFIG_DIR: path.join(os.tmpdir(), 'pincer-no-claude-login') };
+
+function startHost(home: string, args: string[] = []) {
+  const child = spawn(process.execPath, [BUILT_CLI, 'host', '--home', home, ...args], { env: { ...ENV, HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, stderr: () => stderr };
+}
+
+const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /;
+
+describe('pincer host', () => {
+  it('without a channel runs, says so in one line, and stops on SIGTERM leaving no lock', async () => {
+    const home = makeHome();
+    const host = startHost(home, ['--provider', 'mock']);
+    await waitFor('the no-channel line', () => host.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
+    const lines = host.stderr().trim().split('\n');
+    expect(lines.find((l) => l.includes('no channel enabled'))).toMatch(
+      /\[host\] no channel enabled: scheduled tasks still run; add --http PORT to reach the agents/,
+    );
+    expect(lines.find((l) => l.includes('ready:'))).toMatch(/\[host\] ready: home .*, 0 session\(s\), channels none$/);
+    for (const line of lines) expect(line).toMatch(TIME);
+    // Still running well after it was ready (it used to exit with code 13 here, leaving host.lock behind).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(host.child.exitCode).toBeNull();
+    expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(true);
+    host.child.kill('SIGTERM');
+    expect(await host.exited).toBe(0);
+    expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+  });
+
+  it('that cannot start says why in one line, exits 2 and leaves no lock', async () => {
+    const home = makeHome();
+    fs.writeFileSync(path.join(home, 'pincer.db'), 'not a database'.repeat(100));
+    const host = startHost(home);
+    expect(await host.exited).toBe(2);
+    expect(host.stderr().trim().split('\n')).toHaveLength(1);
+    expect(host.stderr()).toMatch(/^pincer: file is not a database \(see pincer host --help\)\n$/);
+    expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+  });
+
+  it('names a group whose agent cannot start, and --provider changes the default group', async () => {
+    const home = makeHome();
+    const first = startHost(home);
+    await waitFor('the start-up lines', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
+    expect(first.stderr()).toMatch(/\[host\] warn: agent group main cannot start its agent: auto \(session policy "auto"\): no provider is usable and the fallback "claude" has no credentials: set ANTHROPIC_API_KEY/);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = startHost(home, ['--provider', 'mock']);
+    await waitFor('ready', () => second.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
+    expect(second.stderr()).toContain('[host] agent group main: provider mock (--provider)');
+    expect(second.stderr()).not.toContain('cannot start its agent');
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    const db = new Database(path.join(home, 'pincer.db'), { readonly: true });
+    expect(db.prepare(`SELECT provider FROM agent_groups WHERE name = 'main'`).get()).toEqual({ provider: 'mock' });
+    db.close();
+  });
+
+  it('refuses a second host on the same home in one line', async () => {
+    const home = makeHome();
+    const first = startHost(home, ['--provider', 'mock']);
+    await waitFor('ready', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
+    const second = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home], { env: { ...ENV, HOME: home }, encoding: 'utf8', timeout: 20_000 });
+    expect(second.status).toBe(2);
+    expect(second.stderr).toMatch(/^pincer: another host \(pid \d+\) is using .*; stop it first or use another PINCER_HOME \(see pincer host --help\)\n$/);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  });
+});

@@ -1,0 +1,228 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openSessionDb } from '../src/db/connection.js';
+import { insertOutbound } from '../src/db/messages.js';
+import { closeBrowsers, launchBrowser, NO_CHROMIUM } from './support/browser.js';
+import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The control page in a real Chromium against a real `pincer host` with the mock provider: log in, chat live,
+ * answer a question with its buttons, see edits and reactions, manage tasks and runners, read usage and the doctor.
+ * Screenshots go to docs/screenshots/ (the README shows them).
+ */
+const SHOTS = path.resolve(import.meta.dirname, '..', 'docs', 'screenshots');
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!NO_CHROMIUM) browser = await launchBrowser();
+});
+afterAll(async () => {
+  await closeBrowsers();
+});
+afterEach(async () => {
+  expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+});
+
+async function shot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+async function logIn(host: HostHandle, options: { colorScheme?: 'light' | 'dark'; mobile?: boolean; token?: string } = {}): Promise<Page> {
+  const context = await browser.newContext({
+    colorScheme: options.colorScheme ?? 'light',
+    viewport: options.mobile ? { width: 390, height: 780 } : { width: 1200, height: 1100 },
+  });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  await page.goto(`http://127.0.0.1:${host.port}/`);
+  await page.getByLabel('Access token').fill(options.token ?? TEST_TOKEN);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('navigation', { name: 'Views' }).waitFor();
+  expect(errors).toEqual([]);
+  return page;
+}
+
+const outbound = (host: HostHandle, sessionId: string) => openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'));
+const routing = (conversation: string, inReplyTo: string) => ({ channelType: 'http', platformId: conversation, threadId: null, inReplyTo });
+
+describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${NO_CHROMIUM})` : ''}`, { timeout: 120_000 }, () => {
+  it('refuses a wrong token, logs in with an HttpOnly SameSite=Strict cookie, and serves the page under a strict CSP', async () => {
+    const host = await startHost();
+    const res = await fetch(`http://127.0.0.1:${host.port}/`);
+    expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
+    expect(res.headers.get('content-security-policy')).not.toMatch(/unsafe-inline/);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${host.port}/`);
+    await page.getByLabel('Access token').fill('not-the-token');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/wrong token/);
+    await shot(page, 'login');
+    await page.getByLabel('Access token').fill(TEST_TOKEN);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Views' }).waitFor();
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    expect(await page.evaluate('document.cookie')).toBe('');
+    // The cookie does not work from another origin: a state-changing request with a foreign Origin is refused.
+    const forged = await fetch(`http://127.0.0.1:${host.port}/v1/conversations/web/messages`, {
+      method: 'POST',
+      headers: { Cookie: `${cookie!.name}=${cookie!.value}`, Origin: 'http://evil.example', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text: 'forged' }),
+    });
+    expect(forged.status).toBe(403);
+    await context.close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('chats live: a sent message is answered on the stream, edits, reactions and a question with buttons; HTML stays text', async () => {
+    const host = await startHost();
+    const page = await logIn(host);
+    await page.getByLabel('Open a conversation').fill('web');
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toBe('live');
+    await page.getByLabel('Message').fill('hello from the browser');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const reply = page.locator('.message:not(.mine)').filter({ hasText: 'echo:' });
+    await reply.first().waitFor();
+    expect(await reply.first().textContent()).toContain('hello from the browser');
+
+    const { conversations } = (await host.request('GET', '/v1/conversations')).body as { conversations: { id: string; sessions: { id: string }[] }[] };
+    const sessionId = conversations.find((c) => c.id === 'web')!.sessions[0]!.id;
+    const db = outbound(host, sessionId);
+    const trigger = (db.prepare(`SELECT id FROM messages_in WHERE kind = 'chat' ORDER BY seq DESC LIMIT 1`).get() as { id: string }).id;
+    // An agent message with markdown, later edited and reacted to.
+    const { seq } = insertOutbound(db, { kind: 'chat', content: { text: 'Deploying **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    await page.locator('.message').filter({ hasText: 'Deploying' }).waitFor();
+    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: seq, text: 'Deployed **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: seq, emoji: '✔' }, routing: routing('web', trigger) });
+    const edited = page.locator('.message').filter({ hasText: 'Deployed v2' });
+    await edited.waitFor();
+    expect(await edited.locator('a').getAttribute('href')).toBe('https://example.com/notes');
+    await edited.getByLabel('Reactions').filter({ hasText: '✔' }).waitFor();
+
+    // What an agent could write: markup and a script URL. Neither may run or become an element.
+    const attack = '<img src=x onerror="window.__pwned=1"> and [click](javascript:window.__pwned=2) and **bold**';
+    insertOutbound(db, { kind: 'chat', content: { text: attack }, routing: routing('web', trigger) });
+    const hostile = page.locator('.message').filter({ hasText: 'onerror' });
+    await hostile.waitFor();
+    expect(await hostile.locator('img').count()).toBe(0);
+    expect(await hostile.locator('a').count()).toBe(0);
+    expect(await hostile.locator('strong').textContent()).toBe('bold');
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { operation: 'ask_question', questionId: 'q-web', title: 'Deploy?', question: 'Ship version 2 now?', options: [{ label: 'Ship it', value: 'yes' }, { label: 'Wait', value: 'no' }] },
+      routing: routing('web', trigger),
+    });
+    await page.getByRole('button', { name: 'Ship it' }).waitFor();
+    await page.getByRole('button', { name: /^web/ }).waitFor();
+    await shot(page, 'chat');
+    await page.getByRole('button', { name: 'Ship it' }).click();
+    await page.getByText('Answered: Ship it').waitFor();
+    const answer = await waitFor('the answer row', () =>
+      db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' AND content LIKE '%question_response%'`).get() as { content: string } | undefined,
+    );
+    expect(JSON.parse(answer.content)).toMatchObject({ type: 'question_response', questionId: 'q-web', selectedOption: 'yes' });
+    db.close();
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('pauses, resumes and cancels a task; stops and restarts a runner and shows its log; shows the doctor', async () => {
+    const host = await startHost();
+    await host.request('POST', '/v1/conversations/ops/messages', { text: 'warm up' });
+    const inAnHour = new Date(Date.now() + 3600_000).toISOString();
+    const scheduled = await host.request('POST', '/v1/conversations/ops/tasks', { prompt: 'water the plants', processAfter: inAnHour, recurrence: '0 9 * * 1-5' });
+    expect(scheduled.status).toBe(202);
+    const page = await logIn(host);
+
+    await page.getByRole('button', { name: 'Tasks' }).click();
+    await page.getByRole('button', { name: 'Pause water the plants' }).click();
+    await page.getByRole('button', { name: 'Resume water the plants' }).waitFor();
+    const taskStatus = async (): Promise<string | undefined> =>
+      ((await host.request('GET', '/v1/tasks')).body.tasks as { prompt: string; status: string }[]).find((t) => t.prompt === 'water the plants')?.status;
+    expect(await taskStatus()).toBe('paused');
+    await shot(page, 'tasks');
+    await page.getByRole('button', { name: 'Cancel water the plants' }).click();
+    await expect.poll(taskStatus).toBeUndefined();
+
+    await page.getByRole('button', { name: 'Sessions' }).click();
+    await page.getByRole('cell', { name: 'http:ops' }).waitFor();
+    await page.getByRole('button', { name: 'Show the log of ops' }).click();
+    await expect.poll(() => page.locator('pre.log').textContent()).toMatch(/\[runner\]/);
+    await shot(page, 'sessions');
+    const runnerOf = async (): Promise<unknown> =>
+      ((await host.request('GET', '/v1/sessions')).body.sessions as { platformId: string; runner: unknown }[]).find((s) => s.platformId === 'ops')?.runner;
+    await expect.poll(runnerOf, { timeout: 20_000 }).not.toBeNull();
+    await page.getByRole('button', { name: 'Stop the runner of ops' }).click();
+    await expect.poll(runnerOf, { timeout: 20_000 }).toBeNull();
+    await page.getByRole('cell', { name: 'stopped' }).waitFor();
+    await page.getByRole('button', { name: 'Restart the runner of ops' }).click();
+    await expect.poll(runnerOf, { timeout: 20_000 }).not.toBeNull();
+
+    await page.getByRole('button', { name: 'Doctor' }).click();
+    await page.getByText('providers in this environment').waitFor();
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('charts tokens per day and cost per model from the usage ledger', async () => {
+    const host = await startHost();
+    const stream = host.stream('costs');
+    await host.request('POST', '/v1/conversations/costs/messages', { text: 'spend some tokens' });
+    await stream.waitFor('the answer', (e) => e.event === 'chat');
+    await expect.poll(async () => ((await host.request('GET', '/v1/usage?by=day')).body.rows as unknown[]).length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const page = await logIn(host);
+    await page.getByRole('button', { name: 'Usage' }).click();
+    const chart = page.getByRole('img', { name: 'Tokens per day' });
+    await chart.waitFor();
+    expect(await chart.locator('rect').count()).toBe(1);
+    expect(await page.getByRole('img', { name: 'Cost per model (USD)' }).locator('rect').count()).toBeGreaterThan(0);
+    await page.getByRole('cell', { name: 'main' }).waitFor();
+    await shot(page, 'usage');
+    stream.close();
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('a token limited to one conversation sees and controls only its sessions, and not the doctor', async () => {
+    const host = await startHost();
+    const made = spawnSync(process.execPath, [BUILT_CLI, 'token', 'create', 'ann-bridge', '--conversation', 'ann', '--home', host.home], { encoding: 'utf8', timeout: 15_000 });
+    expect(made.status, made.stderr).toBe(0);
+    const scoped = made.stdout.trim();
+    for (const conversation of ['ann', 'bob']) expect((await host.request('POST', `/v1/conversations/${conversation}/messages`, { text: 'hi' })).status).toBe(202);
+    const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string; platformId: string }[];
+    const bobSession = sessions.find((s) => s.platformId === 'bob')!.id;
+    const page = await logIn(host, { token: scoped });
+    await page.getByRole('button', { name: 'Sessions' }).click();
+    await page.getByRole('cell', { name: 'http:ann' }).waitFor();
+    expect(await page.getByRole('cell', { name: 'http:bob' }).count()).toBe(0);
+    const asBridge = { token: scoped };
+    expect((await host.request('POST', `/v1/sessions/${bobSession}/stop`, {}, asBridge)).status).toBe(404);
+    expect((await host.request('GET', `/v1/sessions/${bobSession}/log`, undefined, asBridge)).status).toBe(404);
+    expect((await host.request('GET', '/v1/doctor', undefined, asBridge)).status).toBe(403);
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('reads well on a phone in the dark', async () => {
+    const host = await startHost();
+    const page = await logIn(host, { colorScheme: 'dark', mobile: true });
+    const background = await page.evaluate('getComputedStyle(document.body).backgroundColor');
+    expect(background).toBe('rgb(19, 19, 22)');
+    const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(Number(overflow)).toBeLessThanOrEqual(0);
+    await shot(page, 'phone-dark');
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+  });
+});
