@@ -8,6 +8,7 @@ import { measureFollowUp } from './followup.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
 import { measureMcpSendMessage } from './mcp.js';
 import { measurePickup } from './pickup.js';
+import { measurePlatformRoundTrip } from './platform.js';
 import type { WakeMode } from '../src/db/wake.js';
 import { buildRows, withSummaries, type BenchResults } from './report.js';
 import { closeAllSessions, type ByMode } from './runner-session.js';
@@ -21,12 +22,12 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { coldStart: 6, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 50, mcp: 200 },
-  quick: { coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
+  full: { platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
+  quick: { platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'idle'] as const;
+const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'idle'] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -82,6 +83,9 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     }
     if (only.has('mcp')) {
       results.mcp = await timed('MCP send_message', () => measureMcpSendMessage(size.mcp));
+    }
+    if (only.has('platform')) {
+      results.platform = await timed('chat platform round trip', () => measurePlatformRoundTrip(size.platform));
     }
     if (idle) {
       const measured = await timed('idle CPU and memory', () => measureIdleFleets(idle, size.idleMs));

@@ -5,6 +5,7 @@ import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
+import type { PlatformSamples } from './platform.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
 import type { ThroughputResult } from './throughput.js';
@@ -20,14 +21,20 @@ export interface BenchResults {
   fleet?: ByMode<FleetResult>;
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
+  platform?: PlatformSamples;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
+/** A fleet target of SPEC §8 (given for 20 runners: PSS ≤ 300 MiB, CPU ≤ 1 %) scaled to the fleet's size. */
+const perRunner = (runners: number, each: number, unit: string): Row['target'] => {
+  const limit = Number((runners * each).toFixed(2));
+  return atMost(limit, `≤ ${limit} ${unit} (${each} ${unit} each)`);
+};
 
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -60,8 +67,9 @@ export function buildRows(results: BenchResults): Row[] {
   if (idle) {
     rows.push(
       { metric: `idle CPU of one runner over ${idle.watch.windowMs / 1000} s, idle ${Math.round(idle.watch.idleBeforeMs / 1000)} s before (% of one core)`, unit: '%', pincer: idle.watch.cpuPercent, baseline: idle.poll.cpuPercent, better: 'lower', target: atMost(0.1, '≤ 0.1 %') },
-      { metric: 'runner RSS (VmRSS), idle', unit: 'MiB', pincer: idle.watch.rssMiB, baseline: idle.poll.rssMiB, better: 'lower', target: atMost(60, '≤ 60 MB') },
+      { metric: 'runner RSS (VmRSS), idle', unit: 'MiB', pincer: idle.watch.rssMiB, baseline: idle.poll.rssMiB, better: 'lower', target: atMost(54, '≤ 54 MiB') },
       { metric: '  of which private (RssAnon)', unit: 'MiB', pincer: idle.watch.anonMiB, baseline: idle.poll.anonMiB, better: 'lower' },
+      { metric: 'runner USS (pages no other process maps), idle', unit: 'MiB', pincer: idle.watch.ussMiB, baseline: idle.poll.ussMiB, better: 'lower', target: atMost(15, '≤ 15 MiB') },
     );
   }
   if (mcp) {
@@ -69,6 +77,14 @@ export function buildRows(results: BenchResults): Row[] {
     rows.push(
       { metric: `MCP send_message: call → row committed, p50 (n=${s.count})`, unit: 'ms', pincer: s.p50, better: 'lower', target: atMost(5, 'p50 ≤ 5 ms') },
       { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
+    );
+  }
+  if (platform) {
+    const [t, h] = [summarize(platform.telegram), summarize(platform.http)];
+    rows.push(
+      { metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`, unit: 'ms', pincer: t.p50, baseline: h.p50, better: 'lower' },
+      { metric: '  of which the Chat SDK path (Telegram p50 − HTTP p50)', unit: 'ms', pincer: t.p50 - h.p50, better: 'lower', target: atMost(20, '≤ 20 ms') },
+      { metric: 'Telegram message in → answer sent, p90', unit: 'ms', pincer: t.p90, baseline: h.p90, better: 'lower' },
     );
   }
   if (burst) {
@@ -90,16 +106,16 @@ export function buildRows(results: BenchResults): Row[] {
     const [wr, pr] = [summarize(coldStart.watch.toReady), summarize(coldStart.poll.toReady)];
     const [wf, pf] = [summarize(coldStart.watch.toFirstReply), summarize(coldStart.poll.toFirstReply)];
     rows.push(
-      { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower' },
-      { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower' },
+      { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
+      { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
     );
   }
   if (fleet) {
     const { watch: w, poll: p } = fleet;
     rows.push(
       { metric: `${w.runners} idle runners: total RSS (sum of VmRSS)`, unit: 'MiB', pincer: w.rssMiB, baseline: p.rssMiB, better: 'lower' },
-      { metric: `${w.runners} idle runners: total PSS (shared pages split)`, unit: 'MiB', pincer: w.pssMiB, baseline: p.pssMiB, better: 'lower' },
-      { metric: `${w.runners} idle runners: total CPU over ${w.windowMs / 1000} s (% of one core)`, unit: '%', pincer: w.cpuPercent, baseline: p.cpuPercent, better: 'lower' },
+      { metric: `${w.runners} idle runners: total PSS (shared pages split)`, unit: 'MiB', pincer: w.pssMiB, baseline: p.pssMiB, better: 'lower', target: perRunner(w.runners, 15, 'MiB') },
+      { metric: `${w.runners} idle runners: total CPU over ${w.windowMs / 1000} s (% of one core)`, unit: '%', pincer: w.cpuPercent, baseline: p.cpuPercent, better: 'lower', target: perRunner(w.runners, 0.05, '%') },
       { metric: `${w.runners} idle runners: CPU per runner (% of one core)`, unit: '%', pincer: w.perRunnerCpuPercent, baseline: p.perRunnerCpuPercent, better: 'lower' },
     );
   }

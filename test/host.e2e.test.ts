@@ -199,7 +199,7 @@ describe('pincer host runner lifecycle and retries', () => {
     const second = await startHost({ MOCK_DELAY_MS: '1500' }, first.home);
     expect(second.stderr()).toContain(`stopping runner ${orphan} of ${sent.sessionId} left by an earlier host`);
     expect(() => process.kill(orphan, 0)).toThrow();
-    const stream = second.stream('orphan');
+    const stream = second.stream('orphan', { lastEventId: '0' }); // the answer may come before the stream opens
     await stream.waitFor('the answer', (e) => e.event === 'chat' && String(e.data.text).includes('outlive your host'));
     expect(inboundRows(second, sent.sessionId)[0]!.status).toBe('completed');
     stream.close();

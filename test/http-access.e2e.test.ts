@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BUILT_CLI } from './support/runner-harness.js';
+import { runCli } from './support/runner-harness.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
@@ -16,11 +15,11 @@ afterEach(async () => {
 });
 
 function pincerToken(home: string, ...args: string[]) {
-  return spawnSync(process.execPath, [BUILT_CLI, 'token', ...args, '--home', home], { env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 15_000 });
+  return runCli(['token', ...args, '--home', home]);
 }
 
-function createToken(home: string, ...args: string[]): string {
-  const result = pincerToken(home, 'create', ...args);
+async function createToken(home: string, ...args: string[]): Promise<string> {
+  const result = await pincerToken(home, 'create', ...args);
   expect(result.status, result.stderr).toBe(0);
   return result.stdout.trim();
 }
@@ -60,7 +59,7 @@ async function readStream(host: HostHandle, urlPath: string, headers: Record<str
 describe('scoped tokens', () => {
   it('limits a bridge token to its conversations, everywhere, and revokes it at once', async () => {
     const host = await startHost();
-    const bridge = createToken(host.home, 'bridge', '--conversation', 'alpha');
+    const bridge = await createToken(host.home, 'bridge', '--conversation', 'alpha');
     expect(bridge).toMatch(/^pincer_/);
 
     // the admin sets up a second conversation with a reply and a task
@@ -100,17 +99,17 @@ describe('scoped tokens', () => {
     expect((await host.request('GET', '/v1/conversations/beta/events')).body.events).toHaveLength(1);
 
     // an admin token made with `pincer token` sees everything
-    const ops = createToken(host.home, 'ops', '--admin');
+    const ops = await createToken(host.home, 'ops', '--admin');
     expect(((await call(host, 'GET', '/v1/sessions', { token: ops })).body.sessions as unknown[]).length).toBe(2);
 
-    const list = pincerToken(host.home, 'list');
+    const list = await pincerToken(host.home, 'list');
     expect(list.stdout).toMatch(/^bridge\tconversations alpha\tcreated /m);
     expect(list.stdout).toMatch(/^ops\tevery conversation \(admin\)/m);
     expect(list.stdout).not.toContain(bridge);
 
-    expect(pincerToken(host.home, 'revoke', 'bridge').status).toBe(0);
+    expect((await pincerToken(host.home, 'revoke', 'bridge')).status).toBe(0);
     expect((await call(host, 'GET', '/v1/conversations/alpha/events', { token: bridge })).status).toBe(401);
-    expect(pincerToken(host.home, 'list').stdout).toMatch(/^bridge\t.*\trevoked /m);
+    expect((await pincerToken(host.home, 'list')).stdout).toMatch(/^bridge\t.*\trevoked /m);
     expect(await host.stop()).toBe(0);
   });
 
@@ -119,22 +118,22 @@ describe('scoped tokens', () => {
     [['create', 'both', '--admin', '--conversation', 'a'], /give --admin or --conversation, not both/],
     [['create', 'bad name!', '--admin'], /token name "bad name!": use 1–64 of/],
     [['revoke', 'ghost'], /no live token named "ghost"/],
-  ])('pincer token %j fails with one clear line and exit 2', (args, message) => {
+  ])('pincer token %j fails with one clear line and exit 2', async (args, message) => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-token-'));
-    createToken(home, 'first', '--admin');
-    const result = pincerToken(home, ...args);
+    await createToken(home, 'first', '--admin');
+    const result = await pincerToken(home, ...args);
     expect(result.status).toBe(2);
     expect(result.stderr.trim()).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    const again = pincerToken(home, 'create', 'first', '--admin');
+    const again = await pincerToken(home, 'create', 'first', '--admin');
     expect(again.status).toBe(2);
     expect(again.stderr).toMatch(/a token named "first" exists already/);
   });
 
-  it('refuses to list the tokens of a home that does not exist, in one line', () => {
-    const result = pincerToken('/nonexistent/pincer-home', 'list');
+  it('refuses to list the tokens of a home that does not exist, in one line', async () => {
+    const result = await pincerToken('/nonexistent/pincer-home', 'list');
     expect(result.status).toBe(2);
-    expect(result.stderr).toBe('no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME\n');
+    expect(result.stderr).toBe('pincer: no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME (see pincer token list --help)\n');
   });
 });
 
@@ -145,7 +144,7 @@ describe('browser session', () => {
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get('set-cookie')).toBeNull();
 
-    const bridge = createToken(host.home, 'page', '--conversation', 'web');
+    const bridge = await createToken(host.home, 'page', '--conversation', 'web');
     const login = await call(host, 'POST', '/v1/login', { body: { token: bridge } });
     expect(login.status).toBe(200);
     expect(login.body).toEqual({ name: 'page', admin: false, conversations: ['web'] });
@@ -177,7 +176,7 @@ describe('browser session', () => {
     expect((await call(host, 'GET', '/v1/whoami', { cookie })).status).toBe(401);
     const second = (await call(host, 'POST', '/v1/login', { body: { token: bridge } })).headers.get('set-cookie')!.split(';')[0]!;
     expect((await call(host, 'GET', '/v1/whoami', { cookie: second })).status).toBe(200);
-    pincerToken(host.home, 'revoke', 'page');
+    await pincerToken(host.home, 'revoke', 'page');
     expect((await call(host, 'GET', '/v1/whoami', { cookie: second })).status).toBe(401);
 
     // the admin token logs in as admin

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
-import { BUILT_CLI } from './support/runner-harness.js';
+import { runCli } from './support/runner-harness.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
 
 /**
@@ -17,7 +16,7 @@ afterEach(async () => {
 });
 
 function pincerWebhook(home: string, ...args: string[]) {
-  return spawnSync(process.execPath, [BUILT_CLI, 'webhook', ...args, '--home', home], { env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 15_000 });
+  return runCli(['webhook', ...args, '--home', home]);
 }
 
 const hex = (secret: string, data: string) => createHmac('sha256', secret).update(data).digest('hex');
@@ -48,13 +47,13 @@ async function webhookRows(host: HostHandle, conversation: string): Promise<{ so
 describe('signed webhooks', () => {
   it('accepts GitHub, generic HMAC and Stripe-style signatures without a token, and stores nothing for a bad one', async () => {
     const host = await startHost();
-    expect(pincerWebhook(host.home, 'add', 'gh', '--scheme', 'github', '--secret', 'github-secret', '--conversation', 'repo').status).toBe(0);
-    expect(pincerWebhook(host.home, 'add', 'acme', '--scheme', 'hmac', '--secret', 'acme-secret', '--header', 'X-Acme-Signature').status).toBe(0);
-    const generated = pincerWebhook(host.home, 'add', 'pay', '--scheme', 'stripe', '--conversation', 'billing');
+    expect((await pincerWebhook(host.home, 'add', 'gh', '--scheme', 'github', '--secret', 'github-secret', '--conversation', 'repo')).status).toBe(0);
+    expect((await pincerWebhook(host.home, 'add', 'acme', '--scheme', 'hmac', '--secret', 'acme-secret', '--header', 'X-Acme-Signature')).status).toBe(0);
+    const generated = await pincerWebhook(host.home, 'add', 'pay', '--scheme', 'stripe', '--conversation', 'billing');
     expect(generated.status).toBe(0);
     const stripeSecret = generated.stdout.trim();
     expect(stripeSecret).toMatch(/^[0-9a-f]{48}$/);
-    expect(pincerWebhook(host.home, 'list').stdout).toBe('acme\thmac\tconversation webhook-acme\ngh\tgithub\tconversation repo\npay\tstripe\tconversation billing\n');
+    expect((await pincerWebhook(host.home, 'list')).stdout).toBe('acme\thmac\tconversation webhook-acme\ngh\tgithub\tconversation repo\npay\tstripe\tconversation billing\n');
 
     // refused: nothing stored, no session created for any of the three conversations
     const push = JSON.stringify({ ref: 'refs/heads/main', pusher: { name: 'ann' } });
@@ -102,7 +101,7 @@ describe('signed webhooks', () => {
     expect(await webhookRows(host, 'billing')).toEqual([{ source: 'pay', event: 'invoice.paid', payload: JSON.parse(invoice) }]);
 
     // removed: the source needs a token again
-    expect(pincerWebhook(host.home, 'remove', 'gh').status).toBe(0);
+    expect((await pincerWebhook(host.home, 'remove', 'gh')).status).toBe(0);
     expect((await deliver(host, 'gh', push, { 'X-GitHub-Event': 'push', 'X-Hub-Signature-256': `sha256=${hex('github-secret', push)}` })).status).toBe(401);
     expect(await host.stop()).toBe(0);
   });
@@ -113,10 +112,10 @@ describe('signed webhooks', () => {
     [['add', 'x', '--scheme', 'github', '--header', 'X-Sig'], /--header is for --scheme hmac only/],
     [['add', 'x', '--scheme', 'stripe', '--tolerance', 'soon'], /--tolerance: not a number of seconds: "soon"/],
     [['remove', 'ghost'], /no signed webhook named "ghost"/],
-  ])('pincer webhook %j fails with one clear line and exit 2', (args, message) => {
+  ])('pincer webhook %j fails with one clear line and exit 2', async (args, message) => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-webhook-'));
-    pincerWebhook(home, 'add', 'first', '--scheme', 'github', '--secret', 'first-secret');
-    const result = pincerWebhook(home, ...args);
+    await pincerWebhook(home, 'add', 'first', '--scheme', 'github', '--secret', 'first-secret');
+    const result = await pincerWebhook(home, ...args);
     expect(result.status).toBe(2);
     expect(result.stderr.trim()).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);

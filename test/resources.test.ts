@@ -38,7 +38,7 @@ describe('resource packages', () => {
       'prompts/README.txt': 'not a prompt',
     });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'convention' });
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'convention', extensions: 'none' });
     expect(loaded.skills.map((s) => [s.name, s.description])).toEqual([
       ['notes', 'Notes'],
       ['pdf', 'Work with PDF files'],
@@ -60,7 +60,7 @@ describe('resource packages', () => {
       'commands/ship.md': 'Ship it: $ARGUMENTS',
     });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'manifest', prompts: 'manifest' });
+    expect(loaded.sources).toEqual({ skills: 'manifest', prompts: 'manifest', extensions: 'none' });
     expect(loaded.skills.map((s) => s.name)).toEqual(['deploy']);
     expect(loaded.prompts.map((p) => p.name)).toEqual(['ship']);
     expect(loaded.diagnostics).toEqual([]);
@@ -69,7 +69,7 @@ describe('resource packages', () => {
   it('falls back to the convention for a kind the manifest does not list', () => {
     const root = groupFolder({ 'package.json': manifest({ prompts: ['commands'] }), 'skills/a/SKILL.md': skill('a', 'A'), 'commands/x.md': 'X' });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'manifest' });
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'manifest', extensions: 'none' });
     expect(loaded.skills.map((s) => s.name)).toEqual(['a']);
     expect(loaded.prompts.map((p) => p.name)).toEqual(['x']);
   });
@@ -116,5 +116,24 @@ describe('prompt templates and the skills section', () => {
     expect(section).toContain('## Skills');
     expect(section).toContain('- pdf: Work with PDFs (instructions: /g/skills/pdf/SKILL.md)');
     expect(skillsSection([])).toBeUndefined();
+  });
+});
+
+describe('extension discovery (found, never run, by the resource loader)', () => {
+  it('finds extensions/*.js|mjs and extensions/<name>/index.js by convention; reports TypeScript', () => {
+    const root = groupFolder({ 'extensions/a.mjs': 'x', 'extensions/tool/index.js': 'x', 'extensions/b.ts': 'x', 'extensions/notes.md': 'x' });
+    const loaded = loadResources(root);
+    expect(loaded.sources.extensions).toBe('convention');
+    expect(loaded.extensions.map((e) => e.name)).toEqual(['a.mjs', 'tool']);
+    expect(loaded.diagnostics).toEqual([{ code: 'not-javascript', message: `extensions: ${path.join(root, 'extensions/b.ts')} is not JavaScript (.js, .mjs or .cjs); compile it first` }]);
+    expect(describeResources(loaded)).toBe('resources: 0 skills from none, 0 prompts from none, 2 extensions (a.mjs, tool) from convention, 1 problem');
+  });
+
+  it('takes only the manifest entries when the manifest lists extensions, reporting entries outside the package', () => {
+    const root = groupFolder({ 'package.json': manifest({ extensions: ['lib/ext.mjs', '../elsewhere.mjs'] }), 'lib/ext.mjs': 'x', 'extensions/ignored.mjs': 'x' });
+    const loaded = loadResources(root);
+    expect(loaded.sources.extensions).toBe('manifest');
+    expect(loaded.extensions).toEqual([{ name: 'ext.mjs', file: path.join(root, 'lib/ext.mjs') }]);
+    expect(loaded.diagnostics.map((d) => d.code)).toEqual(['outside-package']);
   });
 });

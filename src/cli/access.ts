@@ -5,8 +5,9 @@ import path from 'node:path';
 import { openCentralDb } from '../host/central-db/store.js';
 import { AccessStore } from '../host/channels/http/access.js';
 import { DEFAULT_HMAC_HEADER, DEFAULT_TOLERANCE_S, WEBHOOK_SCHEMES, type WebhookScheme } from '../host/channels/http/signatures.js';
-import { isHostError } from '../host/errors.js';
+import { resolveHome } from '../host/config.js';
 import { prepareHome } from '../host/home.js';
+import { CliError } from './errors.js';
 
 /**
  * Who may call the HTTP API, kept in the home's central DB; a running host sees every change at the next request.
@@ -15,8 +16,8 @@ import { prepareHome } from '../host/home.js';
  * - `pincer webhook add|list|remove`: signed webhooks, whose senders prove themselves with an HMAC signature made
  *   with a shared secret instead of a token (GitHub, a generic HMAC-SHA256 header, Stripe-style timestamped).
  */
-const home = (options: { home?: string }) => path.resolve(options.home ?? process.env.PINCER_HOME ?? '.pincer');
-const HOME_HELP = 'data directory (default PINCER_HOME or ./.pincer)';
+const home = (options: { home?: string }) => resolveHome(process.env, options.home);
+const HOME_HELP = 'data directory (default: PINCER_HOME, else ~/.pincer)';
 
 export function registerAccessCommands(program: Command): void {
   registerTokenCommands(program);
@@ -33,7 +34,7 @@ function registerTokenCommands(program: Command): void {
     .option('--admin', 'the token may use every route and conversation')
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { conversation: string[]; admin?: boolean; home?: string }) => {
-      process.exitCode = withStore(home(options), true, (store) => {
+      withStore(home(options), true, (store) => {
         const { token: secret, info } = store.createToken({ name, admin: options.admin === true, conversations: options.conversation });
         process.stderr.write(`token "${info.name}" created for ${describeScope(info)}; it is shown only now:\n`);
         process.stdout.write(`${secret}\n`);
@@ -45,7 +46,7 @@ function registerTokenCommands(program: Command): void {
     .description('list tokens (names and scopes; the tokens themselves are not kept)')
     .option('--home <dir>', HOME_HELP)
     .action((options: { home?: string }) => {
-      process.exitCode = withStore(home(options), false, (store) => {
+      withStore(home(options), false, (store) => {
         const tokens = store.listTokens();
         if (tokens.length === 0) process.stdout.write('no tokens (besides the admin token in <home>/http-token)\n');
         for (const t of tokens) {
@@ -59,8 +60,8 @@ function registerTokenCommands(program: Command): void {
     .description('revoke a token at once (its browser sessions end too)')
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { home?: string }) => {
-      process.exitCode = withStore(home(options), false, (store) => {
-        if (!store.revokeToken(name)) throw new UsageError(`no live token named "${name}" (pincer token list)`);
+      withStore(home(options), false, (store) => {
+        if (!store.revokeToken(name)) throw new CliError(`no live token named "${name}" (pincer token list)`);
         process.stderr.write(`token "${name}" revoked\n`);
       });
     });
@@ -79,11 +80,11 @@ function registerWebhookCommands(program: Command): void {
     .option('--tolerance <seconds>', `stripe scheme: how old a signature may be (default ${DEFAULT_TOLERANCE_S})`)
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { scheme: string; secret?: string; conversation?: string; header?: string; tolerance?: string; home?: string }) => {
-      process.exitCode = withStore(home(options), true, (store) => {
+      withStore(home(options), true, (store) => {
         const tolerance = options.tolerance === undefined ? null : Number(options.tolerance);
-        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0)) throw new UsageError(`--tolerance: not a number of seconds: "${options.tolerance}"`);
-        if (options.header !== undefined && options.scheme !== 'hmac') throw new UsageError('--header is for --scheme hmac only');
-        if (options.tolerance !== undefined && options.scheme !== 'stripe') throw new UsageError('--tolerance is for --scheme stripe only');
+        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0)) throw new CliError(`--tolerance: not a number of seconds: "${options.tolerance}"`);
+        if (options.header !== undefined && options.scheme !== 'hmac') throw new CliError('--header is for --scheme hmac only');
+        if (options.tolerance !== undefined && options.scheme !== 'stripe') throw new CliError('--tolerance is for --scheme stripe only');
         const secret = options.secret ?? randomBytes(24).toString('hex');
         const hook = store.setWebhook({
           name,
@@ -103,7 +104,7 @@ function registerWebhookCommands(program: Command): void {
     .description('list signed webhooks (not their secrets)')
     .option('--home <dir>', HOME_HELP)
     .action((options: { home?: string }) => {
-      process.exitCode = withStore(home(options), false, (store) => {
+      withStore(home(options), false, (store) => {
         const hooks = store.listWebhooks();
         if (hooks.length === 0) process.stdout.write('no signed webhooks\n');
         for (const h of hooks) process.stdout.write(`${h.name}\t${h.scheme}\tconversation ${h.conversation ?? `webhook-${h.name}`}\n`);
@@ -115,29 +116,20 @@ function registerWebhookCommands(program: Command): void {
     .description('stop accepting a signed webhook (its source then needs a token again)')
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { home?: string }) => {
-      process.exitCode = withStore(home(options), false, (store) => {
-        if (!store.removeWebhook(name)) throw new UsageError(`no signed webhook named "${name}" (pincer webhook list)`);
+      withStore(home(options), false, (store) => {
+        if (!store.removeWebhook(name)) throw new CliError(`no signed webhook named "${name}" (pincer webhook list)`);
         process.stderr.write(`webhook "${name}" removed\n`);
       });
     });
 }
 
-class UsageError extends Error {}
-
-function withStore(home: string, create: boolean, run: (store: AccessStore) => void): number {
-  if (!create && !fs.existsSync(path.join(home, 'pincer.db'))) {
-    process.stderr.write(`no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME\n`);
-    return 2;
-  }
+/** Run against the home's central DB (created when `create`); errors go to the CLI's one-line report, exit 2. */
+function withStore(home: string, create: boolean, run: (store: AccessStore) => void): void {
+  if (!create && !fs.existsSync(path.join(home, 'pincer.db'))) throw new CliError(`no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME`);
   prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {
     run(new AccessStore(db));
-    return 0;
-  } catch (err) {
-    if (!(err instanceof UsageError) && !isHostError(err)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return 2;
   } finally {
     db.close();
   }

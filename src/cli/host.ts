@@ -89,7 +89,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       doctorRoutes(config.home),
       ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
     ];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes }));
+    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
   }
   let host: Host;
   try {

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { isValidTimeZone } from '../shared/time.js';
+import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
@@ -21,6 +21,7 @@ const HostEnvSchema = z.object({
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
@@ -60,7 +61,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   const parsed = HostEnvSchema.safeParse(env);
   if (!parsed.success) throw new HostError('config', `bad host environment: ${describeIssues(parsed.error)}`);
   const e = parsed.data;
-  const timezone = env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const timezone = env.TZ || systemTimeZone();
   if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);
@@ -79,7 +80,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
     runners: {
       kind: e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,

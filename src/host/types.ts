@@ -18,7 +18,7 @@ export interface HostConfig {
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
-  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined } | null;
+  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
   runners: {
     /**
      * `auto` (default): bwrap, else docker, else process, resolved when the host starts (src/host/runner-kind.ts);

@@ -104,5 +104,21 @@ export interface ProviderConfig {
   /** model and provider entries of config.json (route settings), for providers that read them (the built-in runtime). */
   models?: Record<string, ModelSettings>;
   modelProviders?: Record<string, ModelSettings>;
+  /** tools extensions registered (src/providers/extensions.ts), for providers that run tools themselves (the built-in runtime) */
+  extensionTools?: ExtensionTool[];
   log: (message: string) => void;
 }
+
+/** What an extension's tool returns: text, or content blocks. Throw to report a failure to the model. */
+export type ExtensionToolResult = string | { content: ({ type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string })[] };
+
+/** A tool an extension registers for the built-in runtime (src/providers/extensions.ts). */
+export interface ExtensionTool {
+  /** the name the model calls: letters, digits, `_` and `-` */
+  name: string;
+  description: string;
+  /** a JSON schema of the arguments (`{type: 'object', properties: …}`) */
+  parameters: Record<string, unknown>;
+  execute(args: Record<string, unknown>, context: { signal?: AbortSignal; cwd: string }): Promise<ExtensionToolResult> | ExtensionToolResult;
+}
+

@@ -7,7 +7,7 @@ import type {
   WebhookContent,
 } from '../db/content.js';
 import type { InboundRow } from '../db/types.js';
-import { formatTime } from '../shared/time.js';
+import { compareIso, formatTime } from '../shared/time.js';
 import { escapeXml, xmlAttributes } from './xml.js';
 
 /**
@@ -31,7 +31,7 @@ const SECTION_SEPARATOR = '\n\n---\n\n';
 
 export function formatBatch(messages: FormattableMessage[], options: FormatOptions): string {
   const sorted = [...messages].sort(
-    (a, b) => a.row.timestamp.localeCompare(b.row.timestamp) || a.row.seq - b.row.seq,
+    (a, b) => compareIso(a.row.timestamp, b.row.timestamp) || a.row.seq - b.row.seq,
   );
   const sections: string[] = [];
   let chatRun: string[] = [];

@@ -8,7 +8,8 @@ import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '
 import { createRunnerPools, RunnerPoolsConfigError } from './pools.js';
 import { describeSelection } from '../runtime/selection.js';
 import { createLogger, errorMessage } from '../shared/log.js';
-import { describeResources, loadResources, skillsSection } from '../runtime/resources/index.js';
+import { describeResources, findExtensions, loadResources, skillsSection } from '../runtime/resources/index.js';
+import { loadExtensions } from '../providers/extensions.js';
 import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
@@ -27,6 +28,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   let setup;
   try {
     const config = loadRunnerConfig(env);
+    // Extensions first: a harness they register is a runtime the policy may choose (logged once the runner is up).
+    const found = findExtensions(config.paths.agent);
+    const extensions = await loadExtensions(found.found, (m) => log.info(m));
     const selection = selectProviderFor(
       {
         session: config.provider,
@@ -47,10 +51,11 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
       model: config.model,
       models: config.models,
       modelProviders: config.modelProviders,
+      extensionTools: extensions.tools,
       log: (m) => log.info(m),
     });
     const pools = createRunnerPools(env, log);
-    setup = { config, choice, db, provider, pools, selection };
+    setup = { config, choice, db, provider, pools, selection, extensions };
   } catch (err) {
     if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
@@ -58,7 +63,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw err;
   }
-  const { config, choice, db, provider, pools, selection } = setup;
+  const { config, choice, db, provider, pools, selection, extensions } = setup;
+  for (const loaded of extensions.loaded) log.info(`extension ${loaded}`);
+  for (const diagnostic of extensions.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   // Every provider decision is logged with its candidates and reason.
   log.info(describeSelection(selection));
   initRunnerState(db, process.pid, choice.name);

@@ -22,8 +22,8 @@ export interface HostHandle {
   /** pids of every runner this host started (from its log). */
   runnerPids(): number[];
   request(method: string, urlPath: string, body?: unknown, options?: { token?: string | null; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; body: Record<string, unknown> }>;
-  /** open the SSE stream of a conversation; events collect in `events`. */
-  stream(conversation: string): SseStream;
+  /** open the SSE stream of a conversation (live, or after `lastEventId`); events collect in `events`. */
+  stream(conversation: string, options?: { lastEventId?: string; paused?: boolean }): SseStream;
   /** the session folder of a session id (from the central DB's layout). */
   sessionDir(sessionId: string): string;
   stop(): Promise<number | string>;
@@ -38,6 +38,10 @@ export interface SseEvent {
 
 export interface SseStream {
   events: SseEvent[];
+  /** the server ended the stream. */
+  ended(): boolean;
+  /** start reading a stream opened with `paused` (a client that did not read until now). */
+  resume(): void;
   waitFor(what: string, predicate: (event: SseEvent) => boolean, timeoutMs?: number): Promise<SseEvent>;
   close(): void;
 }
@@ -91,7 +95,7 @@ export async function startHost(env: Record<string, string | undefined> = {}, ho
     stderr: () => stderr,
     runnerPids: () => [...stderr.matchAll(/runner started for \S+: pid (\d+)/g)].map((m) => Number(m[1])),
     request: (method, urlPath, body, options = {}) => request(port, method, urlPath, body, options),
-    stream: (conversation) => openStream(port, conversation),
+    stream: (conversation, options) => openStream(port, conversation, options),
     sessionDir: (sessionId) => path.join(home!, 'sessions', sessionId),
     stop: () => {
       child.kill('SIGTERM');
@@ -170,35 +174,48 @@ function parseBody(text: string): Record<string, unknown> {
   }
 }
 
-function openStream(port: number, conversation: string): SseStream {
+function openStream(port: number, conversation: string, options: { lastEventId?: string; paused?: boolean } = {}): SseStream {
   const events: SseEvent[] = [];
   let buffer = '';
+  let ended = false;
   const req = http.get({
     host: '127.0.0.1',
     port,
     path: `/v1/conversations/${encodeURIComponent(conversation)}/stream`,
-    headers: { Authorization: `Bearer ${TEST_TOKEN}`, Accept: 'text/event-stream' },
+    headers: {
+      Authorization: `Bearer ${TEST_TOKEN}`,
+      Accept: 'text/event-stream',
+      ...(options.lastEventId !== undefined ? { 'Last-Event-ID': options.lastEventId } : {}),
+    },
   });
+  // A paused stream reads nothing until resume(): the host's writes back up as they would for a stuck client.
+  let read = (): void => undefined;
   req.on('response', (res) => {
-    res.setEncoding('utf8').on('data', (chunk: string) => {
-      buffer += chunk;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const fields: Record<string, string> = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) continue;
-          const i = line.indexOf(':');
-          if (i > 0) fields[line.slice(0, i)] = line.slice(i + 1).trimStart();
+    res.on('end', () => (ended = true));
+    res.on('close', () => (ended = true));
+    read = () =>
+      void res.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const fields: Record<string, string> = {};
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) continue;
+            const i = line.indexOf(':');
+            if (i > 0) fields[line.slice(0, i)] = line.slice(i + 1).trimStart();
+          }
+          if (fields.data) events.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data) as Record<string, unknown> });
         }
-        if (fields.data) events.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data) as Record<string, unknown> });
-      }
-    });
+      });
+    if (!options.paused) read();
   });
   req.on('error', () => undefined);
   return {
     events,
+    ended: () => ended,
+    resume: () => read(),
     waitFor: (what, predicate, timeoutMs = 15_000) => waitFor(what, () => events.find(predicate), { timeoutMs, intervalMs: 10 }),
     close: () => req.destroy(),
   };

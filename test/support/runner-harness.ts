@@ -8,6 +8,26 @@ import { waitFor } from './wait.js';
  */
 export const BUILT_CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 
+/**
+ * Run a short `pincer …` command (the compiled CLI) to its end without blocking the test's event loop, so HTTP
+ * connections the test holds stay serviced meanwhile (spawnSync would let a keep-alive socket go stale unnoticed).
+ */
+export function runCli(args: string[], env: Record<string, string | undefined> = { PATH: process.env.PATH }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BUILT_CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 export interface RunnerHandle {
   child: ChildProcess;
   /** everything the runner wrote to stderr so far. */

@@ -82,6 +82,20 @@ export function deliveryError(platform: string, err: unknown): ChannelDeliveryEr
     return new ChannelDeliveryError(message, typeof retryAfter === 'number' && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {});
   }
   if (typeof code === 'string' && PERMANENT_CODES.has(code)) return new ChannelDeliveryError(message, { permanent: true });
+  // Octokit's RequestError (GitHub): an HTTP status, and a rate limit's Retry-After among the response headers.
+  const httpStatus = typeof err === 'object' && err !== null ? (err as { status?: unknown }).status : undefined;
+  if (typeof httpStatus === 'number') {
+    const headers = (err as { response?: { headers?: Record<string, unknown> } }).response?.headers ?? {};
+    const retryAfter = Number(headers['retry-after']);
+    if (httpStatus === 429 || (httpStatus === 403 && Number.isFinite(retryAfter))) {
+      return new ChannelDeliveryError(message, Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {});
+    }
+    if (httpStatus >= 400 && httpStatus < 500) return new ChannelDeliveryError(message, { permanent: true });
+    return new ChannelDeliveryError(message);
+  }
+  // WhatsApp's adapter reports the Graph API's status only in its message ("WhatsApp API error: 400 …").
+  const status = /\bAPI error: (\d{3})\b/.exec(errorMessage(err))?.[1];
+  if (status && status.startsWith('4') && status !== '429') return new ChannelDeliveryError(message, { permanent: true });
   // Slack answered `ok: false` (channel_not_found, not_in_channel, invalid_blocks, …): asking again changes nothing.
   if (code === 'slack_webapi_platform_error') return new ChannelDeliveryError(message, { permanent: true });
   return new ChannelDeliveryError(message);

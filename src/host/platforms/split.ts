@@ -8,6 +8,8 @@ import { parseMarkdown } from 'chat';
  * MarkdownV2 with its escapes), which can be longer than the markdown.
  */
 export function splitMarkdown(markdown: string, limit: number, render: (markdown: string) => string): string[] {
+  // Escaping at most doubles a text (one backslash per character): a text within half the limit fits unrendered.
+  if (markdown.length * 2 <= limit) return [markdown];
   if (markdown.length <= limit && render(markdown).length <= limit) return [markdown];
   // Rendering (a markdown parse) costs milliseconds per KiB: chunks are filled by source length and each closed
   // chunk is rendered once; when escapes made it too long, blocks move on to the next chunk in proportion.

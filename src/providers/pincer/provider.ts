@@ -13,6 +13,7 @@ import { PincerRun } from './run.js';
 import { SessionStore } from './session-store.js';
 import { bashTool } from './tools/bash.js';
 import { Confinement } from './tools/confine.js';
+import { extensionTool } from './tools/extension.js';
 import { fileTools } from './tools/files.js';
 import { toolLimits } from './tools/limits.js';
 
@@ -23,11 +24,6 @@ import { toolLimits } from './tools/limits.js';
  * the runner configures, and tools extensions register. The conversation lives in `.pincer-sessions/` of the session
  * folder and is resumed by id; compaction keeps it inside the model's context window.
  */
-export interface PincerProviderOptions {
-  /** tools registered by extensions, added after the built-in ones */
-  extraTools?: AgentTool[];
-}
-
 interface Conversation {
   store: SessionStore;
   agent: Agent;
@@ -46,11 +42,11 @@ export class PincerProvider implements AgentProvider {
   private conversation: Conversation | undefined;
   private readonly runs = new Set<PincerRun>();
 
-  constructor(
-    config: ProviderConfig,
-    private readonly options: PincerProviderOptions = {},
-  ) {
+  private readonly extensionTools: ProviderConfig['extensionTools'];
+
+  constructor(config: ProviderConfig) {
     this.env = config.env;
+    this.extensionTools = config.extensionTools;
     const ref = config.model ?? config.env.PINCER_MODEL;
     if (!ref) {
       throw new ProviderError(
@@ -161,7 +157,7 @@ export class PincerProvider implements AgentProvider {
       ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
       bashTool(input.cwd, this.env, limits),
       ...tools,
-      ...(this.options.extraTools ?? []),
+      ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),
     ]);
   }
 }

@@ -1,3 +1,3 @@
-export { loadResources } from './load.js';
+export { findExtensions, loadResources } from './load.js';
 export { describeResources, expandPrompt, skillsSection } from './prompt-commands.js';
 export type * from './types.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expandEntries } from './entries.js';
 import { readManifest } from './manifest.js';
 import { firstParagraph, parseMarkdownFile } from './markdown.js';
-import type { LoadedResources, PromptResource, ResourceDiagnostic, ResourceSource, SkillResource } from './types.js';
+import type { ExtensionResource, LoadedResources, PromptResource, ResourceDiagnostic, ResourceSource, SkillResource } from './types.js';
 
 /**
  * Load an agent group folder's skills and prompts (see types.ts). A kind the manifest lists comes only from its
@@ -34,9 +34,11 @@ export function loadResources(root: string, reservedCommands: readonly string[] 
     promptPaths = [path.join(root, 'prompts')];
   }
 
+  const extensions = extensionsIn(root, manifest?.extensions, diagnostics);
   return {
     root,
-    sources: { skills: skillSource, prompts: promptSource },
+    sources: { skills: skillSource, prompts: promptSource, extensions: extensions.source },
+    extensions: extensions.found,
     skills: uniqueByName(skillPaths.flatMap((p) => skillsAt(p, diagnostics)), 'skill', diagnostics),
     prompts: uniqueByName(
       promptPaths.flatMap((p) => promptsAt(p, diagnostics)),
@@ -46,6 +48,54 @@ export function loadResources(root: string, reservedCommands: readonly string[] 
     ),
     diagnostics,
   };
+}
+
+/**
+ * The extension modules of an agent group folder, without loading them (the runner does, before choosing its
+ * runtime: an extension may register a harness). Manifest entries, else `extensions/*.js|mjs` and
+ * `extensions/<name>/index.js|mjs`. Only JavaScript: Node runs no TypeScript here.
+ */
+export function findExtensions(root: string): { found: ExtensionResource[]; source: ResourceSource; diagnostics: ResourceDiagnostic[] } {
+  const diagnostics: ResourceDiagnostic[] = [];
+  const manifest = readManifest(root, []);
+  return { ...extensionsIn(root, manifest?.extensions, diagnostics), diagnostics };
+}
+
+function extensionsIn(root: string, entries: string[] | undefined, diagnostics: ResourceDiagnostic[]): { found: ExtensionResource[]; source: ResourceSource } {
+  let source: ResourceSource = 'none';
+  let files: string[] = [];
+  if (entries) {
+    source = 'manifest';
+    files = expandEntries(root, entries, 'extensions', diagnostics).flatMap((target) => (isDirectory(target) ? extensionFilesIn(target) : [target]));
+  } else if (isDirectory(path.join(root, 'extensions'))) {
+    source = 'convention';
+    files = extensionFilesIn(path.join(root, 'extensions'));
+  }
+  const found: ExtensionResource[] = [];
+  for (const file of files) {
+    if (!/\.(m?js|cjs)$/.test(file)) {
+      diagnostics.push({ code: 'not-javascript', message: `extensions: ${file} is not JavaScript (.js, .mjs or .cjs); compile it first` });
+      continue;
+    }
+    const base = path.basename(file);
+    found.push({ name: /^index\.m?js$/.test(base) ? path.basename(path.dirname(file)) : base, file });
+  }
+  return { found, source };
+}
+
+/** `*.js`/`*.mjs` files of a folder, and `<name>/index.js|mjs` of its subfolders; other code files are reported. */
+function extensionFilesIn(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of fs.readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    if (isDirectory(full)) {
+      const index = ['index.mjs', 'index.js'].map((f) => path.join(full, f)).find((f) => fs.existsSync(f));
+      if (index) out.push(index);
+    } else if (/\.(m?js|ts|mts|cjs)$/.test(name)) {
+      out.push(full);
+    }
+  }
+  return out;
 }
 
 /** A skill folder (with SKILL.md), a folder of skill folders, a SKILL.md, or a single-file skill (`name.md`). */

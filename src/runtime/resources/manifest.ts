@@ -10,6 +10,7 @@ const Entries = z.union([z.string(), z.array(z.string())]).transform((value) => 
 const PincerManifestSchema = z.looseObject({
   skills: Entries.optional(),
   prompts: Entries.optional(),
+  extensions: Entries.optional(),
 });
 
 const PackageJsonSchema = z.looseObject({ pincer: z.unknown().optional() });
@@ -17,9 +18,10 @@ const PackageJsonSchema = z.looseObject({ pincer: z.unknown().optional() });
 export interface PincerManifest {
   skills?: string[];
   prompts?: string[];
+  extensions?: string[];
 }
 
-const KNOWN_KEYS = new Set(['skills', 'prompts']);
+const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions']);
 
 /** The manifest of `root`, or undefined when there is no package.json or it has no `"pincer"` key. */
 export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): PincerManifest | undefined {
@@ -41,8 +43,8 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
   }
   for (const key of Object.keys(manifest.data)) {
     if (!KNOWN_KEYS.has(key)) {
-      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts)` });
+      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions)` });
     }
   }
-  return { skills: manifest.data.skills, prompts: manifest.data.prompts };
+  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions };
 }

@@ -26,10 +26,11 @@ export function skillsSection(skills: readonly SkillResource[]): string | undefi
 /** One log line: what was loaded from where. */
 export function describeResources(resources: LoadedResources): string {
   const names = (items: { name: string }[], prefix = '') => (items.length ? ` (${items.map((i) => prefix + i.name).join(', ')})` : '');
-  const { skills, prompts, sources } = resources;
+  const { skills, prompts, sources, extensions } = resources;
   return (
     `resources: ${skills.length} skill${skills.length === 1 ? '' : 's'}${names(skills)} from ${sources.skills}, ` +
     `${prompts.length} prompt${prompts.length === 1 ? '' : 's'}${names(prompts, '/')} from ${sources.prompts}` +
+    (extensions.length ? `, ${extensions.length} extension${extensions.length === 1 ? '' : 's'}${names(extensions)} from ${sources.extensions}` : '') +
     (resources.diagnostics.length ? `, ${resources.diagnostics.length} problem${resources.diagnostics.length === 1 ? '' : 's'}` : '')
   );
 }

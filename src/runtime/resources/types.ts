@@ -1,7 +1,7 @@
 /**
- * Resource packages (OpenClaw "清单"; SPEC §7): an agent group folder declares skills and prompts in its
+ * Resource packages (OpenClaw "清单"; SPEC §7): an agent group folder declares skills, prompts and extensions in its
  * `package.json` under `"pincer"` (paths or globs relative to the folder, `!pattern` excludes), else in the
- * conventional `skills/<name>/SKILL.md` and `prompts/<name>.md`. Loading never fails and never stays silent: every
+ * conventional `skills/<name>/SKILL.md`, `prompts/<name>.md` and `extensions/*.{js,mjs}` (or `extensions/<name>/index.js`). Loading never fails and never stays silent: every
  * problem becomes a diagnostic for the runner's log and `pincer doctor`.
  */
 
@@ -25,7 +25,16 @@ export interface PromptResource {
   file: string;
 }
 
+/** An extension module: JavaScript the runner imports to register harnesses and tools (src/providers/extensions.ts). */
+export interface ExtensionResource {
+  /** the file name without the folder: `shout.mjs`, or the folder name for `extensions/<name>/index.js` */
+  name: string;
+  file: string;
+}
+
 export type ResourceDiagnosticCode =
+  | 'not-javascript'
+  | 'extension-failed'
   | 'invalid-manifest'
   | 'missing-path'
   | 'empty-glob'
@@ -45,9 +54,11 @@ export interface LoadedResources {
   /** the agent group folder the resources were loaded from */
   root: string;
   /** where each kind was declared */
-  sources: { skills: ResourceSource; prompts: ResourceSource };
+  sources: { skills: ResourceSource; prompts: ResourceSource; extensions: ResourceSource };
   skills: SkillResource[];
   prompts: PromptResource[];
+  /** found, not loaded: only a runner imports them (their code runs in the agent's sandbox, never in the host) */
+  extensions: ExtensionResource[];
   diagnostics: ResourceDiagnostic[];
 }
 

@@ -25,7 +25,7 @@ export class HttpChannel implements ChannelAdapter {
   private readonly sse: SseHub;
 
   constructor(private readonly options: HttpChannelOptions) {
-    this.sse = new SseHub(options.mailbox);
+    this.sse = new SseHub(options.mailbox, { maxBufferedBytes: options.sseMaxBufferedBytes, log: options.log });
   }
 
   async start(host: HostApi): Promise<void> {

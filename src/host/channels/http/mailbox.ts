@@ -37,6 +37,11 @@ export class HttpMailbox {
     return rows.map((row) => this.toEvent(conversation, row));
   }
 
+  /** The newest event id of any conversation (0 when there is none): ids past it were never issued here. */
+  latestId(): number {
+    return (prepared(this.db, 'SELECT coalesce(max(id), 0) AS id FROM http_outbox').get() as { id: number }).id;
+  }
+
   /** The newest event of a conversation (for listings). */
   lastEvent(conversation: string): { id: number; createdAt: string } | undefined {
     const row = prepared(this.db, 'SELECT id, created_at FROM http_outbox WHERE conversation = ? ORDER BY id DESC LIMIT 1').get(conversation) as

@@ -53,6 +53,8 @@ export interface HttpChannelOptions {
   /** the other tokens, browser sessions and signed webhooks, in the central DB. */
   access: AccessStore;
   log: Logger;
+  /** unread bytes an SSE stream may have before the client is disconnected (default 1 MiB). */
+  sseMaxBufferedBytes?: number;
   /** more areas to serve, after the built-in ones (see `routes/index.ts`). */
   routes?: HttpRouteModule[];
 }

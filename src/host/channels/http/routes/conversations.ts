@@ -3,6 +3,7 @@ import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
 import { requireConversation } from '../auth.js';
 import { afterParam, conversationId, readJson, validate } from '../io.js';
+import { streamStart } from '../sse.js';
 import type { Context } from 'hono';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
@@ -27,6 +28,8 @@ const PostTask = z.object({
   script: z.string().optional(),
   threadId: z.string().min(1).optional(),
 });
+
+const EVENTS_PAGE = 500;
 
 const conversationRef = (platformId: string, threadId?: string): ConversationRef => ({ channelType: 'http', platformId, threadId: threadId ?? null });
 
@@ -58,12 +61,13 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
 
   api.get('/v1/conversations/:id/events', (c) => {
     const id = allowed(c);
-    const events = mailbox.after(id, afterParam(c.req.query('after')));
-    return c.json({ events: events.map((e) => e.data) });
+    // One page; `more` says to ask again with `after` = `nextAfter`.
+    const events = mailbox.after(id, afterParam(c.req.query('after')), EVENTS_PAGE);
+    return c.json({ events: events.map((e) => e.data), more: events.length === EVENTS_PAGE, nextAfter: events.at(-1)?.id ?? null });
   });
 
   api.get('/v1/conversations/:id/stream', (c) => {
     const id = allowed(c);
-    return sse.open(id, afterParam(c.req.header('last-event-id') ?? c.req.query('after')));
+    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')));
   });
 };
