@@ -78,7 +78,7 @@ export class Host implements HostApi {
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
-      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')), config.home);
     } catch (err) {
       this.lock.release(); // a host that could not start leaves no lock behind
       throw err;
@@ -115,6 +115,8 @@ export class Host implements HostApi {
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
       await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
+      const adopted = host.store.adoptSessionFolders();
+      if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
       await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
       for (const session of host.store.listSessions()) {
