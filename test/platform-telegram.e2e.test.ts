@@ -107,6 +107,37 @@ describe('Telegram (long polling)', () => {
     expect(textOf(marked)).toContain('Not yet');
   });
 
+  it('sends files, edits its message, reacts to the user\'s message and shows cards', async () => {
+    telegram.userSends({ chatId: 508, userId: 508, text: 'show me everything' });
+    await telegram.waitForSent('the first answer', (c) => toChat(508)(c) && textOf(c).includes('show me everything'));
+    const session = await sessionFor(host, 'telegram', 'telegram:508');
+    const userRow = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
+    const routing = { channelType: 'telegram', platformId: 'telegram:508', threadId: null, inReplyTo: null };
+    const outbox = path.join(host.sessionDir(session.id), 'outbox', 'file-row-508');
+    fs.mkdirSync(outbox, { recursive: true });
+    fs.writeFileSync(path.join(outbox, 'report.txt'), 'the report\n');
+    // What send_file, edit_message, add_reaction and send_card write (as the MCP server does).
+    const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
+    const fileRow = insertOutbound(db, { id: 'file-row-508', kind: 'chat', content: { text: 'here is the report', files: ['report.txt'] }, routing });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: fileRow.seq, text: 'here is the final report' }, routing });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: userRow.seq, emoji: '👍' }, routing });
+    insertOutbound(db, {
+      kind: 'chat-sdk',
+      content: { type: 'card', card: { title: 'Status', children: [{ type: 'text', content: 'All green' }], actions: [{ label: 'Open dashboard', url: 'https://example.com/d' }] }, fallbackText: 'Status: all green' },
+      routing,
+    });
+    db.close();
+    const text = await telegram.waitForSent('the text', (c) => toChat(508)(c) && textOf(c).includes('here is the report'));
+    const document = await telegram.waitForSent('the file', (c) => toChat(508)(c) && c.method === 'sendDocument');
+    expect(document.body.document_name).toBe('report.txt');
+    const edit = await waitFor('the edit', () => telegram.calls.find((c) => c.method === 'editMessageText' && toChat(508)(c) && textOf(c).includes('final report')));
+    expect(Number(edit.body.message_id)).toBe((text.result as { message_id: number }).message_id);
+    const reaction = await waitFor('the reaction', () => telegram.calls.find((c) => c.method === 'setMessageReaction' && toChat(508)(c)));
+    expect(reaction.body).toMatchObject({ message_id: Number(String(JSON.parse(userRow.content).id).split(':').pop()), reaction: [{ type: 'emoji', emoji: '👍' }] });
+    const card = await telegram.waitForSent('the card', (c) => toChat(508)(c) && JSON.stringify(c.body.reply_markup ?? '').includes('https://example.com/d'));
+    expect(textOf(card)).toContain('All green');
+  });
+
   it('keeps working while Telegram answers 500 for a while, and delivers afterwards', async () => {
     telegram.fail('getUpdates', 2, 500);
     telegram.fail('sendMessage', 3, 500);
