@@ -187,6 +187,32 @@ describe('Telegram rules, failures and webhooks', () => {
     expect(telegram.sent().filter(toChat(-100))).toHaveLength(1);
   });
 
+  it('takes admin rights from the host\'s records: a platform admin may register a group, another user may not', async () => {
+    telegram = await startFakeTelegram();
+    host = await startHost(telegramEnv(telegram, { PINCER_ADMIN_USER_ID: 'telegram:42' }));
+    telegram.userSends({ chatId: 42, userId: 42, text: 'i am the admin' });
+    telegram.userSends({ chatId: 43, userId: 43, text: 'i am not' });
+    const admin = await sessionFor(host, 'telegram', 'telegram:42');
+    const other = await sessionFor(host, 'telegram', 'telegram:43');
+    await telegram.waitForSent('both answers', () => telegram.sent().some(toChat(42)) && telegram.sent().some(toChat(43)));
+    // What register_agent_group writes, answering each user's message (as the MCP server does).
+    for (const [session, name] of [[admin, 'ops'], [other, 'sneaky']] as const) {
+      const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
+      const asked = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
+      insertOutbound(db, {
+        kind: 'system',
+        content: { action: 'register_agent_group', name, folder: name, channelType: 'telegram', platformId: `telegram:-${name.length}` },
+        routing: { channelType: 'telegram', platformId: session.platformId, threadId: null, inReplyTo: asked.id },
+      });
+      db.close();
+    }
+    const answerOf = (sessionId: string) => () => inboundOf(host, sessionId).find((r) => r.kind === 'system' && r.content.includes('register_agent_group'));
+    expect(JSON.parse((await waitFor('the admin\'s answer', answerOf(admin.id))).content)).toMatchObject({ status: 'success', result: { name: 'ops' } });
+    const refused = JSON.parse((await waitFor('the other\'s answer', answerOf(other.id))).content) as { status: string; error: string };
+    expect(refused).toMatchObject({ status: 'error' });
+    expect(refused.error).toContain('user "telegram:43" is not an admin');
+  });
+
   it('gives up on a delivery Telegram keeps refusing, and tells the agent (delivery_error, not delivered)', async () => {
     telegram = await startFakeTelegram();
     host = await startHost(telegramEnv(telegram, { PINCER_DELIVERY_ATTEMPTS: '2', PINCER_DELIVERY_RETRY_MS: '50' }));
