@@ -81,12 +81,16 @@ describe('extensions', { timeout: 60_000 }, () => {
   it('pincer doctor lists them without running their code', () => {
     const session = sessionWithExample('convention');
     session.db.close();
+    fs.writeFileSync(session.paths.config, JSON.stringify({ provider: 'parrot' }));
     const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--workspace', session.paths.root], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', AGENT_PROVIDER: 'mock' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' },
       encoding: 'utf8',
       timeout: 20_000,
     });
     expect(result.stdout).toContain('resources: 0 skills from none, 0 prompts from none, 2 extensions (broken.mjs, example.mjs) from convention');
     expect(result.stdout).not.toContain('boom');
+    // The harness only an extension registers is unknown to doctor, which says why.
+    expect(result.stdout).toContain('✗ provider: unknown provider "parrot"');
+    expect(result.stdout).toContain('(an extension of this package may register it: doctor lists extensions without running them)');
   });
 });
