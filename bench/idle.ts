@@ -1,5 +1,5 @@
 import type { WakeMode } from '../src/db/wake.js';
-import { anonRssMiB, cpuPercentOver, pssMiB, rssMiB } from './proc.js';
+import { anonRssMiB, cpuPercentOver, pssMiB, rssMiB, ussMiB } from './proc.js';
 import { MODES, RunnerSession, type ByMode } from './runner-session.js';
 
 /**
@@ -24,6 +24,8 @@ export interface IdleResult {
   anonMiB: number;
   /** proportional set size: shared pages split among the processes sharing them. */
   pssMiB: number;
+  /** unique set size: pages no other process maps. */
+  ussMiB: number;
 }
 
 export interface FleetResult extends IdleResult {
@@ -101,8 +103,8 @@ export async function closeFleets({ fleets }: IdleFleets): Promise<void> {
 }
 
 /** Memory of `pids`, summed (NaN if one has exited). */
-function memoryOf(pids: number[]): { rssMiB: number; anonMiB: number; pssMiB: number } {
+function memoryOf(pids: number[]): { rssMiB: number; anonMiB: number; pssMiB: number; ussMiB: number } {
   const sum = (read: (pid: number) => number | undefined): number => pids.reduce((total, pid) => total + (read(pid) ?? Number.NaN), 0);
-  return { rssMiB: sum(rssMiB), anonMiB: sum(anonRssMiB), pssMiB: sum(pssMiB) };
+  return { rssMiB: sum(rssMiB), anonMiB: sum(anonRssMiB), pssMiB: sum(pssMiB), ussMiB: sum(ussMiB) };
 }
 

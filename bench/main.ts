@@ -23,7 +23,7 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { builtin: 30, platform: 40, coldStart: 6, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 50, mcp: 200 },
+  full: { builtin: 30, platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
   quick: { builtin: 5, platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];

@@ -61,6 +61,17 @@ export function pssMiB(pid: number): number | undefined {
   return kbField(`/proc/${pid}/smaps_rollup`, 'Pss');
 }
 
+/**
+ * Unique set size in MiB (Private_Clean + Private_Dirty of smaps_rollup): the pages no other process maps, what
+ * stopping this process gives back. Pages of the node binary count as private only while no other node process
+ * touched them.
+ */
+export function ussMiB(pid: number): number | undefined {
+  const clean = kbField(`/proc/${pid}/smaps_rollup`, 'Private_Clean');
+  const dirty = kbField(`/proc/${pid}/smaps_rollup`, 'Private_Dirty');
+  return clean === undefined || dirty === undefined ? undefined : clean + dirty;
+}
+
 /** CPU use of `pids` over `windowMs`, as a percentage of one core (summed over the processes). */
 export async function cpuPercentOver(pids: number[], windowMs: number): Promise<{ percent: number; cpuMs: number }> {
   const before = pids.map((pid) => cpuTimeMs(pid) ?? Number.NaN);

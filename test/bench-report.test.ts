@@ -26,6 +26,23 @@ describe('bench report', () => {
     expect(row('MCP send_message: call → row committed, p50').verdict).toBe('PASS');
   });
 
+  it('judges start-up and memory against the goals, the fleet scaled to its size', () => {
+    const idle = { windowMs: 30_000, idleBeforeMs: 40_000, cpuPercent: 0, cpuMs: 0, rssMiB: 53.9, anonMiB: 12, pssMiB: 14, ussMiB: 15.2 };
+    const fleet = { ...idle, runners: 20, rssMiB: 1070, pssMiB: 290, cpuPercent: 1.2, perRunnerCpuPercent: 0.06, perRunnerRssMiB: 53.5 };
+    const memory = buildRows({
+      idle: { watch: idle, poll: idle },
+      fleet: { watch: fleet, poll: fleet },
+      coldStart: { watch: { toReady: [60, 70, 200], toFirstReply: [80, 95, 300] }, poll: { toReady: [1], toFirstReply: [1] } },
+    }).map(toPrintedRow);
+    const find = (start: string) => memory.find((r) => r.metric.startsWith(start))!;
+    expect(find('runner RSS (VmRSS), idle')).toMatchObject({ target: '≤ 54 MiB', verdict: 'PASS' });
+    expect(find('runner USS')).toMatchObject({ target: '≤ 15 MiB', verdict: 'MISS' });
+    expect(find('20 idle runners: total PSS')).toMatchObject({ target: '≤ 300 MiB (15 MiB each)', verdict: 'PASS' });
+    expect(find('20 idle runners: total CPU')).toMatchObject({ target: '≤ 1 % (0.05 % each)', verdict: 'MISS' });
+    expect(find('cold start: spawn → ready')).toMatchObject({ verdict: 'PASS' });
+    expect(find('cold start: spawn → reply')).toMatchObject({ pincer: '95.0 ms', verdict: 'MISS' });
+  });
+
   it('leaves out groups that did not run and shows no baseline where there is none', () => {
     expect(rows.some((r) => r.metric.startsWith('follow-up'))).toBe(false);
     expect(row('MCP send_message: call → row committed, p50').baseline).toBe('—');

@@ -67,7 +67,7 @@ describe('pincer command errors', () => {
   it('shows the stack trace only with PINCER_LOG_LEVEL=debug', () => {
     const debug = cli(['send', missing, 'hi'], { PINCER_LOG_LEVEL: 'debug' });
     expect(debug.status).toBe(2);
-    expect(debug.stderr).toMatch(/\n\s+at .*messages\.js/);
+    expect(debug.stderr).toMatch(/\n\s+at .*messages\.[jt]s/);
   });
 
   it('prints its version', () => {

@@ -113,7 +113,7 @@ describe('host delivery of MCP rows', () => {
     insertOutbound(db, { kind: 'system', content: { action: 'update_task', taskId: id, recurrence: 'not a cron' }, routing: routing('tasks', null) });
     const refused = await waitFor('refusal', () => systemAnswers(db, 'update_task')[0]);
     expect(refused).toMatchObject({ status: 'error' });
-    expect(refused.error).toMatch(/invalid cron expression "not a cron"/);
+    expect(refused.error).toMatch(/recurrence "not a cron" is not a cron expression of 5 fields/);
     insertOutbound(db, { kind: 'system', content: { action: 'update_task', taskId: id, prompt: 'new prompt', recurrence: '0 9 * * *' }, routing: routing('tasks', null) });
     const ok = await waitFor('success', () => systemAnswers(db, 'update_task')[1]);
     expect(ok).toMatchObject({ status: 'success', result: { taskId: id, recurrence: '0 9 * * *' } });

@@ -73,7 +73,7 @@ describe('sweep', () => {
     const first = sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config });
     expect(first.scheduled).toHaveLength(0);
     expect(first.recurrenceErrors.map((e) => e.row.id)).toEqual([bad.id]);
-    expect(first.recurrenceErrors[0]!.error).toMatch(/invalid cron expression "99 \* \* \* \*"/);
+    expect(first.recurrenceErrors[0]!.error).toMatch(/recurrence "99 \* \* \* \*" is not a valid cron expression/);
     expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config }).recurrenceErrors).toHaveLength(0);
     expect(s.allInbound()).toHaveLength(2);
   });

@@ -281,28 +281,30 @@ describe('pincer host runner lifecycle and retries', () => {
     stream.close();
   });
 
-  it('runs a recurring task again at its next cron time, in the same series; refuses a bad cron', async () => {
+  it('runs a recurring task and schedules its next cron time in the same series; refuses a bad or too frequent cron', async () => {
     const host = await startHost();
     const bad = await host.request('POST', '/v1/conversations/cron/tasks', { prompt: 'x', recurrence: 'every tuesday' });
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe('recurrence');
-    expect(bad.body.error).toMatch(/invalid cron expression "every tuesday"/);
+    expect(bad.body.error).toMatch(/recurrence "every tuesday" is not a cron expression of 5 fields/);
+    // The same one-minute floor as the agent's schedule_task tool: no 6-field (seconds) schedule.
+    const everySecond = await host.request('POST', '/v1/conversations/cron/tasks', { prompt: 'x', recurrence: '* * * * * *' });
+    expect(everySecond.status).toBe(400);
+    expect(everySecond.body).toMatchObject({ field: 'recurrence', error: expect.stringMatching(/"\* \* \* \* \* \*" is not a cron expression of 5 fields/) });
     const stream = host.stream('cron');
-    const res = await host.request('POST', '/v1/conversations/cron/tasks', { prompt: 'tick', recurrence: '* * * * * *' });
+    const res = await host.request('POST', '/v1/conversations/cron/tasks', { prompt: 'tick', recurrence: '* * * * *', processAfter: new Date().toISOString() });
     expect(res.status).toBe(202);
     const { sessionId, id } = res.body as { sessionId: string; id: string };
-    await waitFor('two occurrences answered', () => stream.events.filter((e) => e.event === 'chat').length >= 2, { timeoutMs: 15_000 });
-    expect(String(stream.events.find((e) => e.event === 'chat')!.data.text)).toContain('[SCHEDULED TASK]');
+    const reply = await stream.waitFor('the first occurrence answered', (e) => e.event === 'chat');
+    expect(String(reply.data.text)).toContain('[SCHEDULED TASK]');
     // the next occurrence is inserted once the previous one completes: wait for it rather than read at once
-    const tasks = await waitFor('a third occurrence', () => {
+    const tasks = await waitFor('the next occurrence', () => {
       const rows = inboundRows(host, sessionId).filter((r) => r.kind === 'task');
-      return rows.length >= 3 && rows;
+      return rows.length >= 2 && rows;
     });
     expect(tasks[0]!.id).toBe(id);
-    for (const later of tasks.slice(1)) {
-      expect(later.series_id).toBe(id);
-      expect(later.recurrence).toBe('* * * * * *');
-    }
+    expect(tasks[1]).toMatchObject({ series_id: id, recurrence: '* * * * *', status: 'pending' });
+    expect(new Date(tasks[1]!.process_after!).getUTCSeconds()).toBe(0);
     stream.close();
     expect(await host.stop()).toBe(0);
   });

@@ -1,64 +1,39 @@
-import { Command } from 'commander';
 import fs from 'node:fs';
-import { registerChatCommand } from './chat.js';
-import { registerDoctorCommand } from './doctor.js';
-import { configureErrorOutput, handleCliError } from './errors.js';
-import { registerContainerCommands } from './container.js';
-import { registerHostCommand } from './host.js';
-import { registerMessageCommands } from './messages.js';
-import { registerSessionCommands } from './session.js';
-import { registerAccessCommands } from './access.js';
-import { registerUsageCommands } from './usage.js';
+import { fileURLToPath } from 'node:url';
 
 /**
- * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
- * load their code only when chosen: a runner does not carry the MCP SDK, and `pincer mcp` (started by the provider
- * for every query) does not load the runner and its providers.
+ * The CLI entry (`bin/pincer.js`, and what the host starts a runner with: `node <this file> runner`). The processes
+ * started per session or per query (`pincer runner`, `pincer mcp`) go straight to their bundled code in dist/bundle;
+ * everything else loads the command-line program. The bundle is built from dist/src by `npm run build`
+ * (scripts/bundle.mjs); a bundle older than this file means only tsc ran, and running it would run stale code.
  */
-const program = new Command();
-program
-  .name('pincer')
-  .description('Pincer runs AI agents for chats, scheduled tasks and webhooks. Start with: pincer chat')
-  .version(packageVersion(), '-V, --version', 'print the version');
+const bundleDir = new URL('../../bundle/', import.meta.url);
 
-program
-  .command('runner')
-  .description('run the agent runner for the session in PINCER_WORKSPACE (default /workspace)')
-  .action(async () => {
-    const { runRunner } = await import('../runner/main.js');
-    process.exitCode = await runRunner();
-  });
-
-program
-  .command('mcp')
-  .description('the Pincer MCP tool server on stdio for the session in PINCER_WORKSPACE (started by the provider)')
-  .action(async () => {
-    const { runMcpServer } = await import('../mcp/main.js');
-    process.exitCode = await runMcpServer();
-  });
-
-registerSessionCommands(program);
-registerMessageCommands(program);
-registerChatCommand(program);
-registerDoctorCommand(program);
-registerHostCommand(program);
-registerContainerCommands(program);
-registerAccessCommands(program);
-registerUsageCommands(program);
-
-configureErrorOutput(program);
-// The command whose action is running, for the hint of an error it throws.
-let running: Command | undefined;
-program.hook('preAction', (_program, action) => {
-  running = action;
-});
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  process.exitCode = handleCliError(err, running);
+function bundled(name: string): string {
+  const file = new URL(`${name}.js`, bundleDir);
+  let stale: boolean;
+  try {
+    stale = fs.statSync(file).mtimeMs < fs.statSync(new URL(import.meta.url)).mtimeMs;
+  } catch {
+    stale = true;
+  }
+  if (stale) {
+    process.stderr.write(`pincer: ${fileURLToPath(file)} is missing or older than the compiled code; run npm run build\n`);
+    process.exit(1);
+  }
+  return file.href;
 }
 
-function packageVersion(): string {
-  const file = new URL('../../../package.json', import.meta.url);
-  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+// Stack traces name the compiled modules, not bundle offsets, when someone asks for them.
+if (process.env.PINCER_LOG_LEVEL === 'debug') process.setSourceMapsEnabled(true);
+
+const [command, ...rest] = process.argv.slice(2);
+if (command === 'runner' && rest.length === 0) {
+  const { runRunner } = (await import(bundled('runner'))) as typeof import('../runner/main.js');
+  process.exitCode = await runRunner();
+} else if (command === 'mcp' && rest.length === 0) {
+  const { runMcpServer } = (await import(bundled('mcp'))) as typeof import('../mcp/main.js');
+  process.exitCode = await runMcpServer();
+} else {
+  await import(bundled('program'));
 }

@@ -8,7 +8,7 @@ import { sessionPaths } from '../db/layout.js';
 import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { Waker } from '../db/wake.js';
-import { parseTimeInZone } from '../shared/time.js';
+import { parseTimeInZone, systemTimeZone } from '../shared/time.js';
 import { CliError } from './errors.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
@@ -32,7 +32,7 @@ export function registerMessageCommands(program: Command): void {
       if (!parsed.ok) fail(parsed.error);
       let processAfter: string | null = null;
       if (options.processAfter) {
-        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone);
+        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || systemTimeZone());
         if (!processAfter) fail(`--process-after: not a time: "${options.processAfter}"`);
       }
       const db = openSessionDb(paths.db);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { isValidTimeZone } from '../shared/time.js';
+import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { describeIssues } from './content.js';
 import { ModelSettingsSchema } from './model-settings.js';
 import { sessionPaths, type SessionPaths } from './layout.js';
@@ -69,7 +69,7 @@ export function loadSessionConfig(env: NodeJS.ProcessEnv): SessionConfig {
   const file = readConfigFile(paths.config);
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
-  const timeZone = env.TZ || file.timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const timeZone = env.TZ || file.timezone || systemTimeZone();
   if (!isValidTimeZone(timeZone)) throw new SessionConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
   return { paths, file, timeZone, wake: tuning.data.PINCER_WAKE, pollIdleMs: tuning.data.PINCER_POLL_IDLE_MS };
 }

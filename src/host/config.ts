@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { isValidTimeZone } from '../shared/time.js';
+import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
@@ -61,7 +61,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   const parsed = HostEnvSchema.safeParse(env);
   if (!parsed.success) throw new HostError('config', `bad host environment: ${describeIssues(parsed.error)}`);
   const e = parsed.data;
-  const timezone = env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const timezone = env.TZ || systemTimeZone();
   if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);

@@ -1,19 +1,18 @@
-import { CronExpressionParser } from 'cron-parser';
+import { parseRecurrence } from '../shared/cron.js';
 import { HostError } from './errors.js';
 
 /**
  * Cron schedules of recurring tasks, read in the session's time zone (a task "every day at 9" runs at 9 local time).
- * Invalid expressions are refused when a task is scheduled or updated, with the parser's reason.
+ * Expressions are checked by the one shared rule (src/shared/cron.ts: 5 fields, at most once a minute) and refused
+ * when a task is scheduled or updated, with the reason.
  */
 export function nextOccurrence(expression: string, timeZone: string, after: Date = new Date()): Date {
-  try {
-    return CronExpressionParser.parse(expression, { currentDate: after, tz: timeZone }).next().toDate();
-  } catch (err) {
-    throw new HostError('invalid-input', `invalid cron expression "${expression}": ${(err as Error).message}`, 'recurrence');
-  }
+  const parsed = parseRecurrence(expression, timeZone, after);
+  if (!parsed.ok) throw new HostError('invalid-input', parsed.reason, 'recurrence');
+  return parsed.cron.next().toDate();
 }
 
-/** Throw `HostError('invalid-input')` unless `expression` is a cron expression. */
+/** Throw `HostError('invalid-input')` unless `expression` is an accepted cron expression. */
 export function validateCron(expression: string, timeZone: string): void {
   nextOccurrence(expression, timeZone);
 }

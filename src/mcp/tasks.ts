@@ -1,11 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type Database from 'better-sqlite3';
-import { CronExpressionParser } from 'cron-parser';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { prepared } from '../db/connection.js';
 import { insertInbound, insertOutbound } from '../db/messages.js';
 import type { InboundRow } from '../db/types.js';
+import { parseRecurrence } from '../shared/cron.js';
 import { formatTime } from '../shared/time.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
 import { batchRouting } from './routing.js';
@@ -211,25 +211,11 @@ function optionalCron(expression: string, zone: string): string | null {
   return expression;
 }
 
-/** A cron expression, validated: 5 fields (or an alias such as @daily), in the session zone, at most once a minute. */
+/** A cron expression, validated by the shared rule (src/shared/cron.ts). */
 function parseCron(expression: string, zone: string) {
-  const trimmed = expression.trim();
-  if (!trimmed.startsWith('@') && trimmed.split(/\s+/).length !== 5) {
-    throw new McpToolError(
-      'invalid',
-      `recurrence "${expression}" is not a cron expression of 5 fields (minute hour day-of-month month day-of-week), e.g. "0 9 * * 1-5"`,
-    );
-  }
-  let cron;
-  try {
-    cron = CronExpressionParser.parse(trimmed, { tz: zone });
-  } catch (err) {
-    throw new McpToolError('invalid', `recurrence "${expression}" is not a valid cron expression: ${(err as Error).message}`);
-  }
-  if (cron.fields.second.values.length !== 1) {
-    throw new McpToolError('invalid', `recurrence "${expression}" runs more than once a minute: the shortest period is one minute`);
-  }
-  return cron;
+  const parsed = parseRecurrence(expression, zone);
+  if (!parsed.ok) throw new McpToolError('invalid', parsed.reason);
+  return parsed.cron;
 }
 
 function taskPrompt(row: InboundRow): string {

@@ -7,8 +7,8 @@ import type {
   WebhookContent,
 } from '../db/content.js';
 import type { InboundRow } from '../db/types.js';
-import { formatTime } from '../shared/time.js';
-import { escapeXml, xmlAttributes } from './xml.js';
+import { compareIso, formatTime } from '../shared/time.js';
+import { escapeLine, escapeXml, xmlAttributes } from './xml.js';
 
 /**
  * Message formatting (seed "消息格式化"): rows of one batch become one prompt. Chat messages are XML with the
@@ -31,7 +31,7 @@ const SECTION_SEPARATOR = '\n\n---\n\n';
 
 export function formatBatch(messages: FormattableMessage[], options: FormatOptions): string {
   const sorted = [...messages].sort(
-    (a, b) => a.row.timestamp.localeCompare(b.row.timestamp) || a.row.seq - b.row.seq,
+    (a, b) => compareIso(a.row.timestamp, b.row.timestamp) || a.row.seq - b.row.seq,
   );
   const sections: string[] = [];
   let chatRun: string[] = [];
@@ -98,11 +98,11 @@ function formatSection(item: FormattableMessage): string {
     case 'webhook': {
       const content: WebhookContent = message.content;
       const payload = JSON.stringify(content.payload ?? null, null, 2);
-      return [`[WEBHOOK: ${escapeXml(content.source)}/${escapeXml(content.event)}]`, escapeXml(payload), ...notes].join('\n\n');
+      return [`[WEBHOOK: ${escapeLine(content.source)}/${escapeLine(content.event)}]`, escapeXml(payload), ...notes].join('\n\n');
     }
     case 'system': {
       const content: SystemContent = message.content;
-      const lines = [`Action: ${escapeXml(String(content.action ?? content.type))}`];
+      const lines = [`Action: ${escapeLine(String(content.action ?? content.type))}`];
       if ('status' in content) lines.push(`Status: ${escapeXml(String(content.status))}`);
       if ('result' in content && content.result !== undefined) lines.push(`Result: ${escapeXml(JSON.stringify(content.result))}`);
       if ('error' in content && content.error !== undefined) lines.push(`Error: ${escapeXml(String(content.error))}`);

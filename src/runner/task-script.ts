@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -72,7 +72,12 @@ interface GroupRun {
   timedOut: boolean;
 }
 
+/** node:child_process, loaded with the first script: most runners never run one, and it costs ~1 MiB (docs/performance.md). */
+let childProcessModule: typeof import('node:child_process') | undefined;
+
 function spawnGroup(file: string, options: ScriptOptions): Promise<GroupRun> {
+  childProcessModule ??= createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+  const { spawn } = childProcessModule;
   return new Promise((resolve) => {
     const child = spawn('bash', [file], {
       cwd: options.cwd,

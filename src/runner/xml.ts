@@ -15,3 +15,10 @@ export function xmlAttributes(attributes: Record<string, string | number | undef
     .map(([name, value]) => `${name}="${escapeXml(String(value))}"`)
     .join(' ');
 }
+
+/** A value inside a one-line header such as `[WEBHOOK: source/event]`: escaped, and no line breaks or other control
+ * characters, so it can never start a line of its own (a forged `[SYSTEM RESPONSE]`). */
+export function escapeLine(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return escapeXml(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' '));
+}

@@ -34,6 +34,7 @@ function zoneOffsetMs(utcMs: number, timeZone: string): number {
 
 /** True when `timeZone` is an IANA zone this Node knows. */
 export function isValidTimeZone(timeZone: string): boolean {
+  if (UTC_ZONES.has(timeZone) || isProcessZone(timeZone)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone });
     return true;
@@ -42,11 +43,38 @@ export function isValidTimeZone(timeZone: string): boolean {
   }
 }
 
+/**
+ * The first Intl.DateTimeFormat of a process loads ICU's locale and calendar data: +8 MiB of memory and ~20 ms for a
+ * runner (docs/performance.md). Zones that are UTC by another name (tzdb "backward"), and the process's own zone (TZ,
+ * which the host sets for every runner), are read from Date's own fields instead; other zones use Intl.
+ */
+const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'UCT', 'Etc/UCT', 'Universal', 'Etc/Universal', 'Zulu', 'Etc/Zulu', 'GMT', 'Etc/GMT', 'GMT0', 'Etc/GMT0', 'GMT+0', 'Etc/GMT+0', 'GMT-0', 'Etc/GMT-0', 'Greenwich', 'Etc/Greenwich']);
+
+/**
+ * Whether `timeZone` is TZ and V8 understood it, so Date's local fields are that zone's wall clock. V8 reads a TZ it
+ * does not know as UTC; every zone but UTC's aliases had a local mean time in 1800, so a zero offset then means TZ
+ * was not understood (or is UTC, handled above), and Intl decides.
+ */
+function isProcessZone(timeZone: string): boolean {
+  return timeZone === process.env.TZ && new Date(Date.UTC(1800, 0, 1)).getTimezoneOffset() !== 0;
+}
+
+/** The system's zone when TZ is not set (/etc/localtime, which only ICU reads). */
+export function systemTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
 /** One formatter per zone: building an Intl.DateTimeFormat costs ~20× more than using one (bench profile). */
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 /** The wall-clock fields of `date` in `timeZone` (24-hour), from one cached formatter per zone. */
 function wallClock(date: Date, timeZone: string): Record<'year' | 'month' | 'day' | 'hour' | 'minute' | 'second', number> {
+  if (UTC_ZONES.has(timeZone)) {
+    return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate(), hour: date.getUTCHours(), minute: date.getUTCMinutes(), second: date.getUTCSeconds() };
+  }
+  if (isProcessZone(timeZone)) {
+    return { year: date.getFullYear(), month: date.getMonth() + 1, day: date.getDate(), hour: date.getHours(), minute: date.getMinutes(), second: date.getSeconds() };
+  }
   let formatter = formatters.get(timeZone);
   if (!formatter) {
     formatter = new Intl.DateTimeFormat('en-US', {
@@ -73,4 +101,9 @@ export function formatTime(iso: string, timeZone: string): string {
   const t = wallClock(date, timeZone);
   const two = (n: number): string => String(n).padStart(2, '0');
   return `${t.year}-${two(t.month)}-${two(t.day)} ${two(t.hour)}:${two(t.minute)}`;
+}
+
+/** Order of two ISO UTC times of the session DB (plain code-unit order; localeCompare would load ICU's collation). */
+export function compareIso(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

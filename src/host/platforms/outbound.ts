@@ -93,8 +93,13 @@ export function deliveryError(platform: string, err: unknown): ChannelDeliveryEr
     if (httpStatus >= 400 && httpStatus < 500) return new ChannelDeliveryError(message, { permanent: true });
     return new ChannelDeliveryError(message);
   }
-  // WhatsApp's adapter reports the Graph API's status only in its message ("WhatsApp API error: 400 …").
+  // Discord's and WhatsApp's adapters report the API's status and body only in their message ("Discord API error:
+  // 429 {…"retry_after":1.5…}"); Discord's 429 body says how long to wait.
   const status = /\bAPI error: (\d{3})\b/.exec(errorMessage(err))?.[1];
+  if (status === '429') {
+    const wait = Number(/"retry_after"\s*:\s*([\d.]+)/.exec(errorMessage(err))?.[1]);
+    return new ChannelDeliveryError(message, Number.isFinite(wait) && wait > 0 ? { retryAfterMs: Math.ceil(wait * 1000) } : {});
+  }
   if (status && status.startsWith('4') && status !== '429') return new ChannelDeliveryError(message, { permanent: true });
   // Slack answered `ok: false` (channel_not_found, not_in_channel, invalid_blocks, …): asking again changes nothing.
   if (code === 'slack_webapi_platform_error') return new ChannelDeliveryError(message, { permanent: true });

@@ -1,5 +1,6 @@
 import type { HookCallback, HookCallbackMatcher, HookEvent } from '@anthropic-ai/claude-agent-sdk';
 import type { Logger } from '../../shared/log.js';
+import { systemTimeZone } from '../../shared/time.js';
 import { CREDENTIAL_VARIABLES } from './config.js';
 import { archiveClaudeTranscript } from './transcript.js';
 
@@ -72,7 +73,7 @@ export function claudeHooks(
 }
 
 function timeZoneOf(env: Record<string, string | undefined>): string {
-  return env.TZ || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return env.TZ || systemTimeZone();
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { CodexOptions, ThreadOptions } from '@openai/codex-sdk';
 import { z } from 'zod';
@@ -150,6 +150,8 @@ export function threadOptions(settings: CodexSettings, input: QueryInput): Threa
  * thread still runs, because `skipGitRepoCheck` is set.
  */
 export function ensureGitRepository(cwd: string, log: (message: string) => void): void {
+  // Loaded here, not at the top: this module is part of every runner's registration, and few runners run Codex.
+  const { spawnSync } = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
   const inside = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd, stdio: 'ignore' });
   if (inside.error || inside.status === 0) return;
   const init = spawnSync('git', ['init', '-q'], { cwd, stdio: 'ignore' });

@@ -4,6 +4,7 @@ import { prepared } from '../../../db/connection.js';
 import { isoNow } from '../../../shared/time.js';
 import { HostError } from '../../errors.js';
 import { WEBHOOK_SCHEMES, type WebhookScheme, type WebhookSecret } from './signatures.js';
+import { webhookSourceProblem } from '../../../shared/names.js';
 
 /**
  * Who may call the HTTP API, kept in the central DB: signed webhooks (their shared secrets, which HMAC checks need in
@@ -139,7 +140,8 @@ export class AccessStore {
 
   /** Configure a signed webhook (or replace the one of that name). */
   setWebhook(hook: Omit<WebhookConfig, 'createdAt'>): WebhookConfig {
-    if (!TOKEN_NAME.test(hook.name)) throw new HostError('invalid-input', `webhook name "${hook.name}": use 1–64 of A-Z a-z 0-9 . _ -`, 'name');
+    const badName = webhookSourceProblem(hook.name);
+    if (badName) throw new HostError('invalid-input', badName, 'name');
     if (!WEBHOOK_SCHEMES.includes(hook.scheme)) throw new HostError('invalid-input', `webhook scheme "${hook.scheme}" (known: ${WEBHOOK_SCHEMES.join(', ')})`, 'scheme');
     if (hook.secret.length < 8) throw new HostError('invalid-input', 'webhook secret: at least 8 characters', 'secret');
     if (hook.conversation !== null && !/^[A-Za-z0-9._:@-]{1,128}$/.test(hook.conversation)) {

@@ -11,6 +11,8 @@ import { isHostError } from '../../errors.js';
  */
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deepest nesting of arrays and objects a JSON body may have (deeper ones are refused before anything walks them). */
+export const MAX_JSON_DEPTH = 64;
 const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** A request the API refuses: `status` and a message that says what to send instead. */
@@ -43,11 +45,30 @@ export async function readBody(c: Context): Promise<Buffer> {
 export function parseJson(raw: Buffer): unknown {
   const text = raw.toString('utf8');
   if (text.trim() === '') throw new HttpError(400, 'empty body: send a JSON object');
+  const depth = jsonDepth(text);
+  if (depth > MAX_JSON_DEPTH) throw new HttpError(400, `JSON body nested ${depth} levels deep: at most ${MAX_JSON_DEPTH} allowed`);
   try {
     return JSON.parse(text);
   } catch (err) {
     throw new HttpError(400, `invalid JSON body: ${errorMessage(err)}`);
   }
+}
+
+/** How deep arrays and objects nest in JSON text, counted without parsing it (brackets inside strings do not count). */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) max = Math.max(max, ++depth);
+    else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return max;
 }
 
 export async function readJson(c: Context): Promise<unknown> {

@@ -28,7 +28,18 @@ export const fileRoutes: HttpRouteModule = ({ api }, { mailbox, log }) => {
     }
     const body = Readable.toWeb(fs.createReadStream('', { fd })) as NodeReadableStream<Uint8Array>;
     return new Response(body as unknown as ReadableStream<Uint8Array>, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': `attachment; filename="${path.basename(file).replace(/"/g, '')}"` },
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': contentDisposition(path.basename(file)) },
     });
   });
 };
+
+/**
+ * `attachment` with the file's name (RFC 6266): an ASCII `filename` (anything else, quotes, backslashes and control
+ * characters become `_`) for old clients, and the exact name as UTF-8 in `filename*`. A header may carry neither CR/LF
+ * nor non-Latin-1 text: `报告.txt` or a name with a line break must not turn into a 500.
+ */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}

@@ -1,5 +1,6 @@
 import { requireConversation } from '../auth.js';
 import { conversationId, HttpError, parseJson, readBody, readJson } from '../io.js';
+import { webhookEventProblem, webhookSourceProblem } from '../../../../shared/names.js';
 import { checkSignature } from '../signatures.js';
 import type { HttpRouteModule } from '../types.js';
 
@@ -32,6 +33,8 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
 
   api.post('/v1/webhooks/:source', async (c) => {
     const source = c.req.param('source');
+    const badSource = webhookSourceProblem(source);
+    if (badSource) throw new HttpError(400, badSource, 'source');
     const conversation = conversationId(c.req.query('conversation') ?? `webhook-${source}`);
     requireConversation(c, conversation);
     const payload = await readJson(c);
@@ -53,5 +56,7 @@ function eventName(given: string | undefined, payload: unknown): string {
   const fromPayload = payload && typeof payload === 'object' && typeof (payload as { type?: unknown }).type === 'string' ? (payload as { type: string }).type : undefined;
   const event = given ?? fromPayload;
   if (!event) throw new HttpError(400, 'webhook event missing: pass ?event=NAME or an X-Pincer-Event header', 'event');
+  const badEvent = webhookEventProblem(event);
+  if (badEvent) throw new HttpError(400, badEvent, 'event');
   return event;
 }

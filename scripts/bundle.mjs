@@ -1,0 +1,80 @@
+// Bundles the compiled CLI (dist/src) into dist/bundle with esbuild, so a runner loads a few files instead of ~200
+// modules (see docs/performance.md). Run by `npm run build` after tsc; the bundle is never checked in.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist', 'src');
+const outdir = path.join(root, 'dist', 'bundle');
+const ZOD_CLASSIC = path.join(root, 'node_modules', 'zod', 'v4', 'classic', 'external.js');
+
+/**
+ * Packages bundled in: pure JavaScript, loaded at start-up. Everything else stays an import from node_modules: native
+ * addons (better-sqlite3), and the agent SDKs, adapters and tools, which find their own files and binaries relative to
+ * their package and are imported only when used.
+ */
+const BUNDLED_PACKAGES = new Set(['zod', 'commander', 'cron-parser', 'luxon']);
+
+/** Processes started per session or per query: each gets its own small entry; the rest is the CLI program. */
+const ENTRIES = {
+  runner: path.join(dist, 'runner', 'main.js'),
+  mcp: path.join(dist, 'mcp', 'main.js'),
+  program: path.join(dist, 'cli', 'program.js'),
+};
+
+function packageName(specifier) {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/** Bare imports of packages outside BUNDLED_PACKAGES stay imports. */
+const externals = {
+  name: 'externals',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:') || !BUNDLED_PACKAGES.has(packageName(args.path))) return { path: args.path, external: true };
+      return undefined;
+    });
+  },
+};
+
+/**
+ * Each module keeps its own `import.meta.url` (worker scripts, task modules and the package root are found relative
+ * to it): rewritten to the module's compiled file, which stays in dist/src. `import { z } from 'zod'` becomes a
+ * namespace import of zod's classic API, so esbuild keeps only the parts of zod that are used (not its 40 locales).
+ */
+const perModule = {
+  name: 'per-module',
+  setup(build) {
+    build.onLoad({ filter: /\.js$/ }, async (args) => {
+      if (!args.path.startsWith(dist + path.sep)) return undefined;
+      let text = await fs.promises.readFile(args.path, 'utf8');
+      const own = path.relative(outdir, args.path).split(path.sep).join('/');
+      text = text.replaceAll('import.meta.url', `new URL(${JSON.stringify(own)}, import.meta.url).href`);
+      text = text.replaceAll("import { z } from 'zod';", `import * as z from ${JSON.stringify(ZOD_CLASSIC)};`);
+      return { contents: text, loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+  },
+};
+
+fs.rmSync(outdir, { recursive: true, force: true });
+const result = await esbuild.build({
+  entryPoints: ENTRIES,
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  chunkNames: '[name]-[hash]',
+  minify: process.env.MINIFY !== '0',
+  sourcemap: 'linked',
+  metafile: true,
+  logLevel: 'warning',
+  // Bundled CommonJS packages (commander) call require() for Node's own modules.
+  banner: { js: "import { createRequire as __pincerRequire } from 'node:module'; const require = __pincerRequire(import.meta.url);" },
+  plugins: [externals, perModule],
+});
+fs.writeFileSync(path.join(outdir, 'meta.json'), JSON.stringify(result.metafile));

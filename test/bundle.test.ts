@@ -1,0 +1,78 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BUILT_CLI } from './support/runner-harness.js';
+
+/**
+ * The bundle `npm run build` makes (scripts/bundle.mjs): what a runner loads at start-up stays small, and the CLI
+ * refuses to run a bundle older than the compiled code. Through-the-system coverage is every runner e2e test, which
+ * starts runners through the CLI and so through the bundle.
+ */
+const BUNDLE_DIR = fileURLToPath(new URL('../dist/bundle/', import.meta.url));
+
+interface Metafile {
+  inputs: Record<string, { imports: { path: string; external?: boolean }[] }>;
+  outputs: Record<string, { imports: { path: string; kind: string; external?: boolean }[]; inputs: Record<string, unknown> }>;
+}
+
+/** The output files a bundle entry loads before its first line runs (static imports only), and their inputs. */
+function staticClosure(entry: string): { outputs: string[]; inputs: string[]; externals: string[] } {
+  const meta = JSON.parse(fs.readFileSync(path.join(BUNDLE_DIR, 'meta.json'), 'utf8')) as Metafile;
+  const start = Object.keys(meta.outputs).find((file) => file.endsWith(`/bundle/${entry}`))!;
+  const outputs = new Set<string>();
+  const externals = new Set<string>();
+  const stack = [start];
+  while (stack.length > 0) {
+    const file = stack.pop()!;
+    if (outputs.has(file)) continue;
+    outputs.add(file);
+    for (const imported of meta.outputs[file]!.imports) {
+      if (imported.kind !== 'import-statement') continue;
+      if (imported.external) externals.add(imported.path);
+      else stack.push(imported.path);
+    }
+  }
+  return { outputs: [...outputs], inputs: [...outputs].flatMap((file) => Object.keys(meta.outputs[file]!.inputs)), externals: [...externals] };
+}
+
+const temps: string[] = [];
+afterEach(() => {
+  for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the runner bundle', () => {
+  it('loads the runner core, its one database driver and the parts of zod it uses, nothing of the host', () => {
+    const { outputs, inputs, externals } = staticClosure('runner.js');
+    expect(outputs.length).toBeLessThan(20);
+    expect(externals.filter((name) => !name.startsWith('node:'))).toEqual(['better-sqlite3']);
+    expect(externals).not.toContain('node:child_process');
+    const offending = inputs.filter((file) => /dist\/src\/(host|container|cli|mcp\/(server|main))\/|zod\/v4\/locales\/(?!en\.js)/.test(file));
+    expect(offending).toEqual([]);
+  });
+
+  it.each([
+    ['missing', (_bundle: string) => undefined],
+    ['older than the compiled code', (bundle: string) => {
+      fs.mkdirSync(bundle, { recursive: true });
+      for (const name of ['runner.js', 'mcp.js', 'program.js']) {
+        fs.writeFileSync(path.join(bundle, name), 'throw new Error("stale bundle ran")');
+        fs.utimesSync(path.join(bundle, name), new Date(2000, 0, 1), new Date(2000, 0, 1));
+      }
+    }],
+  ])('is refused with what to do when it is %s', (_name, prepare) => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-bundle-'));
+    temps.push(root);
+    const cli = path.join(root, 'dist', 'src', 'cli', 'main.js');
+    fs.mkdirSync(path.dirname(cli), { recursive: true });
+    fs.copyFileSync(BUILT_CLI, cli);
+    prepare(path.join(root, 'dist', 'bundle'));
+    for (const args of [['runner'], ['mcp'], ['--help']]) {
+      const result = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 10_000 });
+      expect(result.status).toBe(1);
+      expect(result.stderr).toMatch(/^pincer: .*dist\/bundle\/(runner|mcp|program)\.js is missing or older than the compiled code; run npm run build\n$/);
+    }
+  });
+});
