@@ -343,7 +343,7 @@ export class Host implements HostApi {
     }
     const waits = [config.sweep.intervalMs, sweep.nextDueMs];
     if (alive) {
-      this.supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt);
+      if (this.supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt) === 'turn-limit' && live) await this.endedByTurnLimit(handle, live);
       waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
       // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
       if (live?.state === 'idle' && this.usage.budgets.check(group).over) void this.supervisor.stop(id);
@@ -393,6 +393,20 @@ export class Host implements HostApi {
 
   private pendingMessages(): number {
     return this.listSessions().reduce((sum, s) => sum + s.pending, 0);
+  }
+
+  /** A query ran past the turn limit and its runner was killed: the batch says why (for its retry) and the chat is told. */
+  private async endedByTurnLimit(handle: SessionHandle, live: RunnerState): Promise<void> {
+    const limitS = Math.round(this.options.config.runners.turnLimitMs / 1000);
+    const error = `the agent did not finish within the turn limit (${limitS} s)`;
+    const mark = prepared(handle.db, `UPDATE messages_in SET last_error = ? WHERE id = ? AND status = 'processing'`);
+    handle.db.transaction(() => live.batchIds.forEach((id) => mark.run(error, id))).immediate();
+    const routing = live.routing;
+    await this.delivery.notify(
+      handle,
+      conversationOf(handle, { channel_type: routing?.channelType ?? null, platform_id: routing?.platformId ?? null, thread_id: routing?.threadId ?? null }),
+      `The agent did not finish within ${limitS} s and was stopped; your message will be tried again (PINCER_TURN_LIMIT_MS sets the limit).`,
+    );
   }
 
   /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */

@@ -50,11 +50,13 @@ interface Entry {
   owns(state: RunnerState): boolean;
 }
 
-export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'none';
+export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'turn-limit' | 'none';
 
 export class RunnerSupervisor {
   private readonly entries = new Map<string, Entry>();
   private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
+  /** per session: the batch the runner is busy with (its first message id) and since when the host has seen it busy. */
+  private readonly busy = new Map<string, { batch: string; since: number }>();
 
   constructor(
     private readonly config: HostConfig['runners'],
@@ -149,6 +151,11 @@ export class RunnerSupervisor {
       return 'heartbeat-kill';
     }
     if (ours && this.crashes.has(sessionId) && state.state !== 'starting') this.crashes.delete(sessionId);
+    if (ours && this.overTurnLimit(sessionId, state, now)) {
+      this.log.warn(`runner ${entry.pid} for ${sessionId}: its query ran past the turn limit (${this.config.turnLimitMs} ms); killing it`);
+      void entry.runner.kill();
+      return 'turn-limit';
+    }
     if (ours && state.state === 'idle' && !hasDue) {
       const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
       if (now - idleSince > this.config.idleTimeoutMs) {
@@ -158,6 +165,26 @@ export class RunnerSupervisor {
       }
     }
     return 'ok';
+  }
+
+  /**
+   * Busy with the same batch for longer than the turn limit (a provider that never answers). Waiting for the user's
+   * answer to a question does not count: that wait has its own timeout.
+   */
+  private overTurnLimit(sessionId: string, state: RunnerState, now: number): boolean {
+    const batch = state.state === 'busy' ? state.batchIds[0] : undefined;
+    const seen = this.busy.get(sessionId);
+    if (!batch) {
+      this.busy.delete(sessionId);
+      return false;
+    }
+    if (!seen || seen.batch !== batch) {
+      this.busy.set(sessionId, { batch, since: Math.min(now, Date.parse(state.updatedAt) || now) });
+      return false;
+    }
+    if (now - seen.since <= this.config.turnLimitMs) return false;
+    this.busy.delete(sessionId);
+    return true;
   }
 
   /** Milliseconds until `check` would stop an idle runner (for the session loop's next wake-up). */

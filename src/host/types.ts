@@ -32,6 +32,8 @@ export interface HostConfig {
     /** a runner that has not written its `runner_state` this long after its start is killed. */
     startTimeoutMs: number;
     stopGraceMs: number;
+    /** a query busy with one batch longer than this is ended (its runner killed, the chat told; the batch retried). */
+    turnLimitMs: number;
     /** after an unexpected exit the next start waits base × 2^(crashes−1), at most max. */
     backoffBaseMs: number;
     backoffMaxMs: number;
