@@ -68,7 +68,7 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
   if (!fs.existsSync(file)) return [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const store = new CentralStore(db);
+    const store = new CentralStore(db, home);
     const sessions = store.listSessions();
     const groupEnv = { ...env, AGENT_PROVIDER: undefined };
     return store.listAgentGroups().map((group) => {

@@ -73,7 +73,7 @@ export class Host implements HostApi {
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
-      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')));
+      this.store = new CentralStore(openCentralDb(path.join(config.home, 'pincer.db')), config.home);
     } catch (err) {
       this.lock.release(); // a host that could not start leaves no lock behind
       throw err;
@@ -105,6 +105,8 @@ export class Host implements HostApi {
   static async start(options: HostOptions): Promise<Host> {
     const host = new Host(options);
     try {
+      const adopted = host.store.adoptSessionFolders();
+      if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
       await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
       for (const session of host.store.listSessions()) {

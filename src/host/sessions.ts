@@ -3,10 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createSessionFolder, sessionPaths, writeJsonAtomic } from '../db/layout.js';
 import type { ConfigFile } from '../db/config-file.js';
-import type { Logger } from '../shared/log.js';
+import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore, NewAgentGroup } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError } from './errors.js';
+import { linkInsideHome } from './home-paths.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
 /**
@@ -103,30 +104,32 @@ export class SessionDirectory {
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
     };
     writeJsonAtomic(sessionPaths(session.folder).config, config);
+    if (this.config.runners.kind !== 'process') return;
+    try {
+      this.linkFolders(group, session.folder);
+    } catch (err) {
+      this.log.warn(`session ${session.id}: could not link agent/ and global/ into the home: ${errorMessage(err)}`);
+    }
   }
 
-  /** The session folder: `agent/` links to the group folder, `global/` to the home's; both kept if already there. */
-  private provisionFolder(group: AgentGroup, root: string): void {
+  /**
+   * `agent/` and `global/` of a child-process runner's session folder link, relatively, into this home: made at
+   * provisioning, and put right before each runner start (a home that was copied or moved, an older absolute link).
+   */
+  private linkFolders(group: AgentGroup, root: string): void {
     const paths = sessionPaths(root);
+    linkInsideHome(this.groupDir(group), paths.agent, this.log);
+    linkInsideHome(path.join(this.config.home, 'global'), paths.global, this.log);
+  }
+
+  /** The session folder: `agent/` links to the group folder, `global/` to the home's (a real folder there stays). */
+  private provisionFolder(group: AgentGroup, root: string): void {
     fs.mkdirSync(root, { recursive: true });
     const globalDir = path.join(this.config.home, 'global');
     fs.mkdirSync(globalDir, { recursive: true });
     fs.mkdirSync(this.groupDir(group), { recursive: true });
     // A child-process runner sees the group's folder through links; a container gets it mounted on a real folder.
-    if (this.config.runners.kind === 'process') {
-      linkIfMissing(this.groupDir(group), paths.agent);
-      linkIfMissing(globalDir, paths.global);
-    }
+    if (this.config.runners.kind === 'process') this.linkFolders(group, root);
     createSessionFolder(root);
-  }
-}
-
-function linkIfMissing(target: string, link: string): void {
-  fs.mkdirSync(target, { recursive: true });
-  try {
-    fs.lstatSync(link);
-    return; // a folder or link already there (e.g. an older chat session) stays as it is
-  } catch {
-    fs.symlinkSync(target, link, 'dir');
   }
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { BUSY_TIMEOUT_MS, prepared } from '../../db/connection.js';
 import { isoNow } from '../../shared/time.js';
 import { restrictDatabaseFiles } from '../home.js';
+import { adoptedFolder, resolvedFolder, storedFolder } from '../home-paths.js';
 import { migrateCentral } from './schema.js';
 import { z } from 'zod';
 import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
@@ -68,7 +69,14 @@ export interface NewAgentGroup {
 }
 
 export class CentralStore {
-  constructor(readonly db: Database.Database) {}
+  /**
+   * `home`: the folder session paths are stored relative to (a movable home); without it (a read-only look at the DB)
+   * relative folders are returned as stored.
+   */
+  constructor(
+    readonly db: Database.Database,
+    private readonly home?: string,
+  ) {}
 
   createAgentGroup(group: NewAgentGroup): AgentGroup {
     const id = `ag-${randomUUID().slice(0, 8)}`;
@@ -156,16 +164,16 @@ export class CentralStore {
       this.db,
       'SELECT * FROM sessions WHERE agent_group_id = ? AND channel_type = ? AND platform_id = ? AND thread_key = ?',
     ).get(agentGroupId, channelType, platformId, threadKey) as SessionRow | undefined;
-    return row && toSession(row);
+    return row && toSession(row, this.home);
   }
 
   getSession(id: string): SessionRecord | undefined {
     const row = prepared(this.db, 'SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
-    return row && toSession(row);
+    return row && toSession(row, this.home);
   }
 
   listSessions(): SessionRecord[] {
-    return (prepared(this.db, 'SELECT * FROM sessions ORDER BY created_at').all() as SessionRow[]).map(toSession);
+    return (prepared(this.db, 'SELECT * FROM sessions ORDER BY created_at').all() as SessionRow[]).map((row) => toSession(row, this.home));
   }
 
   insertSession(session: Omit<SessionRecord, 'providerSessionId' | 'createdAt'>): SessionRecord {
@@ -173,8 +181,30 @@ export class CentralStore {
       this.db,
       `INSERT INTO sessions (id, agent_group_id, channel_type, platform_id, thread_key, folder, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    ).run(session.id, session.agentGroupId, session.channelType, session.platformId, session.threadKey, session.folder, isoNow());
+    ).run(
+      session.id,
+      session.agentGroupId,
+      session.channelType,
+      session.platformId,
+      session.threadKey,
+      this.home ? storedFolder(this.home, session.folder) : session.folder,
+      isoNow(),
+    );
     return this.getSession(session.id)!;
+  }
+
+  /** Sessions stored with an absolute folder this home should hold relative to it (see home-paths.ts): how many. */
+  adoptSessionFolders(): number {
+    if (!this.home) return 0;
+    const home = this.home;
+    let changed = 0;
+    for (const row of prepared(this.db, 'SELECT id, folder FROM sessions').all() as { id: string; folder: string }[]) {
+      const adopted = adoptedFolder(home, row.folder);
+      if (adopted === undefined) continue;
+      prepared(this.db, 'UPDATE sessions SET folder = ? WHERE id = ?').run(adopted, row.id);
+      changed += 1;
+    }
+    return changed;
   }
 
   setProviderSessionId(sessionId: string, providerSessionId: string): void {
@@ -278,14 +308,14 @@ function parseJsonOrNull(text: string | null): unknown {
   }
 }
 
-function toSession(row: SessionRow): SessionRecord {
+function toSession(row: SessionRow, home: string | undefined): SessionRecord {
   return {
     id: row.id,
     agentGroupId: row.agent_group_id,
     channelType: row.channel_type,
     platformId: row.platform_id,
     threadKey: row.thread_key,
-    folder: row.folder,
+    folder: resolvedFolder(home, row.folder),
     providerSessionId: row.provider_session_id,
     createdAt: row.created_at,
   };
