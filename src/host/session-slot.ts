@@ -7,6 +7,11 @@ import type { SessionRecord } from './central-db/types.js';
 import { Sweeper } from './sweep.js';
 import { checkSessionDatabase, UntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef } from './types.js';
+import { Backoff } from '../shared/backoff.js';
+
+/** A failing tick waits 100 ms, then twice as long each time, up to 30 s. */
+const TICK_BACKOFF_BASE_MS = 100;
+const TICK_BACKOFF_MAX_MS = 30_000;
 
 /**
  * The host's hold on one session: its own DB connection, a Waker on the session folder (any write by the runner or
@@ -25,6 +30,7 @@ export class SessionSlot {
   runnerWanted = false;
   private closed = false;
   private loop: Promise<void> | null = null;
+  private stopPause: (() => void) | null = null;
 
   constructor(
     readonly session: SessionRecord,
@@ -36,20 +42,43 @@ export class SessionSlot {
     this.sweeper = new Sweeper(this.db);
   }
 
-  /** Run `tick` now and after every change or `tick`'s returned wait, until `close()`. */
+  /**
+   * Run `tick` now and after every change or `tick`'s returned wait, until `close()`. A tick that fails (a full disk,
+   * a database that cannot be written) is retried after an exponential back-off that changes to the session folder
+   * cannot cut short — the failing tick's own writes would otherwise wake it again at once and spin the CPU.
+   */
   run(tick: (slot: SessionSlot) => Promise<number>): void {
+    const backoff = new Backoff(TICK_BACKOFF_BASE_MS, TICK_BACKOFF_MAX_MS);
     this.loop = (async () => {
       while (!this.closed) {
-        let waitMs = 1000;
         try {
-          waitMs = await tick(this);
+          const waitMs = await tick(this);
+          const ended = backoff.succeed();
+          if (ended > 0) this.log.info(`session ${this.session.id}: recovered after ${ended} failed tick(s)`);
+          if (this.closed) break;
+          await this.waker.wait(waitMs);
         } catch (err) {
-          this.log.error(`session ${this.session.id}: ${errorMessage(err)}`);
+          const { delayMs, failures } = backoff.fail(errorMessage(err));
+          this.log.error(`session ${this.session.id}: ${errorMessage(err)} (${failures} in a row; next try in ${delayMs} ms)`);
+          if (this.closed) break;
+          await this.pause(delayMs);
         }
-        if (this.closed) break;
-        await this.waker.wait(waitMs);
       }
     })();
+  }
+
+  /** Sleep `ms`, ignoring wake-ups but not `close()`. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopPause = null;
+        resolve();
+      }, ms);
+      this.stopPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   touch(): void {
@@ -61,6 +90,7 @@ export class SessionSlot {
   async stopLoop(): Promise<void> {
     this.closed = true;
     this.waker.close();
+    this.stopPause?.();
     await this.loop;
   }
 

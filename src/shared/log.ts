@@ -20,7 +20,7 @@ function thresholdFromEnv(): number {
 }
 
 /** A logger whose lines start with the time and `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
-export function createLogger(area: string, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
+export function createLogger(area: string, write: (line: string) => void = writeStderr): Logger {
   const threshold = thresholdFromEnv();
   const emit = (level: LogLevel, message: string): void => {
     if (ORDER[level] < threshold) return;
@@ -33,6 +33,23 @@ export function createLogger(area: string, write: (line: string) => void = (line
     warn: (m) => emit('warn', m),
     error: (m) => emit('error', m),
   };
+}
+
+/**
+ * A log line to stderr that can never take the process down: when stderr is a file on a full disk (or a closed
+ * pipe), the line is lost, not the host.
+ */
+let stderrGuarded = false;
+function writeStderr(line: string): void {
+  if (!stderrGuarded) {
+    stderrGuarded = true;
+    process.stderr.on('error', () => undefined);
+  }
+  try {
+    process.stderr.write(line);
+  } catch {
+    // nowhere left to report it
+  }
 }
 
 /** The message of anything thrown, for logs and `last_error`. */
