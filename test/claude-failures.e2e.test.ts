@@ -1,9 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readRunnerState } from '../src/db/state.js';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, leftoverClaudeProcesses, processesWithEnv, startClaudeRunner } from './support/claude.js';
+import { claudeTestEnv, cleanUpClaudeRunsAfterEach, fakeAnthropic, leftoverClaudeProcesses, processesWithEnv, startClaudeRunner } from './support/claude.js';
 import { startFakeAnthropic, type FakeReply } from './support/fake-anthropic.js';
-import { stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -11,21 +10,13 @@ import { waitFor } from './support/wait.js';
  * kind of failure ends the query as one classified error, the batch stays for the host to retry and the runner lives;
  * a runner killed mid-turn takes its Claude Code and MCP server with it.
  */
-afterEach(async () => {
-  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
-  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
-  cleanupSessions();
-  expect(left).toEqual({ runners: 0, claude: 0 });
-});
-
-const fakeServer = fakeAnthropic;
-const claudeRunner = (session: TestSession, env: Record<string, string>) => startClaudeRunner(session.paths.root, env);
+cleanUpClaudeRunsAfterEach();
 
 describe('Claude provider failures', () => {
   it('leaves no Claude Code process behind when the runner is killed mid-turn', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake));
     fake.script({ stall: true });
     session.chat('a question the model will never answer');
     await waitFor('the model request', () => fake.modelRequests().length === 1, { timeoutMs: 20_000 });
@@ -58,13 +49,13 @@ describe('Claude provider failures', () => {
     { what: 'a server that never answers', reply: { stall: true }, classification: 'timeout', env: { PINCER_PROVIDER_TIMEOUT_MS: '1500' }, detail: /the model did not answer within 1500 ms/ },
   ];
   it.each(failures)('ends a query on $what as a $classification error and keeps the batch for retry', async ({ reply, classification, env, detail }) => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const url = reply ? fake.url : await closedPortUrl();
     if (reply) fake.script(reply, reply, reply);
     const session = createTestSession();
     const runnerEnv = claudeTestEnv({ url }, env);
     if (env?.CLAUDE_CODE_OAUTH_TOKEN) delete runnerEnv.ANTHROPIC_API_KEY;
-    const runner = await claudeRunner(session, runnerEnv);
+    const runner = await startClaudeRunner(session.paths.root, runnerEnv);
 
     const { id } = session.chat('are you there?');
     const row = await waitFor('last_error', () => {

@@ -1,7 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
-import { stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession } from './support/session.js';
+import { describe, expect, it } from 'vitest';
+import { claudeTestEnv, cleanUpClaudeRunsAfterEach, fakeAnthropic, startClaudeRunner } from './support/claude.js';
+import { createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -9,12 +8,7 @@ import { waitFor } from './support/wait.js';
  * (the model calls `mcp__pincer__send_message`, then answers), ten times on one runner, each a new query. Times come
  * from the rows' own timestamps. Run with `PINCER_MEASURE=1 npx vitest run test/claude-latency.test.ts`.
  */
-afterEach(async () => {
-  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
-  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
-  cleanupSessions();
-  expect(left).toEqual({ runners: 0, claude: 0 });
-});
+cleanUpClaudeRunsAfterEach();
 
 describe.runIf(process.env.PINCER_MEASURE === '1')('Claude provider latency (a measurement, not a check: runs only with PINCER_MEASURE=1)', () => {
   it.each(['0', '1'])('insert → first messages_out row, one-tool turn, 10 runs (PINCER_CLAUDE_PREWARM=%s)', async (prewarm) => {

@@ -2,24 +2,19 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { insertInbound } from '../src/db/messages.js';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
+import { claudeTestEnv, cleanUpClaudeRunsAfterEach, fakeAnthropic, startClaudeRunner } from './support/claude.js';
 import type { FakeReply, FakeRequest } from './support/fake-anthropic.js';
-import { BUILT_CLI, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession } from './support/session.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+import { createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The Claude provider with the real Pincer MCP server: Claude Code starts `pincer mcp` from the runner's `mcpServers`,
  * the scripted model calls `mcp__pincer__<tool>`, and the tool writes its rows with the routing of the batch in flight.
  */
-afterEach(async () => {
-  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
-  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
-  cleanupSessions();
-  expect(left).toEqual({ runners: 0, claude: 0 });
-});
+cleanUpClaudeRunsAfterEach();
 
 const ROUTING = { platformId: 'C-100', channelType: 'slack', threadId: '1700000000.5' };
 
@@ -105,7 +100,14 @@ describe('Claude provider with the Pincer MCP server', () => {
       { text: 'please dig into Q3' },
       { action: 'register_agent_group', name: 'Research', folder: 'research', platformId: 'C-200', channelType: 'slack' },
       { action: 'update_task', taskId, prompt: 'water all the plants' },
-      { operation: 'ask_question', questionId: question.questionId, title: 'Deploy?', question: 'Deploy the build now?', options: [{ label: 'yes', value: 'yes' }, { label: 'no', value: 'no' }] },
+      {
+        operation: 'ask_question',
+        questionId: question.questionId,
+        title: 'Deploy?',
+        question: 'Deploy the build now?',
+        options: [{ label: 'yes', value: 'yes' }, { label: 'no', value: 'no' }],
+        expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      },
       { text: 'Done; the user said: The user chose: yes' },
     ]);
     for (const row of out) expect(row.in_reply_to).toBe(id);

@@ -1,35 +1,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getSessionValue, readRunnerState } from '../src/db/state.js';
-import { claudeTestEnv, cleanupClaude, fakeAnthropic, startClaudeRunner } from './support/claude.js';
+import { claudeTestEnv, cleanUpClaudeRunsAfterEach, fakeAnthropic, startClaudeRunner } from './support/claude.js';
 import { FIXTURES } from './support/media-fixtures.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { startRunner } from './support/runner-harness.js';
+import { createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The Claude provider end to end: the real `pincer runner` process, the real Claude Agent SDK and its Claude Code
  * binary, and the scripted fake Anthropic server on 127.0.0.1.
  */
-afterEach(async () => {
-  // clean up everything first, then prove nothing was left (no runner, no Claude Code process)
-  const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
-  cleanupSessions();
-  expect(left).toEqual({ runners: 0, claude: 0 });
-});
-
-const fakeServer = fakeAnthropic;
-const claudeRunner = (session: TestSession, env: Record<string, string>) => startClaudeRunner(session.paths.root, env);
+cleanUpClaudeRunsAfterEach();
 
 const ROUTING = { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' };
 
 describe('pincer runner with the Claude provider', () => {
   it('answers a chat message with the model text, routed to the message, and records the session', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
     fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer test agent NUMBER-SEVEN.');
-    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'claude-code', ANTHROPIC_MODEL: 'claude-fake-model-9' }));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake, { AGENT_PROVIDER: 'claude-code', ANTHROPIC_MODEL: 'claude-fake-model-9' }));
     fake.script({ text: 'Hello Alice!' });
 
     const { id } = session.chat('hi, who are you?', ROUTING);
@@ -51,9 +43,9 @@ describe('pincer runner with the Claude provider', () => {
   });
 
   it('pushes a follow-up that arrives while the turn runs into the same query', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake));
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     fake.script({ until: gate, then: { toolUse: { name: 'Bash', input: { command: 'echo checked' } } } }, { text: 'both answered' });
@@ -76,18 +68,18 @@ describe('pincer runner with the Claude provider', () => {
   });
 
   it('resumes the same Claude session after a runner restart, sending the earlier history', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
     const env = claudeTestEnv(fake);
     fake.script({ text: 'The secret word is PAPAYA.' }, { text: 'You asked about the secret word.' });
 
-    const first = await claudeRunner(session, env);
+    const first = await startClaudeRunner(session.paths.root, env);
     const a = session.chat('remember a secret word for me');
     await waitFor('first answer', () => session.inbound(a.id).status === 'completed', { timeoutMs: 20_000 });
     const sessionId = getSessionValue(session.db, 'claude:session_id');
     expect(await first.stop()).toBe(0);
 
-    const second = await claudeRunner(session, env);
+    const second = await startClaudeRunner(session.paths.root, env);
     const b = session.chat('what did I ask before?');
     await waitFor('second answer', () => session.inbound(b.id).status === 'completed', { timeoutMs: 20_000 });
 
@@ -102,9 +94,9 @@ describe('pincer runner with the Claude provider', () => {
   });
 
   it('with PINCER_CLAUDE_PREWARM=1 answers the next query from a prewarmed process, resumed where the last ended', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake, { PINCER_CLAUDE_PREWARM: '1' }));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake, { PINCER_CLAUDE_PREWARM: '1' }));
     fake.script({ text: 'first answer' }, { text: 'second answer' });
 
     const a = session.chat('first question');
@@ -119,10 +111,10 @@ describe('pincer runner with the Claude provider', () => {
   });
 
   it('runs Bash without the API key or other secrets in its environment', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
     const env = claudeTestEnv(fake, { PAYMENTS_API_TOKEN: 'tok-very-secret', HARMLESS_SETTING: 'visible-value' });
-    const runner = await claudeRunner(session, env);
+    const runner = await startClaudeRunner(session.paths.root, env);
     const probe = 'echo "key=${ANTHROPIC_API_KEY:-none} token=${PAYMENTS_API_TOKEN:-none} other=${HARMLESS_SETTING:-none}"';
     fake.script({ toolUse: { name: 'Bash', input: { command: probe } } }, { text: 'looked' });
 
@@ -137,9 +129,9 @@ describe('pincer runner with the Claude provider', () => {
   });
 
   it('sends an image attachment to the model as a native image block', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake));
     fake.script({ text: 'I see a one-pixel image.' });
 
     const { id } = session.insert({
@@ -163,9 +155,9 @@ describe('pincer runner with the Claude provider', () => {
 
 describe('Claude provider: compaction and configuration', () => {
   it('archives the conversation to agent/conversations before /compact compacts it', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake));
     fake.script({ text: 'Noted: the launch is on Friday.' });
     const a = session.chat('the launch is on Friday, remember that');
     await waitFor('first answer', () => session.inbound(a.id).status === 'completed', { timeoutMs: 20_000 });
@@ -216,9 +208,9 @@ describe('Claude provider: compaction and configuration', () => {
   });
 
   it('is what auto picks when an API key is present', async () => {
-    const fake = await fakeServer();
+    const fake = await fakeAnthropic();
     const session = createTestSession();
-    const runner = await claudeRunner(session, claudeTestEnv(fake, { AGENT_PROVIDER: 'auto' }));
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake, { AGENT_PROVIDER: 'auto' }));
     expect(runner.stderr()).toContain('[runner] ready: provider claude (auto (session policy "auto"): first installed provider with credentials)');
     expect(await runner.stop()).toBe(0);
   });

@@ -1,27 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
+import { describe, expect, it } from 'vitest';
+import { startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
 import { toolNames } from './support/fake-openai-wire.js';
-import { processesUsing, reapSessionProcesses, type SessionProcess } from './support/processes.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { cleanUpProviderRunsAfterEach, providerSession, replies, SLOW } from './support/openai-provider-e2e.js';
+import { processesUsing } from './support/processes.js';
+import { startRunner } from './support/runner-harness.js';
+import type { TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The Codex provider end to end: the real `pincer runner` process, the real `codex` binary from @openai/codex-sdk,
  * and the scripted fake OpenAI-compatible server (Responses API) on 127.0.0.1.
  */
-const sessions: TestSession[] = [];
-/** Generous: the whole suite shares two cores with other processes. */
-const SLOW = { timeoutMs: 45_000 };
-
-function codexSession(): TestSession {
-  const session = createTestSession('pincer-codex-');
-  fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer-under-test.');
-  sessions.push(session);
-  return session;
-}
+const codexSession = (): TestSession => providerSession('pincer-codex-');
 
 function codexEnv(baseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -35,18 +27,7 @@ function codexEnv(baseUrl: string, extra: Record<string, string> = {}): Record<s
   };
 }
 
-const replies = (session: TestSession): string[] => session.outboundContents().map((content) => String(content.text));
-
-afterEach(async () => {
-  // Clean up everything first (runners, then anything they started), then say what was left behind.
-  const runnersLeft = await stopAllRunners();
-  const processesLeft: SessionProcess[] = [];
-  for (const session of sessions.splice(0)) processesLeft.push(...(await reapSessionProcesses(session.paths.root)));
-  await closeFakeOpenAIs();
-  cleanupSessions();
-  expect(runnersLeft).toBe(0);
-  expect(processesLeft).toEqual([]);
-});
+cleanUpProviderRunsAfterEach();
 
 describe('codex provider', { timeout: 90_000 }, () => {
   let fake: FakeOpenAI;

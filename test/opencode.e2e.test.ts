@@ -1,11 +1,10 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { closeFakeOpenAIs, startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
+import { describe, expect, it } from 'vitest';
+import { startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
 import { toolNames } from './support/fake-openai-wire.js';
-import { processesUsing, reapSessionProcesses, type SessionProcess } from './support/processes.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { cleanUpProviderRunsAfterEach, providerSession, replies, SLOW } from './support/openai-provider-e2e.js';
+import { processesUsing } from './support/processes.js';
+import { startRunner } from './support/runner-harness.js';
+import type { TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -13,15 +12,7 @@ import { waitFor } from './support/wait.js';
  * and the scripted fake OpenAI-compatible server (Chat Completions) on 127.0.0.1. The server starts in seconds, so
  * waits here are generous.
  */
-const sessions: TestSession[] = [];
-const SLOW = { timeoutMs: 45_000 };
-
-function openCodeSession(): TestSession {
-  const session = createTestSession('pincer-opencode-');
-  fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), 'You are Pincer-under-test.');
-  sessions.push(session);
-  return session;
-}
+const openCodeSession = (): TestSession => providerSession('pincer-opencode-');
 
 function openCodeEnv(baseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -34,20 +25,10 @@ function openCodeEnv(baseUrl: string, extra: Record<string, string> = {}): Recor
   };
 }
 
-const replies = (session: TestSession): string[] => session.outboundContents().map((content) => String(content.text));
 const storedSession = (session: TestSession): string | undefined =>
   (session.db.prepare("SELECT value FROM session_state WHERE key = 'opencode:session_id'").get() as { value: string } | undefined)?.value;
 
-afterEach(async () => {
-  // Clean up everything first (runners, then anything they started), then say what was left behind.
-  const runnersLeft = await stopAllRunners();
-  const processesLeft: SessionProcess[] = [];
-  for (const session of sessions.splice(0)) processesLeft.push(...(await reapSessionProcesses(session.paths.root)));
-  await closeFakeOpenAIs();
-  cleanupSessions();
-  expect(runnersLeft).toBe(0);
-  expect(processesLeft).toEqual([]);
-});
+cleanUpProviderRunsAfterEach();
 
 describe('opencode provider', { timeout: 90_000 }, () => {
   let fake: FakeOpenAI;

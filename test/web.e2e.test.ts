@@ -139,7 +139,11 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
 
   it('pauses, resumes and cancels a task; stops and restarts a runner and shows its log; shows the doctor', async () => {
     const host = await startHost();
+    const stream = host.stream('ops');
     await host.request('POST', '/v1/conversations/ops/messages', { text: 'warm up' });
+    // The runner has started, answered and logged before the page asks for its log.
+    await stream.waitFor('the answer', (e) => e.event === 'chat');
+    stream.close();
     const inAnHour = new Date(Date.now() + 3600_000).toISOString();
     const scheduled = await host.request('POST', '/v1/conversations/ops/tasks', { prompt: 'water the plants', processAfter: inAnHour, recurrence: '0 9 * * 1-5' });
     expect(scheduled.status).toBe(202);

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach, expect } from 'vitest';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
-import { startRunner, type RunnerHandle } from './runner-harness.js';
+import { startRunner, stopAllRunners, type RunnerHandle } from './runner-harness.js';
+import { cleanupSessions } from './session.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -40,6 +42,18 @@ export async function cleanupClaude(): Promise<number> {
   const stepErrors = closing.flatMap((fake) => fake.stepErrors);
   if (stepErrors.length > 0) throw new Error(`a scripted model step failed: ${stepErrors.map((e) => e.message).join('; ')}`);
   return left;
+}
+
+/**
+ * The `afterEach` of the runner-level Claude tests: clean up everything first (runners, Claude Code processes, test
+ * sessions), then prove nothing was left. Call once at the top of the test file.
+ */
+export function cleanUpClaudeRunsAfterEach(): void {
+  afterEach(async () => {
+    const left = { runners: await stopAllRunners(), claude: await cleanupClaude() };
+    cleanupSessions();
+    expect(left).toEqual({ runners: 0, claude: 0 });
+  });
 }
 
 export function claudeTestEnv(fake: FakeAnthropic | { url: string }, extra: Record<string, string> = {}): Record<string, string> {
