@@ -59,7 +59,7 @@ describe('user documentation', () => {
     expect(readme.length).toBeLessThan(12_000);
   });
 
-  const commands = ['', 'chat', 'host', 'doctor', 'runner', 'mcp', 'send', 'outbox', 'session', 'session create', 'container', 'container image'];
+  const commands = ['', 'chat', 'host', 'doctor', 'runner', 'mcp', 'send', 'outbox', 'session', 'session create', 'container', 'container image', 'token', 'webhook', 'usage', 'budget'];
   it.each(commands)('pincer %s --help cites no internal documents', (command) => {
     const result = spawnSync(process.execPath, [BUILT_CLI, ...command.split(' ').filter(Boolean), '--help'], { encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(0);

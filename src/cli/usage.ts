@@ -21,7 +21,7 @@ export function registerUsageCommands(program: Command): void {
     .option('--since <when>', 'a duration back from now (30m, 24h, 7d, 2w) or a date (2026-11-01)', '7d')
     .option('--by <key>', `group rows by ${USAGE_GROUPINGS.join(' | ')}`, 'group')
     .option('--json', 'print the report as JSON (the same as GET /v1/usage)')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .action((options: { since: string; by: string; json?: boolean; home?: string }) => {
       withCentral(options.home, (store) => {
         const report = usageReport(store.db, { since: options.since, by: options.by });
@@ -33,7 +33,7 @@ export function registerUsageCommands(program: Command): void {
   budget
     .command('list')
     .description('show every budget and what was used against it')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .action((options: { home?: string }) => {
       withCentral(options.home, (store, budgets) => {
         const rows = budgets.list();
@@ -44,7 +44,7 @@ export function registerUsageCommands(program: Command): void {
   const set = budget
     .command('set <group>')
     .description('set or raise limits of an agent group (by name or id); 0 refuses every turn')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)');
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)');
   for (const period of BUDGET_PERIODS) for (const unit of BUDGET_UNITS) set.option(`--${period}-${unit} <amount>`, `${period} limit in ${unit === 'usd' ? 'US dollars' : 'tokens (input + output)'}`, parseAmount);
   set.action((groupName: string, options: Record<string, number | string | undefined>) => {
     withCentral(options.home as string | undefined, (store, budgets) => {
@@ -65,7 +65,7 @@ export function registerUsageCommands(program: Command): void {
   budget
     .command('clear <group>')
     .description('remove the limits of an agent group')
-    .option('--home <dir>', 'data directory (default PINCER_HOME or ./.pincer)')
+    .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .action((groupName: string, options: { home?: string }) => {
       withCentral(options.home, (store, budgets) => {
         const group = store.findAgentGroup(groupName) ?? fail(`no agent group "${groupName}"`);
