@@ -30,6 +30,7 @@ import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
+import { taskLimitProblem } from '../db/task-limit.js';
 
 /** An open message: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open. */
 const OPEN_MESSAGE = `trigger = 1 AND (status = 'processing' OR (status = 'pending'
@@ -175,6 +176,8 @@ export class Host implements HostApi {
     if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
+    const full = message.kind === 'task' ? taskLimitProblem(slot.db) : undefined;
+    if (full) throw new HostError('invalid-input', full);
     const budget = this.usage.gate(group);
     if (budget.over) {
       void this.delivery.notify({ session: slot.session }, message.conversation, budget.notice);
