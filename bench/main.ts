@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { measureBuiltin } from './builtin.js';
 import { measureBurst } from './burst.js';
 import { measureColdStart } from './cold-start.js';
 import { measureFollowUp } from './followup.js';
@@ -22,12 +23,12 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
-  quick: { platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
+  full: { builtin: 30, platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
+  quick: { builtin: 5, platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'idle'] as const;
+const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'builtin', 'idle'] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -86,6 +87,9 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     }
     if (only.has('platform')) {
       results.platform = await timed('chat platform round trip', () => measurePlatformRoundTrip(size.platform));
+    }
+    if (only.has('builtin')) {
+      results.builtin = await timed('built-in runtime', () => measureBuiltin(size.builtin));
     }
     if (idle) {
       const measured = await timed('idle CPU and memory', () => measureIdleFleets(idle, size.idleMs));

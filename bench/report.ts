@@ -1,3 +1,4 @@
+import type { BuiltinResult } from './builtin.js';
 import type { BurstResult } from './burst.js';
 import type { ColdStartSamples } from './cold-start.js';
 import type { FollowUpSamples } from './followup.js';
@@ -22,6 +23,7 @@ export interface BenchResults {
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
   platform?: PlatformSamples;
+  builtin?: BuiltinResult;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
@@ -34,7 +36,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform, builtin } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -85,6 +87,15 @@ export function buildRows(results: BenchResults): Row[] {
       { metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`, unit: 'ms', pincer: t.p50, baseline: h.p50, better: 'lower' },
       { metric: '  of which the Chat SDK path (Telegram p50 − HTTP p50)', unit: 'ms', pincer: t.p50 - h.p50, better: 'lower', target: atMost(20, '≤ 20 ms') },
       { metric: 'Telegram message in → answer sent, p90', unit: 'ms', pincer: t.p90, baseline: h.p90, better: 'lower' },
+    );
+  }
+  if (builtin) {
+    const [b, m] = [summarize(builtin.toReply), summarize(builtin.mockToReply)];
+    rows.push(
+      { metric: `built-in runtime (fake model server): insert → reply row, p50; baseline: mock (n=${b.count}/${m.count})`, unit: 'ms', pincer: b.p50, baseline: m.p50, better: 'lower' },
+      { metric: 'built-in runtime: insert → reply row, p90', unit: 'ms', pincer: b.p90, baseline: m.p90, better: 'lower' },
+      { metric: `built-in runtime session idle: RSS of runner + MCP server (${builtin.processes} processes); baseline: mock runner alone`, unit: 'MiB', pincer: builtin.sessionRssMiB, baseline: builtin.mockRssMiB, better: 'lower', target: atMost(80, '≤ 80 MB') },
+      { metric: '  the same as PSS (shared pages split)', unit: 'MiB', pincer: builtin.sessionPssMiB, baseline: builtin.mockPssMiB, better: 'lower' },
     );
   }
   if (burst) {

@@ -16,6 +16,8 @@ import { waitFor } from './support/wait.js';
  * doctor` lists them without running their code.
  */
 const EXAMPLE = fileURLToPath(new URL('../examples/extension/', import.meta.url));
+/** Generous: the suite shares two cores with other processes. */
+const SLOW = { timeoutMs: 30_000 };
 const sessions: TestSession[] = [];
 
 function sessionWithExample(layout: 'convention' | 'manifest'): TestSession {
@@ -47,16 +49,16 @@ describe('extensions', { timeout: 60_000 }, () => {
   it('register a harness that auto chooses for the route it supports; a broken module is reported', async () => {
     const session = sessionWithExample('convention');
     const runner = startRunner(session.paths.root, { AGENT_PROVIDER: '', PINCER_MODEL: 'local/demo', OPENAI_BASE_URL: 'http://echo.invalid/v1' });
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const log = runner.stderr();
     expect(log).toContain('[runner] [example.mjs] word_count tool and parrot harness registered');
     expect(log).toContain('[runner] extension example.mjs: tool word_count, harness parrot');
     expect(log).toMatch(/\[runner\] warn: resources: extension .*broken\.mjs: failed to load: boom at import/);
     expect(log).toMatch(/\[runner\] provider parrot: auto \(no policy set\): harness parrot supports the route local\/demo via openai-completions at http:\/\/echo\.invalid\/v1/);
     const { id } = session.chat('hello harness');
-    await waitFor('the answer', () => session.outbound().length === 1);
+    await waitFor('the answer', () => session.outbound().length === 1, SLOW);
     expect(String(session.outboundContents()[0]!.text)).toMatch(/^parrot: .*hello harness<\/message>/s);
-    await waitFor('completed', () => session.inbound(id).status === 'completed');
+    await waitFor('completed', () => session.inbound(id).status === 'completed', SLOW);
     expect(await runner.stop()).toBe(0);
   });
 
@@ -65,7 +67,7 @@ describe('extensions', { timeout: 60_000 }, () => {
     fake.script({ call: 'word_count', args: { text: 'one two three four' } }, { text: 'four words' });
     const session = sessionWithExample('manifest');
     const runner = startRunner(session.paths.root, { AGENT_PROVIDER: '', PINCER_MODEL: 'local/demo', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     expect(runner.stderr()).toMatch(/\[runner\] provider pincer: auto \(no policy set\): the built-in runtime for local\/demo/);
     session.chat('count please');
     await waitFor('the answer', () => session.outbound().length === 1, { timeoutMs: 30_000 });
@@ -79,12 +81,16 @@ describe('extensions', { timeout: 60_000 }, () => {
   it('pincer doctor lists them without running their code', () => {
     const session = sessionWithExample('convention');
     session.db.close();
+    fs.writeFileSync(session.paths.config, JSON.stringify({ provider: 'parrot' }));
     const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--workspace', session.paths.root], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', AGENT_PROVIDER: 'mock' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' },
       encoding: 'utf8',
       timeout: 20_000,
     });
     expect(result.stdout).toContain('resources: 0 skills from none, 0 prompts from none, 2 extensions (broken.mjs, example.mjs) from convention');
     expect(result.stdout).not.toContain('boom');
+    // The harness only an extension registers is unknown to doctor, which says why.
+    expect(result.stdout).toContain('✗ provider: unknown provider "parrot"');
+    expect(result.stdout).toContain('(an extension of this package may register it: doctor lists extensions without running them)');
   });
 });

@@ -110,7 +110,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     const session = pincerSession();
     const { env, requests } = await route.start(session);
     const runner = startRunner(session.paths.root, env);
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const { id } = session.chat('please report back');
     await waitFor('both messages', () => session.outbound().length >= 2, SLOW);
     expect(texts(session)).toEqual(['working on it', 'all done']);
@@ -142,7 +142,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     );
     const session = pincerSession();
     const runner = startRunner(session.paths.root, anthropicEnv(fake));
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     session.chat('run a command');
     await waitFor('the answer', () => texts(session).includes('done'), SLOW);
     const [, afterBash, afterRead] = fake.modelRequests();
@@ -162,7 +162,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     const fake = await startFakeOpenAI();
     const session = pincerSession();
     const first = startRunner(session.paths.root, localEnv(fake));
-    await first.ready();
+    await first.ready(SLOW.timeoutMs);
     session.chat('remember the word PELICAN');
     await waitFor('the first answer', () => session.outbound().length === 1, SLOW);
     expect(await first.stop()).toBe(0);
@@ -170,7 +170,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     expect(fs.existsSync(path.join(session.paths.root, '.pincer-sessions', `${stored.value}.jsonl`))).toBe(true);
 
     const second = startRunner(session.paths.root, localEnv(fake));
-    await second.ready();
+    await second.ready(SLOW.timeoutMs);
     session.chat('which word?');
     await waitFor('the second answer', () => session.outbound().length === 2, SLOW);
     const request = fake.modelRequests().at(-1)!;
@@ -186,7 +186,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     fake.script({ until: new Promise<void>((resolve) => (release = resolve)), then: { text: 'first answer' } }, { text: 'second answer' });
     const session = pincerSession();
     const runner = startRunner(session.paths.root, anthropicEnv(fake));
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const one = session.chat('first question');
     await waitFor('the model working on it', () => fake.modelRequests().length === 1, SLOW);
     const two = session.chat('second question');
@@ -209,7 +209,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     const session = pincerSession();
     const env = anthropicEnv(fake, { PINCER_CONTEXT_WINDOW: '400' });
     const runner = startRunner(session.paths.root, env);
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const note = (tag: string): string => `${tag} ${'lorem ipsum dolor sit amet '.repeat(25)}`;
     session.chat(note('MARKER-ONE'));
     await waitFor('the first answer', () => session.outbound().length === 1, SLOW);
@@ -232,7 +232,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
 
     // A restarted runner continues from the summary, not from the compacted messages.
     const again = startRunner(session.paths.root, env);
-    await again.ready();
+    await again.ready(SLOW.timeoutMs);
     session.chat('and now?');
     await waitFor('the third answer', () => session.outbound().length === 3, SLOW);
     const resumed = fake.modelRequests().at(-1)!;
@@ -246,7 +246,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     fake.script({ stall: true });
     const session = pincerSession();
     const runner = startRunner(session.paths.root, localEnv(fake));
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const { id } = session.chat('this will hang');
     await waitFor('a stalled stream', () => fake.stalled() === 1, SLOW);
     expect(await runner.stop()).toBe(0);
@@ -262,7 +262,7 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     fake.script({ status: 401, message: 'invalid x-api-key' });
     const session = pincerSession();
     const runner = startRunner(session.paths.root, anthropicEnv(fake));
-    await runner.ready();
+    await runner.ready(SLOW.timeoutMs);
     const { id } = session.chat('hello?');
     await waitFor('the error recorded', () => session.inbound(id).last_error, SLOW);
     expect(session.inbound(id).last_error).toMatch(/^auth error: .*401.*invalid x-api-key/);

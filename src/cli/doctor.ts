@@ -49,6 +49,9 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
   ].join('\n') + '\n';
 }
 
+/** doctor never runs extension code, so a runtime only an extension registers is unknown here. */
+const EXTENSION_NOTE = '    (an extension of this package may register it: doctor lists extensions without running them)';
+
 export function renderReport(report: DoctorReport, home: string | undefined, platformLines: string[] = []): string {
   const out: string[] = [];
   out.push('providers in this environment:');
@@ -69,6 +72,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
     out.push(`agent group ${group.name} (${group.id}, ${group.dir})`);
     const { selection } = group;
     out.push(selection.ok ? `  provider: ${selection.provider} — ${selection.reason}` : `  ✗ provider: ${selection.message}`);
+    if (!selection.ok && selection.code === 'unknown' && group.resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     out.push(`  ${describeResources(group.resources)}`);
     for (const diagnostic of group.resources.diagnostics) out.push(`  ! ${diagnostic.message}`);
     out.push(`  sessions: ${group.sessions.length === 0 ? 'none yet' : group.sessions.map((s) => path.basename(s)).join(', ')}`);
@@ -86,6 +90,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
     else if (selection) {
       out.push(`  ✗ provider: ${selection.message}`);
       if (session.chatFallbackNote) out.push('    (`pincer chat` sets PINCER_AUTO_FALLBACK=mock, so chat sessions run on mock)');
+      if (selection.code === 'unknown' && resources && resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     }
     if (resources) {
       out.push(`  ${describeResources(resources)}`);

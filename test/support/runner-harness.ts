@@ -37,8 +37,8 @@ export interface RunnerHandle {
   /** SIGTERM and wait for exit. */
   stop(): Promise<number | string>;
   kill(signal?: NodeJS.Signals): Promise<number | string>;
-  /** wait until the runner logged that it is ready. */
-  ready(): Promise<void>;
+  /** wait until the runner logged that it is ready (default: 10 s; more for providers that load an SDK at start). */
+  ready(timeoutMs?: number): Promise<void>;
 }
 
 const running = new Set<RunnerHandle>();
@@ -75,8 +75,8 @@ export function startRunner(workspace: string, env: Record<string, string> = {})
       child.kill(signal);
       return exited;
     },
-    ready: async () => {
-      await waitFor('runner ready', () => stderr.includes('[runner] ready') || child.exitCode !== null);
+    ready: async (timeoutMs = 10_000) => {
+      await waitFor('runner ready', () => stderr.includes('[runner] ready') || child.exitCode !== null, { timeoutMs });
       if (child.exitCode !== null) throw new Error(`runner exited early (${child.exitCode}): ${stderr}`);
     },
   };
