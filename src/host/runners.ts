@@ -281,11 +281,16 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
       if (!isUntrustedPathError(err)) log.warn(`session ${session.id}: ${errorMessage(err)}`);
       continue;
     }
-    if (!state || state.state === 'stopping' || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
+    if (!state || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
     const pid = state.pid;
     if (!isProcessAlive(pid)) continue;
-    log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
-    process.kill(pid, 'SIGTERM');
+    // A runner whose host died sees its stdin close and is already stopping (finishing its query): wait for it all
+    // the same, so that the session never has two runners at once.
+    if (state.state === 'stopping') log.warn(`waiting for runner ${pid} of ${session.id}, left by an earlier host, to stop`);
+    else {
+      log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
+      process.kill(pid, 'SIGTERM');
+    }
     const deadline = Date.now() + config.stopGraceMs + 2000;
     while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
