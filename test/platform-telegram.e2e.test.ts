@@ -107,6 +107,37 @@ describe('Telegram (long polling)', () => {
     expect(textOf(marked)).toContain('Not yet');
   });
 
+  it('sends files, edits its message, reacts to the user\'s message and shows cards', async () => {
+    telegram.userSends({ chatId: 508, userId: 508, text: 'show me everything' });
+    await telegram.waitForSent('the first answer', (c) => toChat(508)(c) && textOf(c).includes('show me everything'));
+    const session = await sessionFor(host, 'telegram', 'telegram:508');
+    const userRow = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
+    const routing = { channelType: 'telegram', platformId: 'telegram:508', threadId: null, inReplyTo: null };
+    const outbox = path.join(host.sessionDir(session.id), 'outbox', 'file-row-508');
+    fs.mkdirSync(outbox, { recursive: true });
+    fs.writeFileSync(path.join(outbox, 'report.txt'), 'the report\n');
+    // What send_file, edit_message, add_reaction and send_card write (as the MCP server does).
+    const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
+    const fileRow = insertOutbound(db, { id: 'file-row-508', kind: 'chat', content: { text: 'here is the report', files: ['report.txt'] }, routing });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: fileRow.seq, text: 'here is the final report' }, routing });
+    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: userRow.seq, emoji: '👍' }, routing });
+    insertOutbound(db, {
+      kind: 'chat-sdk',
+      content: { type: 'card', card: { title: 'Status', children: [{ type: 'text', content: 'All green' }], actions: [{ label: 'Open dashboard', url: 'https://example.com/d' }] }, fallbackText: 'Status: all green' },
+      routing,
+    });
+    db.close();
+    const text = await telegram.waitForSent('the text', (c) => toChat(508)(c) && textOf(c).includes('here is the report'));
+    const document = await telegram.waitForSent('the file', (c) => toChat(508)(c) && c.method === 'sendDocument');
+    expect(document.body.document_name).toBe('report.txt');
+    const edit = await waitFor('the edit', () => telegram.calls.find((c) => c.method === 'editMessageText' && toChat(508)(c) && textOf(c).includes('final report')));
+    expect(Number(edit.body.message_id)).toBe((text.result as { message_id: number }).message_id);
+    const reaction = await waitFor('the reaction', () => telegram.calls.find((c) => c.method === 'setMessageReaction' && toChat(508)(c)));
+    expect(reaction.body).toMatchObject({ message_id: Number(String(JSON.parse(userRow.content).id).split(':').pop()), reaction: [{ type: 'emoji', emoji: '👍' }] });
+    const card = await telegram.waitForSent('the card', (c) => toChat(508)(c) && JSON.stringify(c.body.reply_markup ?? '').includes('https://example.com/d'));
+    expect(textOf(card)).toContain('All green');
+  });
+
   it('keeps working while Telegram answers 500 for a while, and delivers afterwards', async () => {
     telegram.fail('getUpdates', 2, 500);
     telegram.fail('sendMessage', 3, 500);
@@ -154,6 +185,32 @@ describe('Telegram rules, failures and webhooks', () => {
       ['@pincer_test_bot what do you think?', 1],
     ]);
     expect(telegram.sent().filter(toChat(-100))).toHaveLength(1);
+  });
+
+  it('takes admin rights from the host\'s records: a platform admin may register a group, another user may not', async () => {
+    telegram = await startFakeTelegram();
+    host = await startHost(telegramEnv(telegram, { PINCER_ADMIN_USER_ID: 'telegram:42' }));
+    telegram.userSends({ chatId: 42, userId: 42, text: 'i am the admin' });
+    telegram.userSends({ chatId: 43, userId: 43, text: 'i am not' });
+    const admin = await sessionFor(host, 'telegram', 'telegram:42');
+    const other = await sessionFor(host, 'telegram', 'telegram:43');
+    await telegram.waitForSent('both answers', () => telegram.sent().some(toChat(42)) && telegram.sent().some(toChat(43)));
+    // What register_agent_group writes, answering each user's message (as the MCP server does).
+    for (const [session, name] of [[admin, 'ops'], [other, 'sneaky']] as const) {
+      const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
+      const asked = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
+      insertOutbound(db, {
+        kind: 'system',
+        content: { action: 'register_agent_group', name, folder: name, channelType: 'telegram', platformId: `telegram:-${name.length}` },
+        routing: { channelType: 'telegram', platformId: session.platformId, threadId: null, inReplyTo: asked.id },
+      });
+      db.close();
+    }
+    const answerOf = (sessionId: string) => () => inboundOf(host, sessionId).find((r) => r.kind === 'system' && r.content.includes('register_agent_group'));
+    expect(JSON.parse((await waitFor('the admin\'s answer', answerOf(admin.id))).content)).toMatchObject({ status: 'success', result: { name: 'ops' } });
+    const refused = JSON.parse((await waitFor('the other\'s answer', answerOf(other.id))).content) as { status: string; error: string };
+    expect(refused).toMatchObject({ status: 'error' });
+    expect(refused.error).toContain('user "telegram:43" is not an admin');
   });
 
   it('gives up on a delivery Telegram keeps refusing, and tells the agent (delivery_error, not delivered)', async () => {

@@ -194,9 +194,11 @@ describe('attack 4: a session.db that is a link is quarantined, and the host ser
     const quarantined = host.stderr().match(/session \S+ quarantined: .*/g) ?? [];
     expect(quarantined).toHaveLength(1);
     expect(quarantined[0]).toContain(`session ${a.sessionId} quarantined: session.db is a symbolic link`);
-    const streamA2 = host.stream('a');
-    const notice = await streamA2.waitFor('the notice to A', (e) => e.event === 'notice');
-    expect(notice.data.text).toMatch(/session is set aside and gets no answers \(session.db is a symbolic link\)/);
+    const notice = await waitFor('the notice to A', async () => {
+      const events = (await host.request('GET', '/v1/conversations/a/events?after=0')).body.events as { type: string; text?: string }[];
+      return events.find((e) => e.type === 'notice');
+    });
+    expect(notice.text).toMatch(/session is set aside and gets no answers \(session.db is a symbolic link\)/);
     const refused = await host.request('POST', '/v1/conversations/a/messages', { text: 'second from a' });
     expect(refused.status).toBe(503);
     expect(refused.body.error).toMatch(new RegExp(`session ${a.sessionId} is quarantined: session.db is a symbolic link`));
@@ -207,7 +209,6 @@ describe('attack 4: a session.db that is a link is quarantined, and the host ser
     const leaked = bDb.prepare(`SELECT count(*) AS n FROM messages_in WHERE platform_id = 'a'`).get() as { n: number };
     expect(leaked.n).toBe(0);
     bDb.close();
-    streamA2.close();
     streamB.close();
     expect(await host.stop()).toBe(0);
   });

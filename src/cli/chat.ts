@@ -76,6 +76,7 @@ async function chat(options: ChatOptions): Promise<number> {
   process.once('SIGTERM', () => quitNow());
 
   const host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  host.hideKeysFromOwnEnvironment();
   started.host = host;
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
   const { slot, group } = host.sessionOf(terminal.conversation);

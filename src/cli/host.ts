@@ -98,6 +98,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     mailboxDb?.close();
     throw err;
   }
+  host.hideKeysFromOwnEnvironment();
   // Run until told to stop (listening before the lines below say the host is up): the timer keeps Node alive when
   // nothing else does (no channel listening).
   const stopAsked = new Promise<void>((resolve) => {

@@ -7,7 +7,7 @@ import { runnerEnvironment, sandboxProviderDefaults } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { resolveFolders, type RunnerFolders } from './workspace.js';
+import { resolveFolders, SANDBOX_PROXY_DIR, sandboxProxyEnv, type RunnerFolders } from './workspace.js';
 
 const log = createLogger('container');
 
@@ -32,7 +32,7 @@ export class BwrapLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env) };
+    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env), ...sandboxProxyEnv(options) };
     const stdio = runnerStdio(options);
     const child = spawn('bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env), { env: {}, stdio: stdio.stdio });
     stdio.close();
@@ -74,6 +74,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
+  if (folders.proxySocketDir) args.push('--ro-bind', folders.proxySocketDir, SANDBOX_PROXY_DIR);
   args.push('--ro-bind', settings.appRoot, '/app');
   // a checkout whose node_modules links elsewhere (a git worktree sharing one install): that folder too, read-only
   const modules = path.join(settings.appRoot, 'node_modules');

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import type { DockerSettings } from './types.js';
-import type { RunnerFolders } from './workspace.js';
+import { SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 
 /** Where things are inside the container. */
 export const CONTAINER_WORKSPACE = '/workspace';
@@ -42,6 +42,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
   const mounts = [`type=bind,src=${folders.workspace},dst=${CONTAINER_WORKSPACE}`];
   if (folders.agentDir) mounts.push(`type=bind,src=${folders.agentDir},dst=${CONTAINER_WORKSPACE}/agent`);
   if (folders.globalDir) mounts.push(`type=bind,src=${folders.globalDir},dst=${CONTAINER_WORKSPACE}/global,readonly`);
+  if (folders.proxySocketDir) mounts.push(`type=bind,src=${folders.proxySocketDir},dst=${SANDBOX_PROXY_DIR},readonly`);
   mounts.push(`type=bind,src=${settings.appRoot},dst=${CONTAINER_APP},readonly`);
   if (plan.identity) {
     mounts.push(`type=bind,src=${plan.identity.passwd},dst=/etc/passwd,readonly`);

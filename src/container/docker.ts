@@ -8,7 +8,7 @@ import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import { identityFiles } from './identity.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { resolveFolders } from './workspace.js';
+import { resolveFolders, sandboxProxyEnv } from './workspace.js';
 
 const log = createLogger('container');
 
@@ -38,7 +38,7 @@ export class DockerLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env), ...LIFELINE_ENV };
+    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env), ...sandboxProxyEnv(options), ...LIFELINE_ENV };
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const launchId = crypto.randomUUID();
     const user = runnerUser(this.settings, folders);

@@ -27,6 +27,12 @@ export interface LaunchOptions {
   /** `pipe`: expose the runner's stderr as `child.stderr` (tests); ignored when `logFile` is set. */
   stderr?: 'inherit' | 'pipe';
   /**
+   * the host's credential proxy socket (src/host/credential-proxy.ts). A sandbox with its own network cannot reach the
+   * proxy's loopback port, so its folder is bound read-only at `/run/pincer-proxy` and the runner forwards to it
+   * (`PINCER_CREDENTIAL_PROXY_SOCKET`). A process runner reaches the port directly and ignores it.
+   */
+  credentialProxySocket?: string;
+  /**
    * a short name for the runner (e.g. the session id); the container is named `pincer-runner-<name>` so a host can
    * find one left behind by a host that died. Absent: a random name.
    */

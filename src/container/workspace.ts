@@ -12,6 +12,17 @@ export interface RunnerFolders {
   globalDir: string | undefined;
   /** owner of the session folder, `uid:gid`: the runner must be able to write its DB files. */
   owner: string;
+  /** the folder of the host's credential proxy socket, bound read-only at `SANDBOX_PROXY_DIR`. */
+  proxySocketDir: string | undefined;
+}
+
+/** Where a sandbox sees the credential proxy's socket folder. */
+export const SANDBOX_PROXY_DIR = '/run/pincer-proxy';
+
+/** The runner variable naming the proxy socket inside the sandbox, when there is one. */
+export function sandboxProxyEnv(options: LaunchOptions): Record<string, string> {
+  if (!options.credentialProxySocket) return {};
+  return { PINCER_CREDENTIAL_PROXY_SOCKET: path.posix.join(SANDBOX_PROXY_DIR, path.basename(options.credentialProxySocket)) };
 }
 
 export function resolveFolders(options: LaunchOptions): RunnerFolders {
@@ -21,7 +32,8 @@ export function resolveFolders(options: LaunchOptions): RunnerFolders {
   const ownGlobal = path.join(workspace, 'global');
   if (globalDir === undefined && isDirectory(ownGlobal)) globalDir = ownGlobal;
   const stat = fs.statSync(workspace);
-  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}` };
+  const proxySocketDir = options.credentialProxySocket ? requireDirectory(path.dirname(options.credentialProxySocket), 'credential proxy folder') : undefined;
+  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}`, proxySocketDir };
 }
 
 function requireDirectory(dir: string, what: string): string {

@@ -10,6 +10,7 @@ import { HostError, isHostError } from './errors.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { applyTaskCommand } from './tasks.js';
 import type { SessionDirectory } from './sessions.js';
+import { taskLimitProblem } from '../db/task-limit.js';
 
 /**
  * System actions: `messages_out` rows of kind `system` with `{action, …}` content, written by the MCP tools. Each is
@@ -112,6 +113,8 @@ export class ActionHandlers {
   private scheduleTask(ctx: ActionContext): ActionAnswer {
     const input = parse(ScheduleTask, ctx.content);
     if (input.recurrence) validateCron(input.recurrence, ctx.group.timezone);
+    const full = taskLimitProblem(ctx.db);
+    if (full) throw new HostError('invalid-input', full);
     const processAfter = input.processAfter
       ? this.time(input.processAfter, ctx.group.timezone)
       : input.recurrence

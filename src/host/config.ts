@@ -23,7 +23,7 @@ const HostEnvSchema = z.object({
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PINCER_RUNNER: z.enum(['process', 'docker', 'bwrap']).default('process'),
+  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_RUNNER_START_TIMEOUT_MS: positiveInt(60_000),

@@ -17,7 +17,10 @@ import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { firstTryNotices } from './retry-notice.js';
 import { HomeLock } from './home-lock.js';
+import { CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { scrubOwnEnvironment } from './environ-scrub.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
+import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
@@ -27,6 +30,7 @@ import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
+import { taskLimitProblem } from '../db/task-limit.js';
 
 /** An open message: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open. */
 const OPEN_MESSAGE = `trigger = 1 AND (status = 'processing' OR (status = 'pending'
@@ -65,6 +69,8 @@ export class Host implements HostApi {
   private readonly channels = new Map<string, ChannelAdapter>();
   private stopped = false;
   private readonly lock: HomeLock;
+  /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
+  readonly credentialProxy: CredentialProxy | undefined;
   readonly usage: HostUsage;
 
   private constructor(private readonly options: HostOptions) {
@@ -90,7 +96,8 @@ export class Host implements HostApi {
         touch: () => slot.touch(),
       })),
     );
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit));
+    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit), undefined, this.credentialProxy);
     this.delivery = new Delivery({
       channels: this.channels,
       store: this.store,
@@ -103,12 +110,16 @@ export class Host implements HostApi {
   }
 
   static async start(options: HostOptions): Promise<Host> {
-    const host = new Host(options);
+    const log = options.log ?? createLogger('host');
+    const runners = await resolveRunnerKind(options.config.runners, log);
+    if (options.config.runners.kind === 'auto') log.info(`runners: ${runners.kind} (${runners.why})`);
+    const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
+      await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
-      await stopOrphanRunners(host.store.listSessions(), options.config.runners, host.log);
+      await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
       for (const session of host.store.listSessions()) {
         try {
           host.slotFor(session);
@@ -143,9 +154,19 @@ export class Host implements HostApi {
       await slot.close();
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
+    await this.credentialProxy?.stop();
     this.store.db.close();
     this.lock.release();
     this.log.info('stopped');
+  }
+
+  /**
+   * For a host that is its own process (`pincer host`, `pincer chat`): with the keys in the credential proxy, blank
+   * them in this process's environment block, which any same-user process can read at /proc/<pid>/environ.
+   */
+  hideKeysFromOwnEnvironment(): void {
+    if (!this.credentialProxy) return;
+    if (!scrubOwnEnvironment(PROXIED_CREDENTIALS)) this.log.warn('could not blank the provider keys in the host process environment; same-user processes may read them');
   }
 
   // ---- HostApi (what channels call) ----
@@ -155,6 +176,8 @@ export class Host implements HostApi {
     if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
     const { slot, group } = this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
+    const full = message.kind === 'task' ? taskLimitProblem(slot.db) : undefined;
+    if (full) throw new HostError('invalid-input', full);
     const budget = this.usage.gate(group);
     if (budget.over) {
       void this.delivery.notify({ session: slot.session }, message.conversation, budget.notice);

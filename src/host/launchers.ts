@@ -18,6 +18,7 @@ export type LaunchRunner = (options: LaunchOptions) => LaunchedRunner;
  * kind keeps the runner's stdin open as a lifeline: a host that dies, even by SIGKILL, takes its runners with it.
  */
 export function launcherFor(config: HostConfig['runners']): LaunchRunner {
+  if (config.kind === 'auto') throw new Error('PINCER_RUNNER=auto must be resolved before runners are launched (resolveRunnerKind)');
   const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind });
   return (options) => launcher.launch(options);
 }

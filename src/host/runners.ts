@@ -52,6 +52,16 @@ interface Entry {
 
 export type LivenessVerdict = 'ok' | 'idle-stop' | 'heartbeat-kill' | 'turn-limit' | 'none';
 
+/** What the credential proxy does for runners (src/host/credential-proxy.ts): the seam the supervisor needs. */
+export interface RunnerCredentials {
+  /** the runner's environment with placeholders for real keys (a new placeholder per start). */
+  runnerEnv(sessionId: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+  /** the session's placeholder stops working. */
+  revoke(sessionId: string): void;
+  /** the proxy's Unix socket, for sandboxes with their own network. */
+  socketPath(): string | undefined;
+}
+
 export class RunnerSupervisor {
   private readonly entries = new Map<string, Entry>();
   private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
@@ -64,6 +74,8 @@ export class RunnerSupervisor {
     private readonly onExit: (exit: RunnerExit) => void,
     /** how runners are started (default: by PINCER_RUNNER). */
     private readonly launch: LaunchRunner = launcherFor(config),
+    /** placeholder keys instead of real ones, when the host runs a credential proxy. */
+    private readonly credentials?: RunnerCredentials,
   ) {}
 
   isRunning(sessionId: string): boolean {
@@ -95,17 +107,20 @@ export class RunnerSupervisor {
         workspace: launch.folder,
         agentDir: launch.agentDir,
         globalDir: launch.globalDir,
-        env: { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone },
+        env: this.runnerEnv(launch),
+        credentialProxySocket: this.credentials?.socketPath(),
         logFile: launch.logFile,
         name: launch.sessionId,
       });
     } catch (err) {
+      this.credentials?.revoke(launch.sessionId);
       this.recordCrash(launch.sessionId);
       this.log.warn(`runner for ${launch.sessionId} could not be launched: ${errorMessage(err)}`);
       return false;
     }
     const { child } = runner;
     if (child.pid === undefined) {
+      this.credentials?.revoke(launch.sessionId);
       // spawn failed synchronously (e.g. EAGAIN, no docker binary): count it as a crash so the next try waits.
       this.recordCrash(launch.sessionId);
       this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
@@ -207,8 +222,16 @@ export class RunnerSupervisor {
     await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
   }
 
+  private runnerEnv(launch: RunnerLaunch): NodeJS.ProcessEnv {
+    const env = { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone };
+    return this.credentials ? this.credentials.runnerEnv(launch.sessionId, env) : env;
+  }
+
   private handleExit(sessionId: string, entry: Entry, code: number | string): void {
-    if (this.entries.get(sessionId) === entry) this.entries.delete(sessionId);
+    if (this.entries.get(sessionId) === entry) {
+      this.entries.delete(sessionId);
+      this.credentials?.revoke(sessionId); // its placeholder dies with it
+    }
     let crashes = 0;
     let nextStartAt = Date.now();
     if (!entry.stopping) {
@@ -258,11 +281,16 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
       if (!isUntrustedPathError(err)) log.warn(`session ${session.id}: ${errorMessage(err)}`);
       continue;
     }
-    if (!state || state.state === 'stopping' || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
+    if (!state || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
     const pid = state.pid;
     if (!isProcessAlive(pid)) continue;
-    log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
-    process.kill(pid, 'SIGTERM');
+    // A runner whose host died sees its stdin close and is already stopping (finishing its query): wait for it all
+    // the same, so that the session never has two runners at once.
+    if (state.state === 'stopping') log.warn(`waiting for runner ${pid} of ${session.id}, left by an earlier host, to stop`);
+    else {
+      log.warn(`stopping runner ${pid} of ${session.id} left by an earlier host`);
+      process.kill(pid, 'SIGTERM');
+    }
     const deadline = Date.now() + config.stopGraceMs + 2000;
     while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');

@@ -21,10 +21,11 @@ export interface HostConfig {
   http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
   runners: {
     /**
-     * `process`: a child process (default); `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through
+     * `auto` (default): bwrap, else docker, else process, resolved when the host starts (src/host/runner-kind.ts);
+     * `process`: a child process; `docker`: a Docker container, `bwrap`: a bubblewrap sandbox, both through
      * src/container, configured from `env` (PINCER_RUNNER, PINCER_CONTAINER_*, PINCER_BWRAP_NETWORK, DOCKER_HOST).
      */
-    kind: 'process' | 'docker' | 'bwrap';
+    kind: 'auto' | 'process' | 'docker' | 'bwrap';
     /** an idle runner with nothing due is stopped after this long. */
     idleTimeoutMs: number;
     /** a runner whose heartbeat is older than this is killed and its rows recovered. */

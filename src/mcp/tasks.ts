@@ -11,6 +11,7 @@ import { isoNow, parseTimeInZone } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, MAX_TEXT_CHARS, text } from './schemas.js';
 import { McpToolError, textResult, type ToolContext } from './types.js';
+import { taskLimitProblem } from '../db/task-limit.js';
 
 /**
  * The task tools (seed "schedule_task" … "update_task"). A task is a `task` row the session writes to itself; a
@@ -53,6 +54,8 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
         throw new McpToolError('invalid', 'give processAfter (when to run), or a recurrence, or both');
       }
       const cron = recurrence === undefined ? undefined : parseCron(recurrence, zone);
+      const full = taskLimitProblem(db);
+      if (full) throw new McpToolError('invalid', full);
       const runAt = processAfter === undefined ? cron!.next().toISOString()! : parseTime(processAfter, zone);
       const routing = batchRouting(db);
       const id = randomUUID();

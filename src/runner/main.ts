@@ -14,6 +14,7 @@ import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { isSessionConfigError } from '../db/config-file.js';
+import { forwardCredentialProxy } from './proxy-forward.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
 
@@ -44,6 +45,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     if (!selection.ok) log.debug(describeSelection(selection));
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
+    await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const provider = await createProvider(choice.name, {
       env,
       model: config.model,

@@ -24,6 +24,8 @@ export type FakeReply =
 export interface RecordedRequest {
   api: 'responses' | 'chat';
   path: string;
+  /** the request's headers (to see which key the client presented). */
+  headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
   /** OpenCode's title generation (answered apart, never scripted). */
   title: boolean;
@@ -88,7 +90,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const systemTexts = [...messageTexts(body, 'system'), ...messageTexts(body, 'developer')];
       const title = api === 'chat' && isTitleRequest(body, systemTexts);
       const reply: FakeReply | 'title' = title ? 'title' : (queue.shift() ?? fallback);
-      const request: RecordedRequest = { api, path, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
+      const request: RecordedRequest = { api, path, headers: req.headers, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
       requests.push(request);
       answer(request, res);
     });

@@ -58,6 +58,8 @@ export async function startHost(env: Record<string, string | undefined> = {}, ho
       HOME: process.env.HOME,
       AGENT_PROVIDER: 'mock',
       TZ: 'UTC',
+      // the tests choose their sandbox; by default a plain process, whatever this machine has installed
+      PINCER_RUNNER: 'process',
       PINCER_HOME: home,
       PINCER_HTTP_TOKEN: TEST_TOKEN,
       PINCER_SWEEP_INTERVAL_MS: '200',

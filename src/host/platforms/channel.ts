@@ -4,6 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { HostError } from '../errors.js';
+import { openOutboxFile } from '../untrusted-files.js';
 import { ChannelDeliveryError, type ChannelAdapter, type DeliveryReceipt, type HostApi, type OutboundDelivery } from '../channels/types.js';
 import type { ConversationRef } from '../types.js';
 import type { PlatformSpec } from './catalog.js';
@@ -157,7 +158,7 @@ export class PlatformChannel implements ChannelAdapter {
   private async postText(adapter: Adapter, message: OutboundDelivery, threadId: string, text: string, files: { name: string; path: string }[]): Promise<DeliveryReceipt> {
     const parts: AdapterPostableMessage[] = [
       ...this.chunks(adapter, text).map((markdown) => ({ markdown })),
-      ...files.map((file) => ({ markdown: '', files: [{ data: fs.readFileSync(file.path), filename: file.name }] })),
+      ...files.map((file) => ({ markdown: '', files: [{ data: readOutboxFile(file.path), filename: file.name }] })),
     ];
     const key = message.id ?? '';
     const progress = (message.id && this.progress.get(key)) || { sent: 0 };
@@ -320,6 +321,16 @@ export class PlatformChannel implements ChannelAdapter {
       error: (message, ...args) => log.error(line(message, args)),
     };
     return logger;
+  }
+}
+
+/** An outbox file, opened without following a link the agent may have put there since delivery checked it. */
+function readOutboxFile(file: string): Buffer {
+  const fd = openOutboxFile(file);
+  try {
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

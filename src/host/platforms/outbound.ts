@@ -2,6 +2,7 @@ import type { CardChild, CardElement } from 'chat';
 import { z } from 'zod';
 import { errorMessage } from '../../shared/log.js';
 import { ChannelDeliveryError } from '../channels/types.js';
+import { isUntrustedPathError } from '../untrusted-files.js';
 
 /**
  * What the agent sends, in the Chat SDK's terms: cards from `send_card`'s JSON, `ask_user_question` as a card with
@@ -74,6 +75,8 @@ const PERMANENT_CODES = new Set(['AUTH_FAILED', 'PERMISSION_DENIED', 'NOT_FOUND'
 /** An adapter's error as a delivery error: 429 keeps its retry-after; a 4xx is permanent; the rest is retried. */
 export function deliveryError(platform: string, err: unknown): ChannelDeliveryError {
   if (err instanceof ChannelDeliveryError) return err;
+  // An outbox file the agent swapped for a link (or removed) after delivery checked it: no retry brings it back.
+  if (isUntrustedPathError(err)) return new ChannelDeliveryError(`${platform}: ${err.message}`, { permanent: true });
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   const message = `${platform}: ${errorMessage(err)}`;
   // The adapters' RATE_LIMITED, and Slack's Web API client (set to reject rate-limited calls rather than wait).

@@ -71,7 +71,8 @@ export function readCodexSettings(env: Record<string, string | undefined>, model
     timeoutMs: providerTimeoutMs(env),
     env,
   };
-  if (settings.baseUrl && !settings.model) {
+  // Behind the host's credential proxy the base URL is the proxy's, whatever the upstream: Codex's default model is fine.
+  if (settings.baseUrl && !settings.model && env.PINCER_CREDENTIAL_PROXY !== '1') {
     throw new ProviderError('config', 'codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves');
   }
   return settings;
@@ -84,12 +85,18 @@ export function codexHome(settings: CodexSettings, cwd: string): string {
   return home;
 }
 
+/** Variable name patterns kept from the agent's shell (Codex glob syntax); nothing the Pincer MCP server needs. */
+const SHELL_EXCLUDES = ['*KEY*', '*TOKEN*', '*SECRET*', '*PASSWORD*', 'OPENAI_*', 'CODEX_*', 'ANTHROPIC_*'];
+
 export function codexOptions(settings: CodexSettings, input: QueryInput, home: string): CodexOptions {
   const config: NonNullable<CodexOptions['config']> = {
     analytics: { enabled: false },
     // shell_snapshot runs the user's login shell in the background at start-up; killed with the turn on an
     // interrupt, it would outlive the CLI (and it reads the user's profile, which an agent session must not need).
     features: { plugins: false, shell_snapshot: false },
+    // The agent's shell commands never get a key variable: Codex's own default passes OPENAI_API_KEY along. (Not
+    // `inherit: core`: with it the Pincer MCP server no longer answers in time.)
+    shell_environment_policy: { inherit: 'all', ignore_default_excludes: false, exclude: SHELL_EXCLUDES },
   };
   if (settings.model) config.model = settings.model;
   if (input.systemPrompt) config.developer_instructions = input.systemPrompt;

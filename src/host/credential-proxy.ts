@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { errorMessage, type Logger } from '../shared/log.js';
+
+/**
+ * The credential proxy: agents never hold a real key. The host keeps the provider credentials of its own environment;
+ * each runner gets, instead, a placeholder token that is only good for its session while its runner runs, and the
+ * proxy's base URL (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `OPENCODE_BASE_URL`). The proxy listens on 127.0.0.1 and,
+ * for sandboxes with their own network namespace, on a Unix socket bound into the sandbox (the runner forwards its own
+ * loopback port to it, src/runner/proxy-forward.ts). A request with a live placeholder is forwarded to the real
+ * upstream with the real key put in its place; anything else gets 401. docs/security.md describes the contract.
+ */
+
+/** One upstream API and how its key is carried. */
+interface Upstream {
+  /** where requests go: the host's own `*_BASE_URL`, else the public API. */
+  base: URL;
+  /** the header the real credential goes in, and its value. */
+  auth: { header: 'x-api-key' | 'authorization'; value: string };
+  /** extra headers (the OAuth beta flag for Claude subscription tokens). */
+  extraHeaders: Record<string, string>;
+}
+
+/** The variables that carry a real credential, per upstream; the runner never sees their values. */
+const ANTHROPIC_CREDENTIALS = ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'] as const;
+const OPENAI_CREDENTIALS = ['OPENAI_API_KEY', 'CODEX_API_KEY', 'OPENCODE_API_KEY'] as const;
+export const PROXIED_CREDENTIALS: readonly string[] = [...ANTHROPIC_CREDENTIALS, ...OPENAI_CREDENTIALS];
+
+/** The runner's variable naming the proxy's Unix socket inside a sandbox (set by the launcher). */
+export const PROXY_SOCKET_ENV = 'PINCER_CREDENTIAL_PROXY_SOCKET';
+/** Set for runners behind the proxy: their base URLs are the proxy's, whatever upstream the host uses. */
+export const PROXY_MARKER_ENV = 'PINCER_CREDENTIAL_PROXY';
+
+const PLACEHOLDER_PREFIX = 'pincer-placeholder-';
+
+export class CredentialProxy {
+  private readonly placeholders = new Map<string, string>(); // placeholder → session id
+  private readonly bySession = new Map<string, string>(); // session id → placeholder
+  private tcp: http.Server | null = null;
+  private unix: http.Server | null = null;
+  private socketDir: string | null = null;
+
+  private constructor(
+    private readonly upstreams: { anthropic?: Upstream; openai?: Upstream },
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * A proxy for the credentials in `env`, or undefined when `env` holds none (then runners get no key at all, and a
+   * provider that needs one says so).
+   */
+  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger): CredentialProxy | undefined {
+    const anthropic = anthropicUpstream(env);
+    const openai = openaiUpstream(env);
+    if (!anthropic && !openai) return undefined;
+    return new CredentialProxy({ anthropic, openai }, log);
+  }
+
+  /** Listen on 127.0.0.1 (an ephemeral port) and on a Unix socket in a fresh owner-only folder. */
+  async start(): Promise<void> {
+    this.tcp = http.createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      this.tcp!.once('error', reject);
+      this.tcp!.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.socketDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-proxy-'));
+    this.unix = http.createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      this.unix!.once('error', reject);
+      this.unix!.listen(this.socketPath()!, () => resolve());
+    });
+    const kinds = Object.entries(this.upstreams).filter(([, u]) => u).map(([name, u]) => `${name} → ${u!.base.origin}`);
+    this.log.info(`credential proxy on 127.0.0.1:${this.port()} (${kinds.join(', ')}); runners get placeholder keys`);
+  }
+
+  port(): number {
+    return (this.tcp?.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  /** The Unix socket on the host (bound read-only into sandboxes). */
+  socketPath(): string | undefined {
+    return this.socketDir ? path.join(this.socketDir, 'proxy.sock') : undefined;
+  }
+
+  /**
+   * The runner environment for `sessionId`: every real credential removed, a fresh placeholder and the proxy's base
+   * URL in their place for each upstream the host has a key for. Replaces any earlier placeholder of the session.
+   */
+  runnerEnv(sessionId: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    this.revoke(sessionId);
+    const placeholder = `${PLACEHOLDER_PREFIX}${randomBytes(24).toString('base64url')}`;
+    this.placeholders.set(placeholder, sessionId);
+    this.bySession.set(sessionId, placeholder);
+    const out: NodeJS.ProcessEnv = { ...env };
+    for (const name of PROXIED_CREDENTIALS) delete out[name];
+    const base = `http://127.0.0.1:${this.port()}`;
+    if (this.upstreams.anthropic) {
+      out.ANTHROPIC_API_KEY = placeholder;
+      out.ANTHROPIC_BASE_URL = `${base}/anthropic`;
+    }
+    if (this.upstreams.openai) {
+      out.OPENAI_API_KEY = placeholder;
+      out.OPENAI_BASE_URL = `${base}/openai`;
+      if (env.OPENCODE_BASE_URL) out.OPENCODE_BASE_URL = `${base}/openai`;
+    }
+    out[PROXY_MARKER_ENV] = '1';
+    return out;
+  }
+
+  /** The session's placeholder stops working (its runner stopped). */
+  revoke(sessionId: string): void {
+    const placeholder = this.bySession.get(sessionId);
+    if (placeholder === undefined) return;
+    this.bySession.delete(sessionId);
+    this.placeholders.delete(placeholder);
+  }
+
+  async stop(): Promise<void> {
+    for (const server of [this.tcp, this.unix]) {
+      if (!server) continue;
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    this.tcp = this.unix = null;
+    if (this.socketDir) fs.rmSync(this.socketDir, { recursive: true, force: true });
+    this.socketDir = null;
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = req.url ?? '/';
+    const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
+    const upstream = kind && this.upstreams[kind];
+    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has no key for it)`);
+    const given = presented(req);
+    const sessionId = given === undefined ? undefined : this.placeholders.get(given);
+    if (sessionId === undefined) {
+      this.log.warn(`credential proxy: refused a ${kind} request with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`);
+      return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');
+    }
+    const target = new URL(upstream.base.href.replace(/\/$/, '') + url.slice(kind.length + 1));
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(name) || name === 'x-api-key' || name === 'authorization' || name === 'host') continue;
+      headers[name] = value;
+    }
+    headers.host = target.host;
+    headers[upstream.auth.header] = upstream.auth.value;
+    for (const [name, value] of Object.entries(upstream.extraHeaders)) {
+      headers[name] = headers[name] ? `${String(headers[name])},${value}` : value;
+    }
+    const client = target.protocol === 'https:' ? https : http;
+    const outgoing = client.request(target, { method: req.method, headers }, (upstreamRes) => {
+      const back: http.OutgoingHttpHeaders = {};
+      for (const [name, value] of Object.entries(upstreamRes.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+      res.writeHead(upstreamRes.statusCode ?? 502, back);
+      upstreamRes.pipe(res);
+    });
+    outgoing.on('error', (err) => {
+      this.log.warn(`credential proxy: ${kind} upstream ${target.origin}: ${errorMessage(err)}`);
+      if (!res.headersSent) refuse(res, 502, `Pincer credential proxy: upstream ${target.origin} unreachable: ${errorMessage(err)}`);
+      else res.destroy();
+    });
+    req.on('aborted', () => outgoing.destroy());
+    res.on('close', () => outgoing.destroy());
+    req.pipe(outgoing);
+  }
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** The placeholder a client presented: `x-api-key` (Anthropic) or `Authorization: Bearer` (both APIs). */
+function presented(req: http.IncomingMessage): string | undefined {
+  const key = req.headers['x-api-key'];
+  if (typeof key === 'string' && key.startsWith(PLACEHOLDER_PREFIX)) return key;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+  return bearer?.startsWith(PLACEHOLDER_PREFIX) ? bearer : undefined;
+}
+
+function refuse(res: http.ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ type: 'error', error: { type: status === 401 ? 'authentication_error' : 'proxy_error', message } }));
+}
+
+function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
+  const base = new URL(env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com');
+  if (env.ANTHROPIC_API_KEY) return { base, auth: { header: 'x-api-key', value: env.ANTHROPIC_API_KEY }, extraHeaders: {} };
+  const oauth = env.CLAUDE_CODE_OAUTH_TOKEN;
+  if (oauth) return { base, auth: { header: 'authorization', value: `Bearer ${oauth}` }, extraHeaders: { 'anthropic-beta': 'oauth-2025-04-20' } };
+  if (env.ANTHROPIC_AUTH_TOKEN) return { base, auth: { header: 'authorization', value: `Bearer ${env.ANTHROPIC_AUTH_TOKEN}` }, extraHeaders: {} };
+  return undefined;
+}
+
+function openaiUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
+  const key = env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENCODE_API_KEY;
+  if (!key) return undefined;
+  const base = new URL(env.OPENCODE_BASE_URL || env.OPENAI_BASE_URL || 'https://api.openai.com/v1');
+  return { base, auth: { header: 'authorization', value: `Bearer ${key}` }, extraHeaders: {} };
+}

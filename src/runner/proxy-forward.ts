@@ -1,0 +1,48 @@
+import net from 'node:net';
+
+/**
+ * Inside a sandbox with its own network namespace the host's credential proxy (127.0.0.1 on the host) is out of
+ * reach; its Unix socket is bound in instead (`PINCER_CREDENTIAL_PROXY_SOCKET`). The runner listens on the sandbox's
+ * own 127.0.0.1 at the port of its base URLs and forwards each connection to that socket, so the SDKs use the same
+ * plain `ANTHROPIC_BASE_URL`/`OPENAI_BASE_URL` in every runner mode. With a shared network the port is the host's
+ * proxy itself (EADDRINUSE): nothing to do.
+ */
+export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (message: string) => void): Promise<net.Server | undefined> {
+  const socket = env.PINCER_CREDENTIAL_PROXY_SOCKET;
+  if (!socket) return undefined;
+  const port = proxyPort(env);
+  if (port === undefined) return undefined;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(socket);
+    client.pipe(upstream).pipe(client);
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  server.unref();
+  return new Promise((resolve) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE') log(`cannot forward the credential proxy: ${err.message}`);
+      resolve(undefined);
+    });
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+/** The loopback port of the proxy's base URLs. */
+function proxyPort(env: NodeJS.ProcessEnv): number | undefined {
+  for (const name of ['ANTHROPIC_BASE_URL', 'OPENAI_BASE_URL']) {
+    const value = env[name];
+    if (!value) continue;
+    try {
+      const url = new URL(value);
+      if (url.hostname === '127.0.0.1' && url.port) return Number(url.port);
+    } catch {
+      // not a URL: the provider reports it
+    }
+  }
+  return undefined;
+}
