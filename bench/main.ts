@@ -8,6 +8,7 @@ import { measureColdStart } from './cold-start.js';
 import { measureFollowUp } from './followup.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
 import { measureMcpSendMessage } from './mcp.js';
+import { measureObservability } from './observability.js';
 import { measurePickup } from './pickup.js';
 import { measurePlatformRoundTrip } from './platform.js';
 import type { WakeMode } from '../src/db/wake.js';
@@ -23,12 +24,12 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { builtin: 30, platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
-  quick: { builtin: 5, platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
+  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
+  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'builtin', 'idle'] as const;
+const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'builtin', 'observability', 'idle'] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -90,6 +91,9 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     }
     if (only.has('builtin')) {
       results.builtin = await timed('built-in runtime', () => measureBuiltin(size.builtin));
+    }
+    if (only.has('observability')) {
+      results.observability = await timed('metrics and tracing on vs off', () => measureObservability(size.observability));
     }
     if (idle) {
       const measured = await timed('idle CPU and memory', () => measureIdleFleets(idle, size.idleMs));

@@ -20,7 +20,7 @@ export interface PlatformSamples {
   http: number[];
 }
 
-const TOKEN = 'bench-token-0123456789abcdef';
+export const TOKEN = 'bench-token-0123456789abcdef';
 
 export async function measurePlatformRoundTrip(messages: number): Promise<PlatformSamples> {
   const telegram = await startFakeTelegram();
@@ -78,7 +78,7 @@ export async function measurePlatformRoundTrip(messages: number): Promise<Platfo
   return result;
 }
 
-function post(port: number, urlPath: string, body: unknown): Promise<void> {
+export function post(port: number, urlPath: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: urlPath, headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` } }, (res) => {
       res.resume();
@@ -90,7 +90,7 @@ function post(port: number, urlPath: string, body: unknown): Promise<void> {
 }
 
 /** The conversation's SSE stream; each event's data line is appended to `events`. */
-function openStream(port: number, conversation: string, events: string[]): http.ClientRequest {
+export function openStream(port: number, conversation: string, events: string[]): http.ClientRequest {
   const req = http.get({ host: '127.0.0.1', port, path: `/v1/conversations/${conversation}/stream`, headers: { Authorization: `Bearer ${TOKEN}`, Accept: 'text/event-stream' } });
   req.on('response', (res) => res.setEncoding('utf8').on('data', (chunk: string) => events.push(chunk)));
   req.on('error', () => undefined);

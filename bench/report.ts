@@ -6,6 +6,7 @@ import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
+import type { ObservabilitySamples } from './observability.js';
 import type { PlatformSamples } from './platform.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
@@ -23,6 +24,7 @@ export interface BenchResults {
   coldStart?: ByMode<ColdStartSamples>;
   mcp?: McpSamples;
   platform?: PlatformSamples;
+  observability?: ObservabilitySamples;
   builtin?: BuiltinResult;
 }
 
@@ -36,7 +38,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform, builtin } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform, builtin, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -96,6 +98,13 @@ export function buildRows(results: BenchResults): Row[] {
       { metric: 'built-in runtime: insert → reply row, p90', unit: 'ms', pincer: b.p90, baseline: m.p90, better: 'lower' },
       { metric: `built-in runtime session idle: RSS of runner + MCP server (${builtin.processes} processes); baseline: mock runner alone`, unit: 'MiB', pincer: builtin.sessionRssMiB, baseline: builtin.mockRssMiB, better: 'lower', target: atMost(80, '≤ 80 MB') },
       { metric: '  the same as PSS (shared pages split)', unit: 'MiB', pincer: builtin.sessionPssMiB, baseline: builtin.mockPssMiB, better: 'lower' },
+    );
+  }
+  if (observability) {
+    const [on, off] = [summarize(observability.on), summarize(observability.off)];
+    rows.push(
+      { metric: `host pickup (POST → answer), p50, metrics + tracing on; baseline: off (n=${on.count}/${off.count})`, unit: 'ms', pincer: on.p50, baseline: off.p50, better: 'lower' },
+      { metric: '  overhead of metrics + tracing (on p50 / off p50 − 1)', unit: '%', pincer: (on.p50 / off.p50 - 1) * 100, better: 'lower', target: atMost(10, '≤ 10 %') },
     );
   }
   if (burst) {

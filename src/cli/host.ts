@@ -19,6 +19,7 @@ import { Budgets } from '../host/usage/budgets.js';
 import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
 import { createLogger, type Logger } from '../shared/log.js';
+import { startTracing } from '../shared/tracing.js';
 import type Database from 'better-sqlite3';
 import { doctorRoutes } from './doctor.js';
 import { hostSelection } from './provider-views.js';
@@ -93,7 +94,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   }
   let host: Host;
   try {
-    host = await Host.start({ config, channels, log, metrics });
+    host = await Host.start({ config, channels, log, metrics, tracing: await startTracing('pincer-host', process.env) });
   } catch (err) {
     mailboxDb?.close();
     throw err;

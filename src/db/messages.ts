@@ -27,6 +27,8 @@ export interface NewInbound {
   channelType?: string | null;
   threadId?: string | null;
   status?: 'pending' | 'paused';
+  /** the W3C traceparent of the span that wrote the message, when tracing is on (the runner continues the trace). */
+  traceContext?: string | null;
 }
 
 export interface NewOutbound {
@@ -45,8 +47,8 @@ export function insertInbound(db: Database.Database, message: NewInbound): { id:
   const id = message.id ?? randomUUID();
   const stmt = prepared(db, 
     `INSERT INTO messages_in (id, seq, kind, timestamp, status, process_after, recurrence, series_id, trigger,
-       platform_id, channel_type, thread_id, content)
-     VALUES (?, ${NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+       platform_id, channel_type, thread_id, content, trace_context)
+     VALUES (?, ${NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
   );
   const insert = db.transaction(
     () =>
@@ -63,6 +65,7 @@ export function insertInbound(db: Database.Database, message: NewInbound): { id:
         message.channelType ?? null,
         message.threadId ?? null,
         serialise(message.content),
+        message.traceContext ?? null,
       ) as { seq: number },
   );
   return { id, seq: insert.immediate().seq };

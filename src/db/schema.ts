@@ -105,6 +105,14 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 4,
+    description: 'trace context: of each inbound message (written by the host) and of the turn in flight (runner_state)',
+    up(db) {
+      if (!columnNames(db, 'messages_in').has('trace_context')) db.exec('ALTER TABLE messages_in ADD COLUMN trace_context TEXT');
+      if (!columnNames(db, 'runner_state').has('trace_context')) db.exec('ALTER TABLE runner_state ADD COLUMN trace_context TEXT');
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

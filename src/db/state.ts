@@ -96,6 +96,16 @@ export function setRunnerBatch(
   ).run({ state, batchIds: JSON.stringify(batchIds), routing: routing ? JSON.stringify(routing) : null, now: isoNow() });
 }
 
+/** The traceparent of the turn in flight (null when none), read by the MCP server to parent its tool spans. */
+export function setRunnerTrace(db: Database.Database, traceparent: string | null): void {
+  prepared(db, 'UPDATE runner_state SET trace_context = ? WHERE id = 1').run(traceparent);
+}
+
+export function readRunnerTrace(db: Database.Database): string | null {
+  const row = prepared(db, 'SELECT trace_context FROM runner_state WHERE id = 1').get() as { trace_context: string | null } | undefined;
+  return row?.trace_context ?? null;
+}
+
 export function writeHeartbeat(db: Database.Database): void {
   prepared(db, 'UPDATE runner_state SET heartbeat_at = ? WHERE id = 1').run(isoNow());
 }

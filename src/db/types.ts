@@ -30,6 +30,8 @@ export interface InboundRow {
   thread_id: string | null;
   content: string;
   last_error: string | null;
+  /** W3C traceparent of the host span that wrote the row (tracing on), else null. */
+  trace_context?: string | null;
 }
 
 /** A `messages_out` row as stored. */

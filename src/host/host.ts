@@ -7,6 +7,7 @@ import { insertAnswer } from '../db/questions.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
 import type { OutboundRow, RunnerState } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
+import { NO_TRACING, type Tracing } from '../shared/tracing.js';
 import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
@@ -25,6 +26,7 @@ import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
 import type { HostMetrics } from './metrics.js';
+import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
 import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
@@ -48,6 +50,8 @@ export interface HostOptions {
   sessionFolders?: Record<string, string>;
   /** Prometheus metrics to keep (served by the HTTP channel's `/metrics`); none when absent. */
   metrics?: HostMetrics;
+  /** traces of each message (on when OTEL_EXPORTER_OTLP_ENDPOINT is set); none when absent. */
+  tracing?: Tracing;
 }
 
 /** Agent-to-agent messages answering each other more often than this in a row are stopped (a loop, not a chat). */
@@ -72,6 +76,7 @@ export class Host implements HostApi {
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
   readonly usage: HostUsage;
+  private readonly traces: HostTraces;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
@@ -85,6 +90,7 @@ export class Host implements HostApi {
       throw err;
     }
     this.sessions = new SessionDirectory(this.store, config, this.log);
+    this.traces = new HostTraces(options.tracing ?? NO_TRACING);
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
@@ -105,7 +111,7 @@ export class Host implements HostApi {
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
       config: config.delivery,
       log: this.log,
-      observer: options.metrics?.deliveryObserver(),
+      observer: bothObservers(options.metrics?.deliveryObserver(), this.traces.deliveries()),
     });
   }
 
@@ -155,6 +161,7 @@ export class Host implements HostApi {
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
     await this.credentialProxy?.stop();
+    await this.traces.shutdown().catch((err: unknown) => this.log.warn(`trace export failed: ${errorMessage(err)}`));
     this.store.db.close();
     this.lock.release();
     this.log.info('stopped');
@@ -172,6 +179,10 @@ export class Host implements HostApi {
   // ---- HostApi (what channels call) ----
 
   acceptInbound(message: InboundEnvelope): InboundReceipt {
+    return this.traces.received(message, (traceContext) => this.writeInbound(message, traceContext));
+  }
+
+  private writeInbound(message: InboundEnvelope, traceContext: string | undefined): InboundReceipt {
     const parsed = parseInboundContent(message.kind, JSON.stringify(message.content));
     if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
     const { slot, group } = this.sessionOf(message.conversation);
@@ -190,6 +201,7 @@ export class Host implements HostApi {
       processAfter: message.processAfter ?? null,
       recurrence: message.recurrence ?? null,
       trigger: message.trigger ?? 1,
+      traceContext,
       ...routing(message.conversation),
     });
     this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });

@@ -39,7 +39,8 @@ export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
 export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS.ProcessEnv): McpServerConfig {
   const serverEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (key.startsWith('PINCER_') && value !== undefined) serverEnv[key] = value;
+    // OTEL_*: the server's tool spans join the turn's trace when tracing is on.
+    if ((key.startsWith('PINCER_') || key.startsWith('OTEL_')) && value !== undefined) serverEnv[key] = value;
   }
   serverEnv.PINCER_WORKSPACE = workspace;
   serverEnv.TZ = timeZone;

@@ -2,6 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { isSessionDbError, openSessionDb } from '../db/connection.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';
+import { startTracing } from '../shared/tracing.js';
 import { loadMcpConfig } from './config.js';
 import { createPincerServer } from './server.js';
 
@@ -27,7 +28,9 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
   const { config, db } = setup;
   const shutdown = new AbortController();
   const blocking = new Set<Promise<unknown>>();
-  const server = createPincerServer({ db, config, log, shutdown: shutdown.signal, blocking });
+  // Each span is exported as it ends: the provider may kill this process between two calls.
+  const tracing = await startTracing('pincer-mcp', env, { immediate: true });
+  const server = createPincerServer({ db, config, log, shutdown: shutdown.signal, blocking, tracing });
   const transport = new StdioServerTransport();
   const stopped = new Promise<void>((resolve) => {
     const stop = (): void => {
@@ -51,6 +54,7 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
     log.error(`server failed: ${errorMessage(err)}`);
     return 1;
   } finally {
+    await tracing.shutdown().catch(() => undefined);
     db.close();
   }
   return 0;

@@ -5,6 +5,7 @@ import { registerFileTools } from './files.js';
 import { registerMessagingTools } from './messaging.js';
 import { registerQuestionTools } from './questions.js';
 import { registerTaskTools } from './tasks.js';
+import { traceToolCalls } from './traces.js';
 import type { ToolContext } from './types.js';
 
 /** Version reported to MCP clients (keep with package.json). */
@@ -17,6 +18,7 @@ const SERVER_VERSION = '0.1.0';
  */
 export function createPincerServer(ctx: ToolContext): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: SERVER_VERSION });
+  if (ctx.tracing) traceToolCalls(server, ctx.tracing, ctx.db);
   registerMessagingTools(server, ctx);
   registerFileTools(server, ctx);
   registerQuestionTools(server, ctx);

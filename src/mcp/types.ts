@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { Tracing } from '../shared/tracing.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { Logger } from '../shared/log.js';
 import type { WakeMode } from '../db/wake.js';
@@ -29,6 +30,8 @@ export interface ToolContext {
   shutdown: AbortSignal;
   /** calls still running that block (questions); the server lets them finish before it closes the DB. */
   blocking: Set<Promise<unknown>>;
+  /** tool spans when tracing is on (see traces.ts). */
+  tracing?: Tracing;
 }
 
 /**

@@ -7,6 +7,7 @@ import { registerBuiltInProviders } from '../providers/index.js';
 import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
 import { createRunnerPools, RunnerPoolsConfigError } from './pools.js';
 import { describeSelection } from '../runtime/selection.js';
+import { startTracing } from '../shared/tracing.js';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { describeResources, findExtensions, loadResources, skillsSection } from '../runtime/resources/index.js';
 import { loadExtensions } from '../providers/extensions.js';
@@ -79,6 +80,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
   const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
+  const tracing = await startTracing('pincer-runner', env);
   const runner = new Runner({
     db,
     config,
@@ -94,6 +96,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     attachments: pools.attachments,
     prompts: resources.prompts,
     skills: resources.skills,
+    tracing,
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);
@@ -116,6 +119,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     if (lifeline) process.stdin.destroy();
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
     await pools.close();
+    await tracing.shutdown().catch((err: unknown) => log.warn(`trace export failed: ${errorMessage(err)}`));
     db.close();
   }
   log.info('stopped');

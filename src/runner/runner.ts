@@ -5,6 +5,7 @@ import {
   sessionKeys,
   setRunnerBatch,
   setRunnerStateName,
+  setRunnerTrace,
   setSessionValue,
   writeHeartbeat,
 } from '../db/state.js';
@@ -14,6 +15,7 @@ import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput, TurnUsage 
 import type { AttachmentCodec } from '../runtime/attachments.js';
 import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
+import { NO_TRACING, type Tracing } from '../shared/tracing.js';
 import { archiveTranscript, Transcript } from '../shared/transcript-archive.js';
 import { Batch, describeKinds, summarySourceOf } from './batch.js';
 import type { BatchFormatter } from './batch-formatter.js';
@@ -24,6 +26,7 @@ import type { MediaOptions } from './media/types.js';
 import { preparePrompt } from './prompt.js';
 import { InboundQueue, type ClaimedMessage } from './queue.js';
 import { TaskScripts } from './scripts.js';
+import { TurnTraces } from './traces.js';
 import type { Waker } from '../db/wake.js';
 
 /**
@@ -49,6 +52,8 @@ export interface RunnerDeps {
   attachments?: AttachmentCodec;
   /** the agent group's prompts (resource package): each is a `/name` command. */
   prompts?: PromptResource[];
+  /** traces of each turn (on when OTEL_EXPORTER_OTLP_ENDPOINT is set); none when absent. */
+  tracing?: Tracing;
   /** the agent group's skills, given to providers that load skills natively (`nativeSkills`). */
   skills?: SkillResource[];
 }
@@ -226,6 +231,10 @@ export class Runner {
     const transcript = new Transcript(summarySourceOf(messages[0]?.message));
     transcript.add('prompt', prepared.text);
 
+    const traces = new TurnTraces(this.deps.tracing ?? NO_TRACING, this.deps.providerName, config.model);
+    traces.picked(messages, batch.routing.inReplyTo);
+    const traceparent = traces.traceparent;
+    if (traceparent) setRunnerTrace(db, traceparent);
     const query = provider.query({
       prompt: prepared.prompt,
       sessionId: getSessionValue(db, this.keys.sessionId) ?? config.resumeSessionId,
@@ -233,7 +242,8 @@ export class Runner {
       cwd: config.paths.agent,
       mcpServers: this.deps.mcpServers,
       systemPrompt: this.deps.systemPrompt,
-      env: this.deps.providerEnv,
+      // The provider's CLI continues the trace (Claude Code reads TRACEPARENT when its telemetry is on).
+      env: traceparent ? { ...this.deps.providerEnv, TRACEPARENT: traceparent } : this.deps.providerEnv,
       additionalDirectories: this.deps.additionalDirectories,
       ...(provider.nativeSkills && this.deps.skills?.length ? { skills: this.deps.skills } : {}),
     });
@@ -249,6 +259,7 @@ export class Runner {
         } else if (event.type === 'result') {
           if (event.resumeAt) setSessionValue(db, this.keys.resumeAt, event.resumeAt);
           progress.results += 1;
+          traces.result(event.usage);
           // The answer to the last prompt given: its rows and the batch's `completed` are one transaction, so a kill
           // after this answer never makes the host retry the batch (and the agent answer twice).
           const final = !progress.completed && progress.results >= progress.prompts;
@@ -264,6 +275,7 @@ export class Runner {
             query.end();
           }
         } else if (event.type === 'error') {
+          traces.fail(event.message);
           this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
           break;
         } else {
@@ -274,6 +286,8 @@ export class Runner {
       this.fail(batch, progress, query, `provider crashed: ${errorMessage(err)}`, transcript);
     } finally {
       progress.inputEnded = true;
+      traces.finish();
+      if (traceparent) this.safely('trace', () => setRunnerTrace(db, null));
       this.deps.waker.notify();
       await followUps;
       if (this.active?.stopTimer) clearTimeout(this.active.stopTimer);

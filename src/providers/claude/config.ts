@@ -90,9 +90,28 @@ export function loadClaudeSettings(env: Record<string, string | undefined>, mode
  * - IS_SANDBOX=1: Claude Code refuses bypassPermissions as root otherwise (Pincer runs it in a container).
  * - CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1: no update checks or telemetry, only model calls.
  */
+/**
+ * With a TRACEPARENT and an OTLP endpoint (the runner traces this turn), Claude Code's own telemetry is turned on and
+ * its spans continue the turn's trace: traces only, over OTLP/HTTP JSON, to the same endpoint. Settings the
+ * environment already has win.
+ */
+function claudeTelemetryEnv(env: Record<string, string | undefined>): Record<string, string> {
+  if (!env.TRACEPARENT || !(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) return {};
+  const defaults: Record<string, string> = {
+    CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+    CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: '1',
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_METRICS_EXPORTER: 'none',
+    OTEL_LOGS_EXPORTER: 'none',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  };
+  return Object.fromEntries(Object.entries(defaults).filter(([key]) => env[key] === undefined));
+}
+
 export function claudeProcessEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
   return {
     ...env,
+    ...claudeTelemetryEnv(env),
     IS_SANDBOX: env.IS_SANDBOX ?? '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC ?? '1',
     CLAUDE_AGENT_SDK_CLIENT_APP: env.CLAUDE_AGENT_SDK_CLIENT_APP ?? 'pincer',
