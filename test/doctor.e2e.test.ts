@@ -47,6 +47,14 @@ describe('pincer doctor', () => {
     expect(code).toBe(0);
   });
 
+  it('says how runners would start, and warns when agents would run unsandboxed', () => {
+    const home = makeHome();
+    const plain = doctor(['--home', home], { PINCER_RUNNER: 'process' });
+    expect(plain.out).toContain('runners: process (PINCER_RUNNER)\nwarning: agents run unsandboxed: install bubblewrap or Docker\n');
+    const auto = doctor(['--home', home], { PATH: '/nonexistent', DOCKER_HOST: 'unix:///nonexistent.sock' });
+    expect(auto.out).toContain('runners: process (auto: agents run unsandboxed: install bubblewrap or Docker)\nwarning: agents run unsandboxed');
+  });
+
   it.each([
     { case: 'an unknown provider', config: { provider: 'claud' }, line: '✗ provider: unknown provider "claud" (known: claude, codex, opencode, mock' },
     { case: 'a provider without credentials', config: { groupProvider: 'claude-code' }, line: '✗ provider: provider "claude" (group policy "claude-code") has no credentials: set ANTHROPIC_API_KEY' },

@@ -7,6 +7,7 @@ import { CliError } from './errors.js';
 import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
+import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
 import { requireAdmin } from '../host/channels/http/auth.js';
 import type { HttpRouteModule } from '../host/channels/http/types.js';
 
@@ -20,7 +21,7 @@ export function registerDoctorCommand(program: Command): void {
     .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory to check (default: PINCER_HOME, else ~/.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
-    .action((options: { home?: string; workspace?: string[] }) => {
+    .action(async (options: { home?: string; workspace?: string[] }) => {
       const home = resolveHome(process.env, options.home);
       const explicit = options.home ?? process.env.PINCER_HOME;
       if (explicit && !options.workspace && !fs.existsSync(home)) throw new CliError(`no Pincer home at ${home} (${options.home ? '--home' : 'PINCER_HOME'}); pincer chat or pincer host creates one`);
@@ -29,6 +30,7 @@ export function registerDoctorCommand(program: Command): void {
       const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
       const platforms = describePlatforms(process.env);
       process.stdout.write(renderCommands(report, process.env));
+      process.stdout.write(await describeRunners(process.env));
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
       process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
     });
@@ -47,6 +49,14 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
     `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
     '',
   ].join('\n') + '\n';
+}
+
+/** How `pincer host` would start runners here (PINCER_RUNNER, `auto` by default), with the warning when unsandboxed. */
+async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
+  const asked = env.PINCER_RUNNER || 'auto';
+  if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
+  const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
+  return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;
 }
 
 /** doctor never runs extension code, so a runtime only an extension registers is unknown here. */

@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../shared/log.js';
 import { RUNNER_NODE_FLAGS } from './runner-process.js';
-import { runnerEnvironment, sandboxProviderDefaults } from './env.js';
+import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { resolveFolders, SANDBOX_PROXY_DIR, sandboxProxyEnv, type RunnerFolders } from './workspace.js';
+import { resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 
 const log = createLogger('container');
 
@@ -32,7 +32,7 @@ export class BwrapLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env), ...sandboxProxyEnv(options) };
+    const env = sandboxEnvironment(options, this.settings.extraEnv);
     const stdio = runnerStdio(options);
     const child = spawn('bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env), { env: {}, stdio: stdio.stdio });
     stdio.close();

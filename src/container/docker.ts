@@ -3,12 +3,12 @@ import crypto from 'node:crypto';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
 import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL, runnerUser } from './docker-args.js';
-import { runnerEnvironment, sandboxProviderDefaults } from './env.js';
+import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import { identityFiles } from './identity.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { resolveFolders, sandboxProxyEnv } from './workspace.js';
+import { resolveFolders } from './workspace.js';
 
 const log = createLogger('container');
 
@@ -38,7 +38,7 @@ export class DockerLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = { ...runnerEnvironment(options.env, this.settings.extraEnv), ...sandboxProviderDefaults(options.env), ...sandboxProxyEnv(options), ...LIFELINE_ENV };
+    const env = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const launchId = crypto.randomUUID();
     const user = runnerUser(this.settings, folders);

@@ -1,3 +1,6 @@
+import type { LaunchOptions } from './types.js';
+import { sandboxProxyEnv } from './workspace.js';
+
 /**
  * The environment a sandboxed runner gets: only what the runner needs (seed "容器启动": `AGENT_PROVIDER`, the admin
  * user, provider-specific variables, `TZ`), never the host's other secrets. A process runner inherits the host's
@@ -73,4 +76,12 @@ export function dockerCliEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv 
     if (env[name] !== undefined) out[name] = env[name];
   }
   return out;
+}
+
+/**
+ * The environment of a runner in a sandbox (bubblewrap or Docker): the runner's variables, the sandbox's provider
+ * defaults, and where the credential proxy's socket is inside. Both sandbox launchers start from exactly this.
+ */
+export function sandboxEnvironment(options: LaunchOptions, extra: readonly string[] = []): Record<string, string> {
+  return { ...runnerEnvironment(options.env, extra), ...sandboxProviderDefaults(options.env), ...sandboxProxyEnv(options) };
 }

@@ -12,7 +12,7 @@ import type { HostConfig } from './types.js';
  */
 export const UNSANDBOXED_WARNING = 'agents run unsandboxed: install bubblewrap or Docker';
 
-export async function resolveRunnerKind(runners: HostConfig['runners'], log?: Logger): Promise<{ kind: RunnerKind; why: string }> {
+export async function resolveRunnerKind(runners: Pick<HostConfig['runners'], 'kind' | 'env'>, log?: Logger): Promise<{ kind: RunnerKind; why: string }> {
   if (runners.kind !== 'auto') return { kind: runners.kind, why: 'PINCER_RUNNER' };
   const config = loadLauncherConfig(runners.env, CLI_ENTRY);
   if (bwrapWorks()) return { kind: 'bwrap', why: 'auto: bubblewrap works here' };
