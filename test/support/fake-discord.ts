@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait.js';
+import { closeServer, listenOnLoopback } from './fake-http.js';
 
 /**
  * A fake Discord on 127.0.0.1, written from Discord's public API shape: REST (`POST /channels/{id}/messages`, `PATCH
@@ -166,11 +166,9 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
     posted: () => calls.filter((c) => c.method === 'POST' && c.status === 200 && /^\/channels\/\d+\/messages$/.test(c.path)),
     waitForPost: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.posted().find(predicate), { timeoutMs, intervalMs: 10 }),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v10`;
+  fake.url = `${await listenOnLoopback(server)}/api/v10`;
   return fake;
 }

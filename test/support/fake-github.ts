@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait.js';
+import { closeServer, listenOnLoopback } from './fake-http.js';
 
 /**
  * A fake GitHub on 127.0.0.1, written from GitHub's public REST and webhook shapes: `GET /user`, `POST
@@ -120,11 +120,9 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
     comments: () => calls.filter((c) => c.method === 'POST' && c.status === 201 && /\/issues\/\d+\/comments$/.test(c.path)),
     waitForComment: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.comments().find(predicate), { timeoutMs, intervalMs: 10 }),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.url = `${await listenOnLoopback(server)}`;
   return fake;
 }

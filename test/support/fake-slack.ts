@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait.js';
+import { closeServer, listenOnLoopback, readBody, replyJson } from './fake-http.js';
 
 /**
  * A fake Slack on 127.0.0.1, written from Slack's public API shape. The Web API: `POST /api/<method>` with a form or
@@ -60,7 +60,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
 
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) reply(res, 500, { ok: false, error: String(err) });
+      if (!res.headersSent) replyJson(res, 500, { ok: false, error: String(err) });
     });
   });
 
@@ -73,7 +73,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     const token = (req.headers.authorization ?? '').replace(/^Bearer /, '') || String(body.token ?? '');
     if (token !== botToken) {
       record(200);
-      return reply(res, 200, { ok: false, error: 'invalid_auth' });
+      return replyJson(res, 200, { ok: false, error: 'invalid_auth' });
     }
     const failure = failures.find((f) => (f.method === method || f.method === '*') && f.remaining > 0);
     if (failure) {
@@ -84,16 +84,16 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         res.end(JSON.stringify({ ok: false, error: 'ratelimited' }));
         return;
       }
-      return reply(res, failure.status, { ok: false, error: 'internal_error' });
+      return replyJson(res, failure.status, { ok: false, error: 'internal_error' });
     }
     const impl = methods[method];
     if (!impl) {
       record(200);
-      return reply(res, 200, { ok: false, error: 'unknown_method' });
+      return replyJson(res, 200, { ok: false, error: 'unknown_method' });
     }
     const result = { ok: true, ...impl(body) };
     record(200, result);
-    reply(res, 200, result);
+    replyJson(res, 200, result);
   }
 
   const sign = (body: string, secret = signingSecret): Record<string, string> => {
@@ -150,25 +150,12 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     posted: () => calls.filter((c) => c.method === 'chat.postMessage' && c.status === 200 && c.result?.ok === true),
     waitForPost: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.posted().find(predicate), { timeoutMs, intervalMs: 10 }),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  fake.apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`;
+  fake.apiUrl = `${await listenOnLoopback(server)}/api/`;
   return fake;
-}
-
-function reply(res: http.ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-async function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 /** The Web API client sends forms (objects as JSON strings) or JSON. */

@@ -1,6 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait.js';
+import { closeServer, listenOnLoopback, readBody, replyJson } from './fake-http.js';
 
 /**
  * A fake Telegram Bot API on 127.0.0.1, written from the Bot API's public shape: `POST /bot<token>/<method>` with a
@@ -85,7 +85,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
 
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) reply(res, 500, { ok: false, error_code: 500, description: String(err) });
+      if (!res.headersSent) replyJson(res, 500, { ok: false, error_code: 500, description: String(err) });
     });
   });
 
@@ -94,26 +94,26 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     const file = /^\/file\/bot([^/]+)\/documents\/(.+)$/.exec(url.pathname);
     if (file) {
       const stored = files.get(decodeURIComponent(file[2]!));
-      if (file[1] !== token || !stored) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+      if (file[1] !== token || !stored) return replyJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': stored.data.length });
       res.end(stored.data);
       return;
     }
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     const raw = await readBody(req);
-    if (!match) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    if (!match) return replyJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
     const [, given, method] = match as unknown as [string, string, string];
     const body = parseBody(req.headers['content-type'] ?? '', raw);
     const record = (status: number, result?: unknown): void => void calls.push({ method, body, at: Date.now(), status, result });
     if (given !== token) {
       record(401);
-      return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
+      return replyJson(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
     }
     const failure = failures.find((f) => (f.method === method || f.method === '*') && f.remaining > 0);
     if (failure) {
       failure.remaining -= 1;
       record(failure.status);
-      return reply(res, failure.status, {
+      return replyJson(res, failure.status, {
         ok: false,
         error_code: failure.status,
         description: failure.status === 429 ? `Too Many Requests: retry after ${failure.retryAfterS ?? 1}` : 'Internal Server Error',
@@ -124,16 +124,16 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     const impl = methods[method];
     if (!impl) {
       record(404);
-      return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+      return replyJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
     }
     try {
       const result = impl(body);
       record(200, result);
-      reply(res, 200, { ok: true, result });
+      replyJson(res, 200, { ok: true, result });
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 500;
       record(status);
-      reply(res, status, { ok: false, error_code: status, description: String((err as Error).message) });
+      replyJson(res, status, { ok: false, error_code: status, description: String((err as Error).message) });
     }
   }
 
@@ -156,7 +156,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
       });
     }
     if (res.destroyed) return;
-    reply(res, 200, { ok: true, result: pending() });
+    replyJson(res, 200, { ok: true, result: pending() });
   }
 
   const fake: FakeTelegram = {
@@ -216,13 +216,11 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     waitForSent: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.sent().find(predicate), { timeoutMs, intervalMs: 10 }),
     async close() {
       for (const wake of waiters) wake();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.url = `${await listenOnLoopback(server)}`;
   return fake;
 }
 
@@ -233,17 +231,6 @@ class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-function reply(res: http.ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-async function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 /** JSON, or the text fields of a multipart form (sendDocument), with the file part's name as `document_name`. */

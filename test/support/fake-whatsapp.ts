@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { waitFor } from './wait.js';
+import { closeServer, listenOnLoopback } from './fake-http.js';
 
 /**
  * A fake WhatsApp Cloud API on 127.0.0.1, written from Meta's public API shape: the Graph API
@@ -132,11 +132,9 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
     sent: () => calls.filter((c) => c.status === 200 && (c.body.type === 'text' || c.body.type === 'interactive')),
     waitForSent: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.sent().find(predicate), { timeoutMs, intervalMs: 10 }),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.url = `${await listenOnLoopback(server)}`;
   return fake;
 }
