@@ -20,7 +20,8 @@ afterEach(() => {
 function chat(home: string, line: string): string {
   const result = spawnSync(process.execPath, [BUILT_CLI, 'chat', '--provider', 'mock'], {
     input: `${line}\n`,
-    env: { PATH: process.env.PATH, HOME: path.dirname(home), PINCER_HOME: home, TZ: 'UTC' },
+    // plain child processes: this test reads the session folder's own links, which a sandbox launcher lays out differently
+    env: { PATH: process.env.PATH, HOME: path.dirname(home), PINCER_HOME: home, TZ: 'UTC', PINCER_RUNNER: 'process' },
     encoding: 'utf8',
     timeout: 60_000,
   });

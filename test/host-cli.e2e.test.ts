@@ -27,7 +27,8 @@ function makeHome(): string {
   return home;
 }
 
-const ENV = { PATH: process.env.PATH, TZ: 'UTC', CLAUDE_CONFIG_DIR: path.join(os.tmpdir(), 'pincer-no-claude-login') };
+// Plain child-process runners, so the host's only start-up line is the one under test (auto would name a sandbox).
+const ENV = { PATH: process.env.PATH, TZ: 'UTC', CLAUDE_CONFIG_DIR: path.join(os.tmpdir(), 'pincer-no-claude-login'), PINCER_RUNNER: 'process' };
 
 function startHost(home: string, args: string[] = []) {
   const child = spawn(process.execPath, [BUILT_CLI, 'host', '--home', home, ...args], { env: { ...ENV, HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -56,7 +56,7 @@ describe('large inputs through pincer chat', () => {
   it('answers a 300 KB line piped into pincer chat --provider mock', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-big-'));
     const child = spawn(process.execPath, [BUILT_CLI, 'chat', '--provider', 'mock'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', PINCER_RETRY_BASE_MS: '50' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', PINCER_RETRY_BASE_MS: '50', PINCER_RUNNER: 'process' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

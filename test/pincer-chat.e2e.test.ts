@@ -50,7 +50,7 @@ describe('pincer chat on the built-in runtime', { timeout: 90_000 }, () => {
     const { env, asked } = await start();
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-builtin-'));
     const child = spawn(process.execPath, [BUILT_CLI, 'chat'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', ...env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', PINCER_RUNNER: 'process', ...env },
       stdio: ['pipe', 'pipe', 'ignore'],
     });
     try {
