@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { insertInbound } from '../src/db/messages.js';
 import { claudeTestEnv, cleanUpClaudeRunsAfterEach, fakeAnthropic, startClaudeRunner } from './support/claude.js';
 import type { FakeReply, FakeRequest } from './support/fake-anthropic.js';
-import { BUILT_CLI } from './support/runner-harness.js';
 import { createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
+import { runPipedChat } from './support/chat-process.js';
 
 /**
  * The Claude provider with the real Pincer MCP server: Claude Code starts `pincer mcp` from the runner's `mcpServers`,
@@ -132,25 +130,15 @@ describe('pincer chat --provider claude', () => {
   it('answers piped input through the host, a runner and Claude Code, then exits', async () => {
     const fake = await fakeAnthropic();
     fake.script(call('send_message', { text: 'Looking…' }), { text: 'Hello from Claude.' });
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-claude-'));
-    const child = spawn(process.execPath, [BUILT_CLI, 'chat', '--provider', 'claude'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', ...claudeTestEnv(fake) },
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
+    // the default runner kind (auto), as a user gets it
+    const chat = await runPipedChat(['--provider', 'claude'], { PINCER_RUNNER: 'auto', ...claudeTestEnv(fake) }, 'hi there\n');
     try {
-      let stdout = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      child.stdin.end('hi there\n');
-      await waitFor('pincer chat to exit', () => child.exitCode !== null, { timeoutMs: 60_000, intervalMs: 50 });
-
-      expect(await exited).toBe(0);
-      expect(stdout).toContain('Looking…');
-      expect(stdout).toContain('Hello from Claude.');
+      expect(chat.code).toBe(0);
+      expect(chat.stdout).toContain('Looking…');
+      expect(chat.stdout).toContain('Hello from Claude.');
       expect(fake.modelRequests()[0]!.lastUserText).toContain('hi there</message>');
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      fs.rmSync(home, { recursive: true, force: true });
+      chat.cleanup();
     }
   });
 });

@@ -2,12 +2,12 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { reapSessionProcesses, type SessionProcess } from './support/processes.js';
-import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
-import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
+import { describe, expect, it } from 'vitest';
+import { startFakeOpenAI } from './support/fake-openai.js';
+import { BUILT_CLI, startRunner } from './support/runner-harness.js';
+import { createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
+import { cleanUpProviderRunsAfterEach, trackSession } from './support/openai-provider-e2e.js';
 
 /**
  * Extensions of an agent group's resource package, end to end with the shipped example (examples/extension): the real
@@ -18,11 +18,9 @@ import { waitFor } from './support/wait.js';
 const EXAMPLE = fileURLToPath(new URL('../examples/extension/', import.meta.url));
 /** Generous: the suite shares two cores with other processes. */
 const SLOW = { timeoutMs: 30_000 };
-const sessions: TestSession[] = [];
 
 function sessionWithExample(layout: 'convention' | 'manifest'): TestSession {
-  const session = createTestSession('pincer-ext-');
-  sessions.push(session);
+  const session = trackSession(createTestSession('pincer-ext-'));
   const agent = session.paths.agent;
   if (layout === 'convention') {
     fs.mkdirSync(path.join(agent, 'extensions'));
@@ -35,15 +33,7 @@ function sessionWithExample(layout: 'convention' | 'manifest'): TestSession {
   return session;
 }
 
-afterEach(async () => {
-  const runnersLeft = await stopAllRunners();
-  const processesLeft: SessionProcess[] = [];
-  for (const session of sessions.splice(0)) processesLeft.push(...(await reapSessionProcesses(session.paths.root)));
-  await closeFakeOpenAIs();
-  cleanupSessions();
-  expect(runnersLeft).toBe(0);
-  expect(processesLeft).toEqual([]);
-});
+cleanUpProviderRunsAfterEach();
 
 describe('extensions', { timeout: 60_000 }, () => {
   it('register a harness that auto chooses for the route it supports; a broken module is reported', async () => {

@@ -1,11 +1,7 @@
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { largePng } from './support/media-fixtures.js';
-import { BUILT_CLI } from './support/runner-harness.js';
+import { runPipedChat } from './support/chat-process.js';
 
 /**
  * Large inputs through the real host and its real runner processes (started with the runner's V8 flags): a batch
@@ -54,17 +50,8 @@ describe('large inputs through the HTTP API', () => {
 
 describe('large inputs through pincer chat', () => {
   it('answers a 300 KB line piped into pincer chat --provider mock', async () => {
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-big-'));
-    const child = spawn(process.execPath, [BUILT_CLI, 'chat', '--provider', 'mock'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', PINCER_RETRY_BASE_MS: '50', PINCER_RUNNER: 'process' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.stdin.end(`${BIG_TEXT}\n`);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stdout, stderr, cleanup } = await runPipedChat(['--provider', 'mock'], { PINCER_RETRY_BASE_MS: '50' }, `${BIG_TEXT}\n`, 80_000);
+    cleanup();
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toContain('agent> echo: ');
     expect(stdout).toContain(BIG_TEXT);

@@ -1,12 +1,9 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { BUILT_CLI } from './support/runner-harness.js';
-import { waitFor } from './support/wait.js';
+import { runPipedChat } from './support/chat-process.js';
 
 /**
  * `AGENT_PROVIDER=pincer PINCER_MODEL=… npx pincer chat` through the whole system: the in-process host with the
@@ -48,26 +45,16 @@ const cases = [
 describe('pincer chat on the built-in runtime', { timeout: 90_000 }, () => {
   it.each(cases)('answers piped input with $name, then exits', async ({ start, answer }) => {
     const { env, asked } = await start();
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-builtin-'));
-    const child = spawn(process.execPath, [BUILT_CLI, 'chat'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', PINCER_RUNNER: 'process', ...env },
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
+    const chat = await runPipedChat([], { AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', ...env }, 'hi there\n');
     try {
-      let stdout = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      child.stdin.end('hi there\n');
-      await waitFor('pincer chat to exit', () => child.exitCode !== null, { timeoutMs: 60_000, intervalMs: 50 });
-      expect(await exited).toBe(0);
-      expect(stdout).toContain('Looking…');
-      expect(stdout).toContain(answer);
+      expect(chat.code).toBe(0);
+      expect(chat.stdout).toContain('Looking…');
+      expect(chat.stdout).toContain(answer);
       expect(asked()).toContain('hi there</message>');
       // The runner ran the built-in runtime: its conversation is in the chat session's folder.
-      expect(fs.readdirSync(path.join(home, 'sessions', 'chat', '.pincer-sessions'))).toHaveLength(1);
+      expect(fs.readdirSync(path.join(chat.home, 'sessions', 'chat', '.pincer-sessions'))).toHaveLength(1);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      fs.rmSync(home, { recursive: true, force: true });
+      chat.cleanup();
     }
   });
 });

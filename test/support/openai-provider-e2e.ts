@@ -16,11 +16,16 @@ export const SYSTEM_PROMPT = 'You are Pincer-under-test.';
 
 const sessions: TestSession[] = [];
 
+/** Clean `session` up (and reap what it started) after the test. */
+export function trackSession(session: TestSession): TestSession {
+  sessions.push(session);
+  return session;
+}
+
 /** A session whose agent folder has the test's CLAUDE.md; cleaned up after the test. */
 export function providerSession(prefix: string): TestSession {
-  const session = createTestSession(prefix);
+  const session = trackSession(createTestSession(prefix));
   fs.writeFileSync(path.join(session.paths.agent, 'CLAUDE.md'), SYSTEM_PROMPT);
-  sessions.push(session);
   return session;
 }
 
