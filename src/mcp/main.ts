@@ -1,10 +1,10 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { isSessionDbError, openSessionDb } from '../db/connection.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { startTracing } from '../shared/tracing.js';
 import { loadMcpConfig } from './config.js';
 import { createPincerServer } from './server.js';
+import { LIMIT, LimitedStdioServerTransport, mib } from './stdio-transport.js';
 
 /**
  * `pincer mcp`: the Pincer MCP server on stdio, started by the provider (SPEC §1). Finds its session like the runner
@@ -31,7 +31,9 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
   // Each span is exported as it ends: the provider may kill this process between two calls.
   const tracing = await startTracing('pincer-mcp', env, { immediate: true });
   const server = createPincerServer({ db, config, log, shutdown: shutdown.signal, blocking, tracing });
-  const transport = new StdioServerTransport();
+  const transport = new LimitedStdioServerTransport();
+  transport.onoversized = (m) =>
+    log.warn(`refused a ${mib(m.bytes)} message (${[m.method ?? 'unknown method', m.tool].filter(Boolean).join(' ')}): over the ${LIMIT} limit`);
   const stopped = new Promise<void>((resolve) => {
     const stop = (): void => {
       shutdown.abort();
