@@ -128,6 +128,7 @@ describe('the runner environment in a sandbox', () => {
     NANOCLAW_ADMIN_USER_ID: 'u1',
     PINCER_LOG_LEVEL: 'debug',
     PINCER_POLL_IDLE_MS: '900',
+    PINCER_ATTACHMENT_ALLOW_HOSTS: '10.0.0.0/8',
     PINCER_HOME: '/srv/pincer',
     PINCER_HTTP_TOKEN: 'secret-http',
     PINCER_RUNNER: 'docker',
@@ -149,6 +150,7 @@ describe('the runner environment in a sandbox', () => {
       TZ: 'Europe/Berlin',
       PINCER_LOG_LEVEL: 'debug',
       PINCER_POLL_IDLE_MS: '900',
+      PINCER_ATTACHMENT_ALLOW_HOSTS: '10.0.0.0/8',
       ANTHROPIC_API_KEY: 'sk-ant',
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
     });
