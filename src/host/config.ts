@@ -2,6 +2,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
+import { parseAllowHosts } from '../runner/media/download-targets.js';
+import { errorMessage } from '../shared/log.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
@@ -36,6 +38,8 @@ const HostEnvSchema = z.object({
   PINCER_RETRY_BASE_MS: positiveInt(2000),
   PINCER_RETRY_MAX_MS: positiveInt(5 * 60_000),
   PINCER_MAX_TRIES: positiveInt(5),
+  PINCER_TASK_KEEP_RUNS: positiveInt(20),
+  PINCER_TASK_KEEP_DAYS: z.coerce.number().int().nonnegative().default(7),
   PINCER_DELIVERY_ATTEMPTS: positiveInt(5),
   PINCER_DELIVERY_RETRY_MS: positiveInt(500),
 });
@@ -64,6 +68,12 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   const e = parsed.data;
   const timezone = env.TZ || systemTimeZone();
   if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
+  // A runner setting, checked here too so that a typo stops the host at once instead of every runner later.
+  try {
+    parseAllowHosts(env.PINCER_ATTACHMENT_ALLOW_HOSTS ?? '');
+  } catch (err) {
+    throw new HostError('config', errorMessage(err));
+  }
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);
   }
@@ -99,6 +109,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       retryBaseMs: e.PINCER_RETRY_BASE_MS,
       retryMaxMs: e.PINCER_RETRY_MAX_MS,
       maxTries: e.PINCER_MAX_TRIES,
+      taskHistory: { keepRuns: e.PINCER_TASK_KEEP_RUNS, keepDays: e.PINCER_TASK_KEEP_DAYS },
     },
     delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
   };

@@ -68,6 +68,35 @@ export function isAlive(pid: number | null): boolean {
   }
 }
 
+/** Every descendant of `pid` (children, their children, …; `pid` excluded), from /proc/<pid>/task/<tid>/children. */
+export function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (parent: number): void => {
+    let tasks: string[];
+    try {
+      tasks = fs.readdirSync(`/proc/${parent}/task`);
+    } catch {
+      return;
+    }
+    for (const tid of tasks) {
+      let children = '';
+      try {
+        children = fs.readFileSync(`/proc/${parent}/task/${tid}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
+        if (!out.includes(child)) {
+          out.push(child);
+          visit(child);
+        }
+      }
+    }
+  };
+  visit(pid);
+  return out;
+}
+
 /**
  * A slow start on demand: wait for the first process of the session folder `root` whose command line matches, stop it
  * (SIGSTOP) the moment it appears, and let it go on (SIGCONT) `holdMs` later — as a process starts on a machine so
