@@ -179,11 +179,16 @@ describe('the runner environment in a sandbox', () => {
 
   it.each([
     ['claude', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
-    ['auto', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
+    ['auto', { CLAUDE_CONFIG_DIR: '/workspace/.claude', CODEX_SANDBOX_MODE: 'danger-full-access' }],
     ['mock', {}],
   ])('keeps %s state in the session folder, never at a host path', (provider, expected) => {
     expect(sandboxProviderDefaults({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).toEqual(expected);
     expect(runnerEnvironment({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).not.toHaveProperty('CLAUDE_CONFIG_DIR');
+  });
+
+  it("runs Codex without its own sandbox inside Pincer's, unless CODEX_SANDBOX_MODE is set", () => {
+    expect(sandboxProviderDefaults({ AGENT_PROVIDER: 'codex' })).toEqual({ CODEX_SANDBOX_MODE: 'danger-full-access' });
+    expect(sandboxProviderDefaults({ AGENT_PROVIDER: 'codex', CODEX_SANDBOX_MODE: 'read-only' })).toEqual({});
   });
 
   it('gives the docker CLI its connection settings only', () => {

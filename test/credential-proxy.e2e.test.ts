@@ -87,7 +87,7 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       fake.script({ call: 'exec_command', args: { cmd: PROBE } }, { text: 'done' });
       return {
         env: { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0',
-          // Codex's own sandbox off: the probe must see all it can (and Codex's bwrap refuses agent/ as a link)
+          // Codex's own sandbox off: the probe must see all it can
           CODEX_SANDBOX_MODE: 'danger-full-access' },
         receivedKeys: () => fake.modelRequests().map((r) => String(r.headers.authorization)),
         toolOutputs: () =>
