@@ -1,11 +1,13 @@
 import { closeFakeOpenAIs, startFakeOpenAI } from '../test/support/fake-openai.js';
-import { descendants, pssMiB, rssMiB } from './proc.js';
+import { descendants } from '../test/support/processes.js';
+import { pssMiB, rssMiB } from './proc.js';
 import { RunnerSession, sleep } from './runner-session.js';
 
 /**
  * The built-in runtime (provider `pincer`) against the fake OpenAI-compatible model server (Chat Completions,
  * streaming, on loopback): insert → reply row of an idle runner, and the memory of the whole idle session — the
- * runner and every process under it (its `pincer mcp` server; no agent binary). The baseline, in the same run, is the
+ * runner and every process under it (none: the Pincer tools are served inside the runner, and there is no agent
+ * binary). The baseline, in the same run, is the
  * mock provider: the runner alone, with no model call and no MCP server. Claude Code, for comparison, costs about
  * 250 MB per session on top of the runner (docs/providers.md).
  */

@@ -82,32 +82,3 @@ export async function cpuPercentOver(pids: number[], windowMs: number): Promise<
   const cpuMs = after.reduce((sum, ms, i) => sum + (ms - before[i]!), 0);
   return { percent: (cpuMs / elapsed) * 100, cpuMs };
 }
-
-/** Every descendant of `pid` (children, their children, …), from /proc/<pid>/task/<tid>/children. */
-export function descendants(pid: number): number[] {
-  const out: number[] = [];
-  const visit = (parent: number): void => {
-    let tasks: string[];
-    try {
-      tasks = fs.readdirSync(`/proc/${parent}/task`);
-    } catch {
-      return;
-    }
-    for (const tid of tasks) {
-      let children = '';
-      try {
-        children = fs.readFileSync(`/proc/${parent}/task/${tid}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const child of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
-        if (!out.includes(child)) {
-          out.push(child);
-          visit(child);
-        }
-      }
-    }
-  };
-  visit(pid);
-  return out;
-}

@@ -128,6 +128,7 @@ describe('the runner environment in a sandbox', () => {
     NANOCLAW_ADMIN_USER_ID: 'u1',
     PINCER_LOG_LEVEL: 'debug',
     PINCER_POLL_IDLE_MS: '900',
+    PINCER_ATTACHMENT_ALLOW_HOSTS: '10.0.0.0/8',
     PINCER_HOME: '/srv/pincer',
     PINCER_HTTP_TOKEN: 'secret-http',
     PINCER_RUNNER: 'docker',
@@ -149,6 +150,7 @@ describe('the runner environment in a sandbox', () => {
       TZ: 'Europe/Berlin',
       PINCER_LOG_LEVEL: 'debug',
       PINCER_POLL_IDLE_MS: '900',
+      PINCER_ATTACHMENT_ALLOW_HOSTS: '10.0.0.0/8',
       ANTHROPIC_API_KEY: 'sk-ant',
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
     });
@@ -177,11 +179,16 @@ describe('the runner environment in a sandbox', () => {
 
   it.each([
     ['claude', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
-    ['auto', { CLAUDE_CONFIG_DIR: '/workspace/.claude' }],
+    ['auto', { CLAUDE_CONFIG_DIR: '/workspace/.claude', CODEX_SANDBOX_MODE: 'danger-full-access' }],
     ['mock', {}],
   ])('keeps %s state in the session folder, never at a host path', (provider, expected) => {
     expect(sandboxProviderDefaults({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).toEqual(expected);
     expect(runnerEnvironment({ AGENT_PROVIDER: provider, CLAUDE_CONFIG_DIR: '/root/.claude' })).not.toHaveProperty('CLAUDE_CONFIG_DIR');
+  });
+
+  it("runs Codex without its own sandbox inside Pincer's, unless CODEX_SANDBOX_MODE is set", () => {
+    expect(sandboxProviderDefaults({ AGENT_PROVIDER: 'codex' })).toEqual({ CODEX_SANDBOX_MODE: 'danger-full-access' });
+    expect(sandboxProviderDefaults({ AGENT_PROVIDER: 'codex', CODEX_SANDBOX_MODE: 'read-only' })).toEqual({});
   });
 
   it('gives the docker CLI its connection settings only', () => {

@@ -6,6 +6,7 @@ import { claudeTestEnv, cleanupClaude, fakeAnthropic } from './support/claude.js
 import { onPath } from './support/dockerd.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
+import { descendants } from './support/processes.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -30,30 +31,6 @@ afterEach(async () => {
   await closeFakeOpenAIs();
   expect(await cleanupClaude()).toBe(0);
 });
-
-/** Every process below `root` (by parent pid), `root` excluded. */
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone
-    }
-  }
-  const out: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
 
 function environOf(pid: number): string {
   try {
@@ -110,7 +87,7 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       fake.script({ call: 'exec_command', args: { cmd: PROBE } }, { text: 'done' });
       return {
         env: { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0',
-          // Codex's own sandbox off: the probe must see all it can (and Codex's bwrap refuses agent/ as a link)
+          // Codex's own sandbox off: the probe must see all it can
           CODEX_SANDBOX_MODE: 'danger-full-access' },
         receivedKeys: () => fake.modelRequests().map((r) => String(r.headers.authorization)),
         toolOutputs: () =>

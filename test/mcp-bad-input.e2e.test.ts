@@ -58,6 +58,22 @@ describe('bad input', () => {
     expect(counts()).toEqual(before);
   });
 
+  it.each([
+    ['over the limit', 2 * 1024 * 1024, '2.0 MiB'],
+    ['over the SDK\'s 10 MiB line buffer', 12 * 1024 * 1024, '12.0 MiB'],
+  ])('a tool call %s is a tool error naming the 1 MiB message limit, and the server answers the next call', async (_name, bytes, size) => {
+    const before = counts();
+    const result = await mcp.call('send_message', { text: 'y'.repeat(bytes) });
+    expect(result.isError).toBe(true);
+    expect(result.text).toBe(
+      `the call to send_message is ${size}, over the 1 MiB limit of one MCP message: pass less (a long text as several messages, or write it to a file and send its path)`,
+    );
+    expect(counts()).toEqual(before);
+    expect(mcp.stderr()).toContain(`[mcp] warn: refused a ${size} message (tools/call send_message): over the 1 MiB limit`);
+    expect(await mcp.call('send_message', { text: 'after the big one' })).toMatchObject({ isError: false });
+    expect(JSON.parse(String(s.outbound().at(-1)?.content))).toMatchObject({ text: 'after the big one' });
+  });
+
   it('keeps serving after all of them', async () => {
     expect(isAlive(mcp.pid)).toBe(true);
     expect(await mcp.call('send_message', { text: 'still here' })).toMatchObject({ isError: false });

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Attachment } from '../src/db/content.js';
+import { parseAllowHosts } from '../src/runner/media/download-targets.js';
 import { safeFileName } from '../src/runner/media/names.js';
 import { prepareAttachments } from '../src/runner/media/prepare.js';
 import { FIXTURES } from './support/media-fixtures.js';
@@ -41,8 +42,9 @@ afterAll(async () => {
 const att = (name: string, source: Partial<Attachment>): Attachment => ({ type: 'file', name, ...source });
 const claudeLike = ['image', 'pdf'] as const;
 
+/** The test server is on loopback, which downloads may only reach when the setting allows it. */
 function options(root: string, nativeMedia: readonly ('image' | 'pdf')[] = [], downloadTimeoutMs = 2000) {
-  return { root, nativeMedia, downloadTimeoutMs };
+  return { root, nativeMedia, downloadTimeoutMs, allowHosts: parseAllowHosts('127.0.0.1') };
 }
 
 describe('inbound attachments', () => {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { onPath } from './support/dockerd.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { runPipedChat } from './support/chat-process.js';
@@ -8,8 +9,12 @@ import { runPipedChat } from './support/chat-process.js';
 /**
  * `AGENT_PROVIDER=pincer PINCER_MODEL=… npx pincer chat` through the whole system: the in-process host with the
  * terminal channel, a runner child process on the built-in runtime, its `pincer mcp` child, and a fake model server
- * (any OpenAI-compatible server for `local/…`, the Anthropic Messages API for `anthropic/…`).
+ * (any OpenAI-compatible server for `local/…`, the Anthropic Messages API for `anthropic/…`). With bubblewrap installed
+ * (the default runner then) each case also runs in a sandbox without a network of its own: the model server is reached
+ * through the host's credential proxy, a keyless local server included.
  */
+const MODES = onPath('bwrap') ? ['process', 'bwrap'] : ['process'];
+if (MODES.length === 1) console.warn('[pincer] bubblewrap is not installed: the built-in runtime chat runs with process runners only');
 const anthropicFakes: FakeAnthropic[] = [];
 
 afterEach(async () => {
@@ -43,9 +48,10 @@ const cases = [
 ];
 
 describe('pincer chat on the built-in runtime', { timeout: 90_000 }, () => {
-  it.each(cases)('answers piped input with $name, then exits', async ({ start, answer }) => {
+  const table = MODES.flatMap((runner) => cases.map((c) => ({ ...c, runner })));
+  it.each(table)('answers piped input with $name ($runner runner), then exits', async ({ start, answer, runner }) => {
     const { env, asked } = await start();
-    const chat = await runPipedChat([], { AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', ...env }, 'hi there\n');
+    const chat = await runPipedChat([], { AGENT_PROVIDER: 'pincer', PINCER_RUNNER: runner, PINCER_MODEL_MAX_RETRIES: '0', ...env }, 'hi there\n');
     try {
       expect(chat.code).toBe(0);
       expect(chat.stdout).toContain('Looking…');

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerBuiltInProviders } from '../src/providers/index.js';
 import { isProviderError, normaliseProviderName, resolveProvider, selectProviderFor } from '../src/providers/registry.js';
+import { describeRoute, resolveModelRoute } from '../src/runtime/model-route.js';
 import { describeSelection, selectProvider, type ProviderProbe, type SelectionInput } from '../src/runtime/selection.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
@@ -155,6 +156,14 @@ describe('runtime selection by model route', () => {
   // The real registry and route resolver; codex and claude are installed in this repository.
   const key = { PATH: '', OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' };
   const openai = { ...key, PINCER_MODEL: 'openai/gpt-5' };
+  /** A runner's environment behind the host's credential proxy standing in for `upstream`. */
+  const proxied = (upstream: string) => ({
+    PATH: '',
+    OPENAI_API_KEY: 'pincer-placeholder-x',
+    OPENAI_BASE_URL: 'http://127.0.0.1:9/openai',
+    PINCER_UPSTREAM_OPENAI_BASE_URL: upstream,
+    PINCER_CREDENTIAL_PROXY: '1',
+  });
   const cases: { rule: string; env: Record<string, string>; policy?: Parameters<typeof selectProviderFor>[0]; provider: string; source?: string }[] = [
     { rule: 'auto: the official HTTPS Responses route may go to Codex', env: openai, provider: 'codex' },
     { rule: 'auto: so may the ChatGPT Responses route', env: { ...openai, OPENAI_BASE_URL: 'https://chatgpt.com/backend-api' }, provider: 'codex' },
@@ -170,6 +179,16 @@ describe('runtime selection by model route', () => {
     { rule: 'openclaw normalises to pincer', env: openai, policy: { session: 'OpenClaw' }, provider: 'pincer', source: 'session' },
     { rule: 'builtin normalises to pincer', env: openai, policy: { group: 'builtin' }, provider: 'pincer', source: 'group' },
     { rule: 'the session policy beats the model entry', env: openai, policy: { session: 'pincer', models: { 'openai/gpt-5': { provider: 'codex' } } }, provider: 'pincer', source: 'session' },
+    {
+      rule: 'behind the credential proxy the route is decided on the upstream: official Responses may still go to Codex',
+      env: { ...proxied('https://api.openai.com/v1'), PINCER_MODEL: 'openai/gpt-5' },
+      provider: 'codex',
+    },
+    {
+      rule: 'behind the credential proxy a custom upstream stays on the built-in runtime',
+      env: { ...proxied('http://127.0.0.1:8000/v1'), PINCER_MODEL: 'openai/gpt-5' },
+      provider: 'pincer',
+    },
     { rule: 'no model: auto keeps the SDK preference by credentials', env: { PATH: '', ANTHROPIC_API_KEY: 'k' }, provider: 'claude' },
   ];
   it.each(cases)('$rule', ({ env, policy, provider, source }) => {
@@ -181,6 +200,15 @@ describe('runtime selection by model route', () => {
     expect(describeSelection(selectProviderFor({}, openai))).toMatch(/^provider codex: auto \(no policy set\): harness codex supports the route openai\/gpt-5 via openai-responses at https:\/\/api\.openai\.com\/v1 \(official\)/);
     const local = selectProviderFor({}, { PATH: '', PINCER_MODEL: 'local/qwen3', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
     expect(local).toMatchObject({ ok: true, provider: 'pincer', reason: expect.stringContaining('the built-in runtime for local/qwen3 via openai-completions') });
+  });
+
+  it('connects through the proxy but names the upstream it stands for', () => {
+    const route = resolveModelRoute({ ref: 'openai/gpt-5', env: proxied('https://api.openai.com/v1') });
+    expect(route).toMatchObject({ api: 'openai-responses', official: 'openai-platform', baseUrl: 'https://api.openai.com/v1', via: 'http://127.0.0.1:9/openai' });
+    expect(describeRoute(route)).toBe("openai/gpt-5 via openai-responses at https://api.openai.com/v1 (official, through the host's credential proxy at http://127.0.0.1:9/openai)");
+    // A model entry's own base URL is not the proxy's upstream: it is used as written.
+    const own = resolveModelRoute({ ref: 'local/q', models: { 'local/q': { baseUrl: 'http://10.0.0.2:8000/v1' } }, env: proxied('http://127.0.0.1:8000/v1') });
+    expect(own).toMatchObject({ baseUrl: 'http://10.0.0.2:8000/v1', via: undefined });
   });
 
   it.each([

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig } from '../host/config.js';
 import { Host } from '../host/host.js';
-import { createLogger } from '../shared/log.js';
+import { createLogger, fileSink, setLogSink } from '../shared/log.js';
 import { CliError } from './errors.js';
 import { defaultSender } from './messages.js';
 import { chatEnv, chatSelection } from './provider-views.js';
@@ -40,9 +40,11 @@ async function chat(options: ChatOptions): Promise<number> {
   Object.assign(process.env, chatEnv(process.env));
   const config = loadHostConfig(process.env, { provider: options.provider, home: options.home });
   fs.mkdirSync(config.home, { recursive: true });
-  // The host's log goes to a file, so it does not interleave with the conversation (PINCER_LOG_LEVEL=debug: stderr).
+  // Every log line (host, launcher) goes to a file, so none interleaves with the conversation (PINCER_LOG_LEVEL=debug:
+  // stderr). A line that cannot be written is dropped, never the chat.
   const logFile = path.join(config.home, 'host.log');
-  const log = process.env.PINCER_LOG_LEVEL === 'debug' ? createLogger('host') : createLogger('host', (line) => fs.appendFileSync(logFile, line));
+  if (process.env.PINCER_LOG_LEVEL !== 'debug') setLogSink(fileSink(logFile));
+  const log = createLogger('host');
   const interactive = process.stdin.isTTY === true;
   const sessionDir = path.resolve(options.dir ?? path.join(config.home, 'sessions', 'chat'));
 

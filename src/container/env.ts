@@ -62,11 +62,17 @@ export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string
 /**
  * Settings a sandbox adds for the provider. HOME is a tmpfs there, so Claude Code's state (sessions, transcripts)
  * would die with the sandbox and a restarted runner could not resume: keep it in the session folder instead. A host
- * path given by the host would mean nothing inside, so the host's CLAUDE_CONFIG_DIR is never passed.
+ * path given by the host would mean nothing inside, so the host's CLAUDE_CONFIG_DIR is never passed. Codex runs without
+ * its own sandbox unless CODEX_SANDBOX_MODE says otherwise.
  */
 export function sandboxProviderDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
   const family = providerFamily(env.AGENT_PROVIDER);
-  return family === 'claude' || family === 'auto' ? { CLAUDE_CONFIG_DIR: '/workspace/.claude' } : {};
+  const out: Record<string, string> = {};
+  if (family === 'claude' || family === 'auto') out.CLAUDE_CONFIG_DIR = '/workspace/.claude';
+  // Codex's own sandbox is a bubblewrap of its own, which cannot start inside this one (no user namespace to map):
+  // every shell command would fail. The runner's sandbox already confines it, as it does every other provider.
+  if ((family === 'codex' || family === 'auto') && !env.CODEX_SANDBOX_MODE) out.CODEX_SANDBOX_MODE = 'danger-full-access';
+  return out;
 }
 
 /** What the `docker` CLI itself needs from the host's environment (and nothing that goes into the container). */

@@ -2,6 +2,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
+import { parseAllowHosts } from '../runner/media/download-targets.js';
+import { errorMessage } from '../shared/log.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
@@ -64,6 +66,12 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   const e = parsed.data;
   const timezone = env.TZ || systemTimeZone();
   if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
+  // A runner setting, checked here too so that a typo stops the host at once instead of every runner later.
+  try {
+    parseAllowHosts(env.PINCER_ATTACHMENT_ALLOW_HOSTS ?? '');
+  } catch (err) {
+    throw new HostError('config', errorMessage(err));
+  }
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
     throw new HostError('config', `--http: not a port: ${flags.http.port}`);
   }

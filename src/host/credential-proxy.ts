@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
+import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 
 /**
  * The credential proxy: agents never hold a real key. The host keeps the provider credentials of its own environment;
@@ -14,14 +15,17 @@ import { errorMessage, type Logger } from '../shared/log.js';
  * for sandboxes with their own network namespace, on a Unix socket bound into the sandbox (the runner forwards its own
  * loopback port to it, src/runner/proxy-forward.ts). A request with a live placeholder is forwarded to the real
  * upstream with the real key put in its place; anything else gets 401. docs/security.md describes the contract.
+ *
+ * A custom OpenAI-compatible server with no key (a local model: `OPENAI_BASE_URL` alone) is proxied too, without
+ * placeholders — there is no secret to guard — so a sandbox without a network of its own can still reach it.
  */
 
 /** One upstream API and how its key is carried. */
 interface Upstream {
   /** where requests go: the host's own `*_BASE_URL`, else the public API. */
   base: URL;
-  /** the header the real credential goes in, and its value. */
-  auth: { header: 'x-api-key' | 'authorization'; value: string };
+  /** the header the real credential goes in, and its value; undefined: a keyless server, requests pass as they are. */
+  auth: { header: 'x-api-key' | 'authorization'; value: string } | undefined;
   /** extra headers (the OAuth beta flag for Claude subscription tokens). */
   extraHeaders: Record<string, string>;
 }
@@ -33,8 +37,6 @@ export const PROXIED_CREDENTIALS: readonly string[] = [...ANTHROPIC_CREDENTIALS,
 
 /** The runner's variable naming the proxy's Unix socket inside a sandbox (set by the launcher). */
 export const PROXY_SOCKET_ENV = 'PINCER_CREDENTIAL_PROXY_SOCKET';
-/** Set for runners behind the proxy: their base URLs are the proxy's, whatever upstream the host uses. */
-export const PROXY_MARKER_ENV = 'PINCER_CREDENTIAL_PROXY';
 
 const PLACEHOLDER_PREFIX = 'pincer-placeholder-';
 
@@ -51,8 +53,8 @@ export class CredentialProxy {
   ) {}
 
   /**
-   * A proxy for the credentials in `env`, or undefined when `env` holds none (then runners get no key at all, and a
-   * provider that needs one says so).
+   * A proxy for the credentials (and the keyless custom OpenAI-compatible server) in `env`, or undefined when `env`
+   * holds none (then runners get no key at all, and a provider that needs one says so).
    */
   static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger): CredentialProxy | undefined {
     const anthropic = anthropicUpstream(env);
@@ -74,7 +76,7 @@ export class CredentialProxy {
       this.unix!.once('error', reject);
       this.unix!.listen(this.socketPath()!, () => resolve());
     });
-    const kinds = Object.entries(this.upstreams).filter(([, u]) => u).map(([name, u]) => `${name} → ${u!.base.origin}`);
+    const kinds = Object.entries(this.upstreams).filter(([, u]) => u).map(([name, u]) => `${name} → ${u!.base.origin}${u!.auth ? '' : ' (no key)'}`);
     this.log.info(`credential proxy on 127.0.0.1:${this.port()} (${kinds.join(', ')}); runners get placeholder keys`);
   }
 
@@ -99,13 +101,16 @@ export class CredentialProxy {
     const out: NodeJS.ProcessEnv = { ...env };
     for (const name of PROXIED_CREDENTIALS) delete out[name];
     const base = `http://127.0.0.1:${this.port()}`;
-    if (this.upstreams.anthropic) {
+    const { anthropic, openai } = this.upstreams;
+    if (anthropic) {
       out.ANTHROPIC_API_KEY = placeholder;
       out.ANTHROPIC_BASE_URL = `${base}/anthropic`;
+      out[UPSTREAM_BASE_URL_ENV.ANTHROPIC_BASE_URL] = anthropic.base.href.replace(/\/$/, '');
     }
-    if (this.upstreams.openai) {
-      out.OPENAI_API_KEY = placeholder;
+    if (openai) {
+      if (openai.auth) out.OPENAI_API_KEY = placeholder;
       out.OPENAI_BASE_URL = `${base}/openai`;
+      out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = openai.base.href.replace(/\/$/, '');
       if (env.OPENCODE_BASE_URL) out.OPENCODE_BASE_URL = `${base}/openai`;
     }
     out[PROXY_MARKER_ENV] = '1';
@@ -138,18 +143,20 @@ export class CredentialProxy {
     if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has no key for it)`);
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
-    if (sessionId === undefined) {
+    if (upstream.auth && sessionId === undefined) {
       this.log.warn(`credential proxy: refused a ${kind} request with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`);
       return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');
     }
     const target = new URL(upstream.base.href.replace(/\/$/, '') + url.slice(kind.length + 1));
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined || HOP_BY_HOP.has(name) || name === 'x-api-key' || name === 'authorization' || name === 'host') continue;
+      if (value === undefined || HOP_BY_HOP.has(name) || name === 'host') continue;
+      // keyed: the real credential replaces whatever the client sent; keyless: the client's own header passes
+      if (upstream.auth && (name === 'x-api-key' || name === 'authorization')) continue;
       headers[name] = value;
     }
     headers.host = target.host;
-    headers[upstream.auth.header] = upstream.auth.value;
+    if (upstream.auth) headers[upstream.auth.header] = upstream.auth.value;
     for (const [name, value] of Object.entries(upstream.extraHeaders)) {
       headers[name] = headers[name] ? `${String(headers[name])},${value}` : value;
     }
@@ -197,7 +204,9 @@ function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
 
 function openaiUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
   const key = env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENCODE_API_KEY;
-  if (!key) return undefined;
-  const base = new URL(env.OPENCODE_BASE_URL || env.OPENAI_BASE_URL || 'https://api.openai.com/v1');
-  return { base, auth: { header: 'authorization', value: `Bearer ${key}` }, extraHeaders: {} };
+  const custom = env.OPENCODE_BASE_URL || env.OPENAI_BASE_URL;
+  if (!key && !custom) return undefined;
+  if (!key && !URL.canParse(custom!)) return undefined; // the runner reports the bad URL
+  const base = new URL(custom || 'https://api.openai.com/v1');
+  return { base, auth: key ? { header: 'authorization', value: `Bearer ${key}` } : undefined, extraHeaders: {} };
 }

@@ -1,10 +1,8 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { isSessionDbError, openSessionDb } from '../db/connection.js';
+import { isSessionDbError } from '../db/connection.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';
-import { startTracing } from '../shared/tracing.js';
-import { loadMcpConfig } from './config.js';
-import { createPincerServer } from './server.js';
+import { openPincerServer, type PincerServerHandle } from './session-server.js';
+import { LIMIT, LimitedStdioServerTransport, mib } from './stdio-transport.js';
 
 /**
  * `pincer mcp`: the Pincer MCP server on stdio, started by the provider (SPEC §1). Finds its session like the runner
@@ -14,10 +12,9 @@ import { createPincerServer } from './server.js';
  */
 export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const log = createLogger('mcp');
-  let setup;
+  let handle: PincerServerHandle;
   try {
-    const config = loadMcpConfig(env);
-    setup = { config, db: openSessionDb(config.paths.db) };
+    handle = await openPincerServer(env, log);
   } catch (err) {
     if (isSessionConfigError(err) || isSessionDbError(err)) {
       log.error(err.message);
@@ -25,37 +22,31 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
     }
     throw err;
   }
-  const { config, db } = setup;
-  const shutdown = new AbortController();
-  const blocking = new Set<Promise<unknown>>();
-  // Each span is exported as it ends: the provider may kill this process between two calls.
-  const tracing = await startTracing('pincer-mcp', env, { immediate: true });
-  const server = createPincerServer({ db, config, log, shutdown: shutdown.signal, blocking, tracing });
-  const transport = new StdioServerTransport();
+  const transport = new LimitedStdioServerTransport();
+  transport.onoversized = (m) =>
+    log.warn(`refused a ${mib(m.bytes)} message (${[m.method ?? 'unknown method', m.tool].filter(Boolean).join(' ')}): over the ${LIMIT} limit`);
   const stopped = new Promise<void>((resolve) => {
-    const stop = (): void => {
-      shutdown.abort();
-      resolve();
-    };
+    const stop = (): void => resolve();
     process.stdin.once('end', stop);
     process.stdin.once('close', stop);
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     transport.onclose = stop;
   });
+  let code = 0;
   try {
-    await server.connect(transport);
-    log.debug(`serving session ${config.paths.root} (pid ${process.pid})`);
+    await handle.server.connect(transport);
+    log.debug(`serving session ${handle.config.paths.root} (pid ${process.pid})`);
     await stopped;
-    // Open questions end on the abort and put runner_state back; they need the DB for that.
-    await Promise.allSettled(blocking);
-    await server.close();
   } catch (err) {
     log.error(`server failed: ${errorMessage(err)}`);
-    return 1;
-  } finally {
-    await tracing.shutdown().catch(() => undefined);
-    db.close();
+    code = 1;
   }
-  return 0;
+  try {
+    await handle.close();
+  } catch (err) {
+    log.error(`server failed: ${errorMessage(err)}`);
+    code = 1;
+  }
+  return code;
 }

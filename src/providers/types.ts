@@ -3,6 +3,7 @@
  * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
  */
 
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ModelSettings } from '../db/model-settings.js';
 import type { TurnUsage } from '../shared/usage.js';
 
@@ -23,6 +24,23 @@ export interface McpServerConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
+}
+
+/**
+ * An MCP server the runner can run inside its own process (Pincer's own tools). A provider that runs in the runner's
+ * process (the built-in runtime) connects to it instead of starting the same-named entry of `mcpServers` as a child:
+ * the same server and configuration, no extra process. SDK-driven providers ignore it.
+ */
+export interface LinkedMcpServer {
+  /** Start the server; resolves to the client's end of a linked transport pair. Rejects with a clear message. */
+  connect(): Promise<LinkedMcpConnection>;
+}
+
+export interface LinkedMcpConnection {
+  /** the client's end: give it to an MCP client's `connect()` */
+  transport: Transport;
+  /** after the client has closed: let the server finish its open calls and release its DB connection */
+  close(): Promise<void>;
 }
 
 export interface QueryInput {
@@ -106,6 +124,8 @@ export interface ProviderConfig {
   modelProviders?: Record<string, ModelSettings>;
   /** tools extensions registered (src/providers/extensions.ts), for providers that run tools themselves (the built-in runtime) */
   extensionTools?: ExtensionTool[];
+  /** entries of `mcpServers` the runner can serve in its own process, by name (see LinkedMcpServer) */
+  linkedMcpServers?: Record<string, LinkedMcpServer>;
   log: (message: string) => void;
 }
 

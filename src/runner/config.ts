@@ -6,6 +6,8 @@ import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
+import { errorMessage } from '../shared/log.js';
+import { parseAllowHosts, type DownloadAllowList } from './media/download-targets.js';
 
 /**
  * Runner start-up configuration (seed "容器启动"): the session folder as every process finds it (workspace,
@@ -24,6 +26,7 @@ const EnvSchema = z.object({
   PINCER_SCRIPT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_SCRIPT_ENV_ALLOW: z.string().default(''),
   PINCER_DOWNLOAD_TIMEOUT_MS: positiveInt(15_000),
+  PINCER_ATTACHMENT_ALLOW_HOSTS: z.string().default(''),
 });
 
 export interface RunnerConfig {
@@ -55,6 +58,8 @@ export interface RunnerConfig {
   /** task pre-scripts: timeout, and the environment names they may see beyond PATH, HOME, TZ, LANG. */
   script: { timeoutMs: number; allowEnv: string[] };
   downloadTimeoutMs: number;
+  /** where attachment downloads may connect beyond public addresses (hosts, addresses, CIDR ranges, or `*`). */
+  attachmentAllowHosts: DownloadAllowList;
 }
 
 export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
@@ -87,7 +92,16 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
       allowEnv: t.PINCER_SCRIPT_ENV_ALLOW.split(',').map((name) => name.trim()).filter(Boolean),
     },
     downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
+    attachmentAllowHosts: allowHosts(t.PINCER_ATTACHMENT_ALLOW_HOSTS),
   };
+}
+
+function allowHosts(value: string): DownloadAllowList {
+  try {
+    return parseAllowHosts(value);
+  } catch (err) {
+    throw new SessionConfigError('env', `bad environment: ${errorMessage(err)}`);
+  }
 }
 
 /** System prompt = global/CLAUDE.md + agent/CLAUDE.md (either may be missing). */

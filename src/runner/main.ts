@@ -49,16 +49,19 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const db = openSessionDb(config.paths.db);
     const dbIdentity = identityAt(config.paths.db);
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
+    const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
     const provider = await createProvider(choice.name, {
       env,
       model: config.model,
       models: config.models,
       modelProviders: config.modelProviders,
       extensionTools: extensions.tools,
+      // A provider in this process (the built-in runtime) runs the Pincer tools here too, with the child's environment.
+      linkedMcpServers: { [MCP_SERVER_NAME]: { connect: async () => (await import('../mcp/linked.js')).connectLinkedPincerServer(pincerServer.env) } },
       log: (m) => log.info(m),
     });
     const pools = createRunnerPools(env, log);
-    setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions };
+    setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer };
   } catch (err) {
     if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
@@ -66,7 +69,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw err;
   }
-  const { config, choice, db, dbIdentity, provider, pools, selection, extensions } = setup;
+  const { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer } = setup;
   for (const loaded of extensions.loaded) log.info(`extension ${loaded}`);
   for (const diagnostic of extensions.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   // Every provider decision is logged with its candidates and reason.
@@ -92,7 +95,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     log,
     systemPrompt,
     additionalDirectories: discoverExtraDirectories(config.paths),
-    mcpServers: { [MCP_SERVER_NAME]: pincerMcpServer(config.paths.root, config.timeZone, env) },
+    mcpServers: { [MCP_SERVER_NAME]: pincerServer },
     providerEnv: { ...env },
     formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
     attachments: pools.attachments,

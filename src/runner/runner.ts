@@ -200,6 +200,7 @@ export class Runner {
       root: config.paths.root,
       nativeMedia: provider.nativeMedia ?? [],
       downloadTimeoutMs: config.downloadTimeoutMs,
+      allowHosts: config.attachmentAllowHosts,
       codec: this.deps.attachments,
     };
   }

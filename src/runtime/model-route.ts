@@ -9,6 +9,7 @@
  * With OPENAI_BASE_URL pointing at a custom server the route is Chat Completions unless an entry says otherwise.
  */
 import type { ModelApi, ModelSettings } from '../db/model-settings.js';
+import { upstreamBaseUrl, type ProxiedBaseUrl } from '../shared/proxy-env.js';
 
 export type { ModelApi, ModelSettings } from '../db/model-settings.js';
 
@@ -33,6 +34,8 @@ export interface ModelRoute {
   api: ModelApi | undefined;
   /** the endpoint; undefined: the catalogue's default for the provider */
   baseUrl: string | undefined;
+  /** where requests go when that is not `baseUrl`: the host's credential proxy standing in for it */
+  via: string | undefined;
   /** which exact official HTTPS endpoint this is, if any */
   official: OfficialEndpoint | undefined;
   /** the configuration authored request behaviour (headers, a custom endpoint for an official provider) */
@@ -88,18 +91,26 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
   const providerEntry = modelProviders[provider] ?? {};
   const entry: ModelSettings = { ...providerEntry, ...modelEntry, headers: { ...providerEntry.headers, ...modelEntry.headers } };
   const headersAuthored = Object.keys(entry.headers ?? {}).length > 0;
-  const envUrl = (name: string): string | undefined => (env[name] ?? '').trim() || undefined;
+  // Behind the host's credential proxy the variables hold the proxy's address: the route is decided on the upstream.
+  const envUrl = (name: ProxiedBaseUrl): string | undefined => upstreamBaseUrl(env, name);
+  const viaFor = (name: ProxiedBaseUrl, url: string | undefined): string | undefined => {
+    const own = (env[name] ?? '').trim() || undefined;
+    return url !== undefined && entry.baseUrl === undefined && own !== undefined && own !== url ? own.replace(/\/+$/, '') : undefined;
+  };
 
   let api: ModelApi | undefined;
   let baseUrl: string | undefined;
   let apiKeyEnv: string[];
   let keyOptional = false;
+  let via: string | undefined;
   if (provider === 'anthropic') {
     baseUrl = entry.baseUrl ?? envUrl('ANTHROPIC_BASE_URL') ?? OFFICIAL_ENDPOINTS.anthropic;
+    via = viaFor('ANTHROPIC_BASE_URL', baseUrl);
     api = entry.api ?? 'anthropic-messages';
     apiKeyEnv = ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'];
   } else if (provider === 'openai') {
     baseUrl = entry.baseUrl ?? envUrl('OPENAI_BASE_URL') ?? OFFICIAL_ENDPOINTS['openai-platform'];
+    via = viaFor('OPENAI_BASE_URL', baseUrl);
     // A custom server (OPENAI_BASE_URL) speaks Chat Completions unless configured otherwise.
     const officialOpenAI = sameEndpoint(baseUrl, OFFICIAL_ENDPOINTS['openai-platform']) || sameEndpoint(baseUrl, OFFICIAL_ENDPOINTS.chatgpt);
     api = entry.api ?? (officialOpenAI ? 'openai-responses' : 'openai-completions');
@@ -107,6 +118,7 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
     keyOptional = !isOfficialHost(baseUrl);
   } else if (provider === 'local') {
     baseUrl = entry.baseUrl ?? envUrl('OPENAI_BASE_URL');
+    via = viaFor('OPENAI_BASE_URL', baseUrl);
     if (!baseUrl) {
       throw new ModelRouteError('missing-base-url', `model "${ref}": local models need OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1) or a baseUrl in the model entry`);
     }
@@ -129,6 +141,7 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
     model,
     api,
     baseUrl: baseUrl?.replace(/\/+$/, ''),
+    via,
     official,
     authored: headersAuthored,
     apiKeyEnv,
@@ -151,7 +164,11 @@ export function routeApiKey(route: ModelRoute, env: Record<string, string | unde
 /** One line for logs: `openai/gpt-5 via openai-responses at https://api.openai.com/v1 (official)`. */
 export function describeRoute(route: ModelRoute): string {
   const where = route.baseUrl ?? 'the catalogue endpoint';
-  const tags = [route.official ? 'official' : route.baseUrl ? 'custom endpoint' : undefined, route.authored ? 'authored headers' : undefined].filter(Boolean);
+  const tags = [
+    route.official ? 'official' : route.baseUrl ? 'custom endpoint' : undefined,
+    route.authored ? 'authored headers' : undefined,
+    route.via ? `through the host's credential proxy at ${route.via}` : undefined,
+  ].filter(Boolean);
   return `${route.ref} via ${route.api ?? 'the catalogue API'} at ${where}${tags.length ? ` (${tags.join(', ')})` : ''}`;
 }
 

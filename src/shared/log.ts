@@ -3,6 +3,8 @@
  * `2026-11-30T21:40:01.123Z [runner] picked 3 messages (chat×2, task×1) in 2 ms`.
  * stdout stays free for command output (JSON lines, MCP stdio).
  */
+import fs from 'node:fs';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -19,8 +21,18 @@ function thresholdFromEnv(): number {
   return level in ORDER ? ORDER[level as LogLevel] : ORDER.info;
 }
 
+/**
+ * Where loggers made without a writer of their own send their lines: stderr, unless a command moves them (`pincer
+ * chat` keeps the terminal for the conversation and writes them to a file). Looked up per line, so loggers made at
+ * module load follow the move.
+ */
+let sink: (line: string) => void = writeStderr;
+export function setLogSink(write: (line: string) => void): void {
+  sink = write;
+}
+
 /** A logger whose lines start with the time and `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
-export function createLogger(area: string, write: (line: string) => void = writeStderr): Logger {
+export function createLogger(area: string, write: (line: string) => void = (line) => sink(line)): Logger {
   const threshold = thresholdFromEnv();
   const emit = (level: LogLevel, message: string): void => {
     if (ORDER[level] < threshold) return;
@@ -50,6 +62,17 @@ function writeStderr(line: string): void {
   } catch {
     // nowhere left to report it
   }
+}
+
+/** A writer that appends lines to `file` (owner-only); a line that cannot be written is dropped, never the process. */
+export function fileSink(file: string): (line: string) => void {
+  return (line) => {
+    try {
+      fs.appendFileSync(file, line, { mode: 0o600 });
+    } catch {
+      // a full disk or a removed folder: nowhere left to report it
+    }
+  };
 }
 
 /** The message of anything thrown, for logs and `last_error`. */

@@ -143,13 +143,23 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
 export function threadOptions(settings: CodexSettings, input: QueryInput): ThreadOptions {
   return {
     model: settings.model,
-    workingDirectory: input.cwd,
+    // Codex's own sandbox refuses a writable root reached through a link (the session's `agent` link to its group
+    // folder), so every shell command would fail: it gets the folder the link leads to.
+    workingDirectory: realFolder(input.cwd),
     skipGitRepoCheck: true,
     sandboxMode: settings.sandboxMode,
     approvalPolicy: settings.approvalPolicy,
     networkAccessEnabled: settings.networkAccess,
-    additionalDirectories: input.additionalDirectories?.length ? input.additionalDirectories : undefined,
+    additionalDirectories: input.additionalDirectories?.length ? input.additionalDirectories.map(realFolder) : undefined,
   };
+}
+
+function realFolder(folder: string): string {
+  try {
+    return fs.realpathSync(folder);
+  } catch {
+    return folder; // missing: Codex reports it
+  }
 }
 
 /**

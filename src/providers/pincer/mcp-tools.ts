@@ -4,30 +4,37 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import type { McpServerConfig } from '../types.js';
+import type { LinkedMcpServer, McpServerConfig } from '../types.js';
 import { truncateMiddle } from './tools/limits.js';
 
 /**
- * The MCP servers the runner configures (Pincer's own first), reached through the official MCP client over stdio.
- * Each server's tools become agent tools named as Claude names them, `mcp__<server>__<tool>`, with the server's JSON
- * schema as parameters. The servers start once and live until the runner stops (`close()`).
+ * The MCP servers the runner configures (Pincer's own first), reached through the official MCP client: over stdio to a
+ * child process, or, for a server the runner can serve in its own process (Pincer's, `linked`), over the MCP SDK's
+ * in-memory transport pair. Each server's tools become agent tools named as Claude names them,
+ * `mcp__<server>__<tool>`, with the server's JSON schema as parameters. The servers start once and live until the
+ * runner stops (`close()`).
  */
 /** `ask_user_question` may legitimately wait for days; the server enforces its own timeout. */
 const TOOL_CALL_TIMEOUT_MS = 8 * 24 * 3600 * 1000;
 
 export class McpConnections {
-  private readonly clients: { name: string; client: Client }[] = [];
+  private readonly clients: { name: string; client: Client; release?: () => Promise<void> }[] = [];
 
   private constructor(private readonly log: Logger) {}
 
   /** Connect every server in order. A server that fails to start is logged and left out; the others still serve. */
-  static async connect(servers: Record<string, McpServerConfig>, log: Logger, maxOutputChars: number): Promise<{ connections: McpConnections; tools: AgentTool[] }> {
+  static async connect(
+    servers: Record<string, McpServerConfig>,
+    linked: Record<string, LinkedMcpServer>,
+    log: Logger,
+    maxOutputChars: number,
+  ): Promise<{ connections: McpConnections; tools: AgentTool[] }> {
     const connections = new McpConnections(log);
     const tools: AgentTool[] = [];
     for (const [name, server] of Object.entries(servers)) {
       try {
-        const client = await connectServer(name, server, log);
-        connections.clients.push({ name, client });
+        const { client, release } = await (Object.hasOwn(linked, name) ? connectLinked(linked[name]!) : connectChild(name, server, log));
+        connections.clients.push({ name, client, release });
         const listed = await client.listTools();
         for (const tool of listed.tools) tools.push(toAgentTool(name, client, tool, maxOutputChars));
         log.info(`MCP server ${name}: ${listed.tools.length} tools`);
@@ -40,20 +47,43 @@ export class McpConnections {
 
   async close(): Promise<void> {
     await Promise.all(
-      this.clients.splice(0).map(({ name, client }) => client.close().catch((err: unknown) => this.log.warn(`closing MCP server ${name}: ${errorMessage(err)}`))),
+      this.clients.splice(0).map(async ({ name, client, release }) => {
+        try {
+          await client.close();
+          await release?.();
+        } catch (err) {
+          this.log.warn(`closing MCP server ${name}: ${errorMessage(err)}`);
+        }
+      }),
     );
   }
 }
 
-async function connectServer(name: string, server: McpServerConfig, log: Logger): Promise<Client> {
+function newClient(): Client {
+  return new Client({ name: 'pincer-builtin', version: '1.0.0' });
+}
+
+async function connectLinked(server: LinkedMcpServer): Promise<{ client: Client; release: () => Promise<void> }> {
+  const connection = await server.connect();
+  const client = newClient();
+  try {
+    await client.connect(connection.transport);
+  } catch (err) {
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
+  return { client, release: () => connection.close() };
+}
+
+async function connectChild(name: string, server: McpServerConfig, log: Logger): Promise<{ client: Client; release?: () => Promise<void> }> {
   const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, stderr: 'pipe' });
   // The server logs to stderr; its lines go to ours with its name in front.
   transport.stderr?.on('data', (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) log.debug(`[mcp ${name}] ${line}`);
   });
-  const client = new Client({ name: 'pincer-builtin', version: '1.0.0' });
+  const client = newClient();
   await client.connect(transport);
-  return client;
+  return { client };
 }
 
 function toAgentTool(

@@ -33,7 +33,7 @@ export function buildModel(
   }
   const catalogue = lookup(route);
   const api = route.api ?? catalogue?.api;
-  const baseUrl = route.baseUrl ?? catalogue?.baseUrl;
+  const baseUrl = route.via ?? route.baseUrl ?? catalogue?.baseUrl;
   if (!api || !baseUrl) {
     throw new ProviderError('config', `pincer: model "${ref}" is not in the model catalogue; give it an api and a baseUrl in a model entry`);
   }

@@ -21,8 +21,9 @@ import { toolLimits } from './tools/limits.js';
  * The built-in runtime (provider `pincer`; aliases `builtin`, `openclaw`, `pi`): Pincer's own agent loop on model APIs
  * through @mariozechner/pi-agent-core and pi-ai — Anthropic Messages, OpenAI Responses, and Chat Completions on any
  * OpenAI-compatible server — with no agent binary. Tools: read/write/edit/bash in the agent folder, every MCP server
- * the runner configures, and tools extensions register. The conversation lives in `.pincer-sessions/` of the session
- * folder and is resumed by id; compaction keeps it inside the model's context window.
+ * the runner configures (Pincer's own inside this process, the others as children), and tools extensions register.
+ * The conversation lives in `.pincer-sessions/` of the session folder and is resumed by id; compaction keeps it
+ * inside the model's context window.
  */
 interface Conversation {
   store: SessionStore;
@@ -43,10 +44,12 @@ export class PincerProvider implements AgentProvider {
   private readonly runs = new Set<PincerRun>();
 
   private readonly extensionTools: ProviderConfig['extensionTools'];
+  private readonly linkedMcpServers: NonNullable<ProviderConfig['linkedMcpServers']>;
 
   constructor(config: ProviderConfig) {
     this.env = config.env;
     this.extensionTools = config.extensionTools;
+    this.linkedMcpServers = config.linkedMcpServers ?? {};
     const ref = config.model ?? config.env.PINCER_MODEL;
     if (!ref) {
       throw new ProviderError(
@@ -152,7 +155,7 @@ export class PincerProvider implements AgentProvider {
 
   private tools(input: PrepareInput): Promise<AgentTool[]> {
     const limits = toolLimits(this.env);
-    this.mcp ??= McpConnections.connect(input.mcpServers, this.log, limits.maxOutputChars);
+    this.mcp ??= McpConnections.connect(input.mcpServers, this.linkedMcpServers, this.log, limits.maxOutputChars);
     return this.mcp.then(({ tools }) => [
       ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
       bashTool(input.cwd, this.env, limits),

@@ -1,20 +1,42 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import type { Attachment } from '../../db/content.js';
 import { errorMessage } from '../../shared/log.js';
+import {
+  ANYWHERE,
+  guardedLookup,
+  nameAllowed,
+  REFUSAL_HINT,
+  RefusedTargetError,
+  refusedAddress,
+  unbracket,
+  type DownloadAllowList,
+  type ResolveHost,
+} from './download-targets.js';
 import { MAX_DOWNLOAD_BYTES } from './types.js';
 
 /**
  * The bytes of an inbound attachment, from whichever source it came with: base64 `data`, an http(s) `url` (with a
- * timeout and a size cap while streaming), or a `localPath` that must resolve — after symlinks — inside the session
- * folder. Failures come back as a reason for the prompt, never as an exception.
+ * timeout, a size cap while streaming, and only to targets that download-targets.ts allows, on every redirect hop),
+ * or a `localPath` that must resolve — after symlinks — inside the session folder. Failures come back as a reason for
+ * the prompt, never as an exception.
  */
 export type Acquired = { ok: true; bytes: Buffer } | { ok: false; reason: string };
 
-export async function acquireBytes(attachment: Attachment, root: string, timeoutMs: number): Promise<Acquired> {
+/** How URL downloads are made: their timeout, where they may connect, and (for tests) how names resolve. */
+export interface UrlOptions {
+  timeoutMs: number;
+  allow: DownloadAllowList;
+  resolve?: ResolveHost;
+}
+
+export async function acquireBytes(attachment: Attachment, root: string, url: UrlOptions): Promise<Acquired> {
   if (attachment.data !== undefined) return fromBase64(attachment.data);
   if (attachment.localPath !== undefined) return fromLocalPath(attachment.localPath, root);
-  if (attachment.url !== undefined) return fromUrl(attachment.url, timeoutMs);
+  if (attachment.url !== undefined) return fromUrl(attachment.url, url);
   return { ok: false, reason: 'it has no data, url or localPath' };
 }
 
@@ -43,42 +65,84 @@ function fromLocalPath(localPath: string, root: string): Acquired {
   return { ok: true, bytes: fs.readFileSync(real) };
 }
 
-async function fromUrl(url: string, timeoutMs: number): Promise<Acquired> {
-  let parsed: URL;
+/** Redirects followed before a download is given up (each hop is checked like the first URL). */
+export const MAX_REDIRECTS = 5;
+const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Download with node:http(s) rather than fetch: redirects are followed here, one hop at a time, so that every hop's
+ * target is checked, and the connection's `lookup` is the guarded one, so the checked address is the connected one.
+ */
+async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
+  let current: URL;
   try {
-    parsed = new URL(url);
+    current = new URL(url);
   } catch {
     return { ok: false, reason: 'its url is not a URL' };
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    return { ok: false, reason: `its url scheme ${parsed.protocol} is not http or https` };
-  }
+  const signal = AbortSignal.timeout(options.timeoutMs);
+  let hop = 0;
+  // `name` is the host name when an address came from resolving it.
+  const refused = (address: string, kind: string, name?: string): Acquired => {
+    const target = name === undefined ? address : `${name}, which resolves to ${address}`;
+    const what = hop > 0 ? `it redirected to ${target}, ${kind}` : name === undefined ? `${address} is ${kind}` : `${name} resolves to ${address}, ${kind}`;
+    return { ok: false, reason: `the download was refused: ${what}; ${REFUSAL_HINT}` };
+  };
   try {
-    const response = await fetch(parsed, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
-    if (!response.ok || !response.body) {
-      await response.body?.cancel();
-      return { ok: false, reason: `the download failed: HTTP ${response.status}` };
+    for (; ; hop++) {
+      if (current.protocol !== 'http:' && current.protocol !== 'https:') {
+        return { ok: false, reason: hop > 0 ? `it redirected to a ${current.protocol} url` : `its url scheme ${current.protocol} is not http or https` };
+      }
+      const literal = unbracket(current.hostname);
+      const kind = net.isIP(literal) && !nameAllowed(literal, options.allow) ? refusedAddress(literal, options.allow) : undefined;
+      if (kind) return refused(literal, kind);
+      const response = await get(current, options, signal);
+      const location = response.headers.location;
+      if (!REDIRECT_STATUS.has(response.statusCode ?? 0) || location === undefined) return await readBody(response);
+      response.destroy();
+      if (hop >= MAX_REDIRECTS) return { ok: false, reason: `it redirected more than ${MAX_REDIRECTS} times` };
+      current = new URL(location, current);
     }
-    const declared = Number(response.headers.get('content-length') ?? 0);
-    if (declared > MAX_DOWNLOAD_BYTES) {
-      await response.body.cancel();
-      return tooBig(declared);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += chunk.byteLength;
-      if (size > MAX_DOWNLOAD_BYTES) return tooBig(size);
-      chunks.push(Buffer.from(chunk));
-    }
-    return { ok: true, bytes: Buffer.concat(chunks) };
   } catch (err) {
-    const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+    if (err instanceof RefusedTargetError) return refused(err.address, err.kind, err.hostname);
     return {
       ok: false,
-      reason: timedOut ? `the download timed out after ${timeoutMs} ms` : `the download failed: ${causeOf(err)}`,
+      reason: signal.aborted ? `the download timed out after ${options.timeoutMs} ms` : `the download failed: ${causeOf(err)}`,
     };
   }
+}
+
+function get(url: URL, options: UrlOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
+  const client = url.protocol === 'https:' ? https : http;
+  // A name the setting allows may resolve anywhere; every other name goes through the guarded lookup.
+  const lookup = guardedLookup(nameAllowed(url.hostname, options.allow) ? ANYWHERE : options.allow, options.resolve);
+  return new Promise((resolve, reject) => {
+    client.get(url, { agent: false, signal, lookup, headers: { 'user-agent': 'pincer' } }, resolve).on('error', reject);
+  });
+}
+
+async function readBody(response: http.IncomingMessage): Promise<Acquired> {
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    response.destroy();
+    return { ok: false, reason: `the download failed: HTTP ${status}` };
+  }
+  const declared = Number(response.headers['content-length'] ?? 0);
+  if (declared > MAX_DOWNLOAD_BYTES) {
+    response.destroy();
+    return tooBig(declared);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > MAX_DOWNLOAD_BYTES) {
+      response.destroy();
+      return tooBig(size);
+    }
+    chunks.push(chunk);
+  }
+  return { ok: true, bytes: Buffer.concat(chunks) };
 }
 
 function causeOf(err: unknown): string {

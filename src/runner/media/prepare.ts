@@ -53,7 +53,11 @@ export async function prepareAttachments(messageId: string, attachments: Attachm
 
 async function saveAttachment(attachment: Attachment, dir: string, options: MediaOptions): Promise<SavedAttachment> {
   const name = safeFileName(attachment.name);
-  const acquired = await acquireBytes(attachment, options.root, options.downloadTimeoutMs);
+  const acquired = await acquireBytes(attachment, options.root, {
+    timeoutMs: options.downloadTimeoutMs,
+    allow: options.allowHosts,
+    resolve: options.resolveHost,
+  });
   if (!acquired.ok) return { ok: false, name, reason: acquired.reason };
   const { bytes } = acquired;
   // Loaded on first use: most runners never see an attachment, and the detector costs memory.

@@ -1,4 +1,5 @@
 import type { AttachmentCodec } from '../../runtime/attachments.js';
+import type { DownloadAllowList, ResolveHost } from './download-targets.js';
 
 /** What an inbound attachment is, decided from its bytes (seed "媒体处理"). */
 export type MediaKind = 'image' | 'pdf' | 'audio' | 'video' | 'file';
@@ -28,6 +29,10 @@ export interface MediaOptions {
   nativeMedia: readonly ('image' | 'pdf')[];
   /** timeout of a URL download. */
   downloadTimeoutMs: number;
+  /** where URL downloads may connect beyond public addresses (PINCER_ATTACHMENT_ALLOW_HOSTS). */
+  allowHosts: DownloadAllowList;
+  /** how host names resolve (tests); dns.lookup by default. */
+  resolveHost?: ResolveHost;
   /** encodes native blocks (on a worker for large files); without it, inline. */
   codec?: AttachmentCodec;
 }

@@ -1,0 +1,135 @@
+import dns from 'node:dns';
+import net, { BlockList, type LookupFunction } from 'node:net';
+
+/**
+ * Where an attachment download may connect. An attachment's `url` comes from whoever can post a message, so by default
+ * the runner refuses addresses inside the machine or its network — loopback, private (RFC 1918, fc00::/7), link-local
+ * (169.254/16 with the cloud metadata service, fe80::/10), unspecified and shared (100.64/10), also written as
+ * IPv4-mapped IPv6 — unless `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
+ * address the socket actually connects to (through the connection's `lookup`), so a name that resolves to a public
+ * address at first and to 127.0.0.1 later (DNS rebinding) gets no further than one that always did.
+ */
+
+/** `PINCER_ATTACHMENT_ALLOW_HOSTS` parsed: `*`, or host names (exact, any case) and addresses/CIDR ranges. */
+export interface DownloadAllowList {
+  any: boolean;
+  names: ReadonlySet<string>;
+  addresses: BlockList;
+}
+
+/** How a host name becomes addresses (dns.lookup by default; tests inject their own). */
+export type ResolveHost = (hostname: string) => Promise<dns.LookupAddress[]>;
+
+/** Thrown through a connection's lookup when every address of a name is refused. */
+export class RefusedTargetError extends Error {
+  readonly code = 'download_target_refused';
+  constructor(
+    readonly hostname: string,
+    readonly address: string,
+    /** what the address is, e.g. `a loopback address` */
+    readonly kind: string,
+  ) {
+    super(`${hostname} resolves to ${address}, ${kind}`);
+  }
+}
+
+const SETTING = 'PINCER_ATTACHMENT_ALLOW_HOSTS';
+
+/** The ranges refused by default, each with the words the refusal uses. */
+const REFUSED: ReadonlyArray<[label: string, ranges: BlockList]> = [
+  ['a loopback', ranges([['127.0.0.0', 8], ['::1', 128]])],
+  ['a private', ranges([['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]])],
+  ['a link-local', ranges([['169.254.0.0', 16], ['fe80::', 10]])],
+  ['an unspecified', ranges([['0.0.0.0', 8], ['::', 128]])],
+  ['a shared (carrier-grade NAT)', ranges([['100.64.0.0', 10]])],
+];
+
+function ranges(list: Array<[string, number]>): BlockList {
+  const block = new BlockList();
+  for (const [network, prefix] of list) block.addSubnet(network, prefix, net.isIPv6(network) ? 'ipv6' : 'ipv4');
+  return block;
+}
+
+/** Parse the setting; a malformed entry fails with a line naming it (explicit configuration fails closed). */
+export function parseAllowHosts(value: string): DownloadAllowList {
+  const names = new Set<string>();
+  const addresses = new BlockList();
+  let any = false;
+  for (const raw of value.split(',').map((entry) => entry.trim()).filter(Boolean)) {
+    if (raw === '*') {
+      any = true;
+      continue;
+    }
+    const [bracketed, prefixText, extra] = raw.split('/');
+    const network = unbracket(bracketed ?? '');
+    const family = net.isIP(network);
+    if (family !== 0) {
+      const max = family === 4 ? 32 : 128;
+      const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+      if (extra !== undefined || !(prefix >= 0 && prefix <= max)) {
+        throw new Error(`${SETTING}: "${raw}" is not an address or CIDR range (e.g. 10.0.0.0/8)`);
+      }
+      addresses.addSubnet(network, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    } else if (/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw)) {
+      names.add(raw.toLowerCase());
+    } else {
+      throw new Error(`${SETTING}: "${raw}" is not a host name, address, CIDR range or *`);
+    }
+  }
+  return { any, names, addresses };
+}
+
+/** Nothing allowed beyond the default: public addresses only. */
+export const PUBLIC_ONLY: DownloadAllowList = parseAllowHosts('');
+/** Everything allowed (`*`). */
+export const ANYWHERE: DownloadAllowList = parseAllowHosts('*');
+
+/** A URL's host as a bare name or address (`[::1]` → `::1`). */
+export function unbracket(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+/** True when the URL's host name is allowed as such, so any address it resolves to may be used. */
+export function nameAllowed(hostname: string, allow: DownloadAllowList): boolean {
+  return allow.any || allow.names.has(unbracket(hostname).toLowerCase());
+}
+
+/** What kind of address `address` is when the runner may not connect to it (`a loopback address`), else undefined. */
+export function refusedAddress(address: string, allow: DownloadAllowList): string | undefined {
+  const type = net.isIPv6(address) ? 'ipv6' : 'ipv4';
+  if (allow.any || allow.addresses.check(address, type)) return undefined;
+  const hit = REFUSED.find(([, block]) => block.check(address, type));
+  return hit ? `${hit[0]} address` : undefined;
+}
+
+/** What to do about a refusal, for the end of the prompt's note. */
+export const REFUSAL_HINT = `downloads from loopback, private and link-local addresses are refused unless ${SETTING} allows them`;
+
+const systemResolve: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true });
+
+/**
+ * A `lookup` for http(s).request that resolves the name, drops every refused address, and hands the socket only the
+ * checked ones — so the address connected to is always one that passed. With none left it fails with the reason.
+ */
+export function guardedLookup(allow: DownloadAllowList, resolve: ResolveHost = systemResolve): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname).then(
+      (found) => {
+        const wanted = found.filter((a) => !options.family || a.family === options.family);
+        const usable = wanted.filter((a) => refusedAddress(a.address, allow) === undefined);
+        const first = wanted[0];
+        if (usable.length === 0 && first) {
+          callback(new RefusedTargetError(hostname, first.address, refusedAddress(first.address, allow)!), '', 0);
+          return;
+        }
+        if (usable.length === 0) {
+          callback(Object.assign(new Error(`${hostname} has no IPv${options.family} address`), { code: 'ENOTFOUND' }), '', 0);
+          return;
+        }
+        if (options.all) callback(null, usable);
+        else callback(null, usable[0]!.address, usable[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+}

@@ -1,0 +1,24 @@
+/**
+ * The variables the host's credential proxy gives a runner. Behind the proxy a runner's `ANTHROPIC_BASE_URL` and
+ * `OPENAI_BASE_URL` are the proxy's loopback address; what they stand for — the real upstream, never secret — is
+ * passed beside them, so decisions that depend on the endpoint (which wire API, whether it is an official endpoint)
+ * are made on the upstream while the connection still goes through the proxy.
+ */
+
+/** Set to `1` for a runner behind the proxy. */
+export const PROXY_MARKER_ENV = 'PINCER_CREDENTIAL_PROXY';
+
+/** The real upstream behind each proxied base-URL variable. */
+export const UPSTREAM_BASE_URL_ENV = {
+  ANTHROPIC_BASE_URL: 'PINCER_UPSTREAM_ANTHROPIC_BASE_URL',
+  OPENAI_BASE_URL: 'PINCER_UPSTREAM_OPENAI_BASE_URL',
+} as const;
+
+export type ProxiedBaseUrl = keyof typeof UPSTREAM_BASE_URL_ENV;
+
+/** Where `name` really leads: the proxy's upstream for a runner behind the proxy, else the variable itself. */
+export function upstreamBaseUrl(env: Record<string, string | undefined>, name: ProxiedBaseUrl): string | undefined {
+  const own = (env[name] ?? '').trim() || undefined;
+  if (env[PROXY_MARKER_ENV] !== '1' || own === undefined) return own;
+  return (env[UPSTREAM_BASE_URL_ENV[name]] ?? '').trim() || own;
+}
