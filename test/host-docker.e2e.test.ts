@@ -5,6 +5,8 @@ import { packageRoot } from '../src/container/config.js';
 import { openSessionDb } from '../src/db/connection.js';
 import type { InboundRow } from '../src/db/types.js';
 import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
+import { startFakeAnthropic } from './support/fake-anthropic.js';
+import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { BUILT_CLI } from './support/runner-harness.js';
 import { waitFor } from './support/wait.js';
@@ -31,6 +33,7 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
   }, 60_000);
 
   afterEach(async () => {
+    await closeFakeOpenAIs();
     expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
     expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
   });
@@ -76,5 +79,46 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
     const second = await startHost(env, first.home);
     expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
     expect(await second.stop()).toBe(0);
+  }, 120_000);
+
+  // The container has no network: the model server on the host is reached through the host's credential proxy (its
+  // socket is mounted in), a keyless local server as well as an API whose real key only the host holds.
+  it.each([
+    {
+      name: 'a local model server without a key',
+      async start() {
+        const fake = await startFakeOpenAI();
+        fake.script({ text: 'Hello from the box.' });
+        return { env: { PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl }, asked: () => fake.modelRequests()[0]?.userTexts.join('\n') ?? '', keys: () => [] as string[] };
+      },
+    },
+    {
+      name: 'the Anthropic API with a key only the host holds',
+      async start() {
+        const fake = await startFakeAnthropic();
+        fake.script({ text: 'Hello from the box.' });
+        return {
+          env: { PINCER_MODEL: 'anthropic/claude-sonnet-4-5', ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: 'sk-real-docker-key' },
+          asked: () => fake.modelRequests()[0]?.lastUserText ?? '',
+          keys: () => fake.modelRequests().map((r) => String(r.headers['x-api-key'])),
+          close: () => fake.close(),
+        };
+      },
+    },
+  ])('answers on the built-in runtime from $name', async ({ start }) => {
+    const fake: { env: Record<string, string>; asked(): string; keys(): string[]; close?: () => Promise<void> } = await start();
+    try {
+      const host = await startHost({ ...fake.env, PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon.host, AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0' });
+      const stream = host.stream('model');
+      expect((await host.request('POST', '/v1/conversations/model/messages', { text: 'hi from docker' })).status).toBe(202);
+      const reply = await stream.waitFor('the model answer', (e) => e.event === 'chat', 60_000);
+      expect(reply.data.text).toBe('Hello from the box.');
+      expect(fake.asked()).toContain('hi from docker');
+      for (const key of fake.keys()) expect(key).toBe('sk-real-docker-key');
+      stream.close();
+      expect(await host.stop()).toBe(0);
+    } finally {
+      await fake.close?.();
+    }
   }, 120_000);
 });

@@ -4,7 +4,14 @@ import type { HostConfig } from '../src/host/types.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 
 /** The sweep against a real session DB: retries with back-off, give-up after max tries, recurrence. */
-const config: HostConfig['sweep'] = { intervalMs: 1000, staleMs: 60_000, retryBaseMs: 1000, retryMaxMs: 10_000, maxTries: 3 };
+const config: HostConfig['sweep'] = {
+  intervalMs: 1000,
+  staleMs: 60_000,
+  retryBaseMs: 1000,
+  retryMaxMs: 10_000,
+  maxTries: 3,
+  taskHistory: { keepRuns: 20, keepDays: 7 },
+};
 const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
 
 afterEach(() => cleanupSessions());
@@ -76,5 +83,59 @@ describe('sweep', () => {
     expect(first.recurrenceErrors[0]!.error).toMatch(/recurrence "99 \* \* \* \*" is not a valid cron expression/);
     expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config }).recurrenceErrors).toHaveLength(0);
     expect(s.allInbound()).toHaveLength(2);
+  });
+});
+
+describe('task history', () => {
+  const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+
+  /** A task row that ran and finished at `endedAt`. */
+  function finished(s: ReturnType<typeof createTestSession>, id: string, endedAt: string, extra: { series?: string; recurrence?: string; status?: string } = {}) {
+    s.insert({ id, kind: 'task', content: { prompt: id }, seriesId: extra.series ?? null, recurrence: extra.recurrence ?? null });
+    s.db.prepare(`UPDATE messages_in SET status = ?, tries = 1, status_changed = ? WHERE id = ?`).run(extra.status ?? 'completed', endedAt, id);
+  }
+
+  it('keeps the newest runs of each task, finished tasks for some days, and everything live, waiting or newest', () => {
+    const s = createTestSession();
+    const runs = Array.from({ length: 25 }, (_, i) => `daily-${String(i).padStart(2, '0')}`);
+    for (const id of runs) finished(s, id, minutesAgo(100 - Number(id.slice(-2))), { series: 'daily-00', recurrence: '0 9 * * *' });
+    s.insert({ id: 'daily-live', kind: 'task', content: { prompt: 'd' }, seriesId: 'daily-00', recurrence: '0 9 * * *', processAfter: '2099-01-01T09:00:00.000Z' });
+    finished(s, 'weekly-a', daysAgo(30), { recurrence: '0 9 * * 1' });
+    s.insert({ id: 'weekly-live', kind: 'task', content: { prompt: 'w' }, seriesId: 'weekly-a', recurrence: '0 9 * * 1', processAfter: '2099-01-01T09:00:00.000Z' });
+    finished(s, 'one-off-old', daysAgo(10));
+    finished(s, 'one-off-recent', daysAgo(1));
+    for (const id of ['cancelled-1', 'cancelled-2']) finished(s, id, daysAgo(10), { series: 'cancelled-1', status: 'failed' });
+    finished(s, 'answer-waiting', daysAgo(10));
+    s.db.prepare(`INSERT INTO messages_out (id, seq, in_reply_to, timestamp, kind, content) VALUES ('reply', 1000, 'answer-waiting', ?, 'chat', '{"text":"x"}')`).run(daysAgo(10));
+    const chat = s.chat('an old chat message');
+    s.db.prepare(`UPDATE messages_in SET status = 'completed', status_changed = ? WHERE id = ?`).run(daysAgo(10), chat.id);
+    finished(s, 'newest-row', daysAgo(10));
+
+    const sweeper = new Sweeper(s.db);
+    const first = sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config });
+    const left = new Set(s.allInbound().map((r) => r.id));
+    const gone = ['daily-00', 'daily-01', 'daily-02', 'daily-03', 'daily-04', 'one-off-old', 'cancelled-1', 'cancelled-2'];
+    expect(first.pruned).toBe(gone.length);
+    for (const id of gone) expect(left.has(id), id).toBe(false);
+    for (const id of [...runs.slice(5), 'daily-live', 'weekly-a', 'weekly-live', 'one-off-recent', 'answer-waiting', chat.id, 'newest-row']) expect(left.has(id), id).toBe(true);
+    expect(first.scheduled).toHaveLength(0);
+
+    // Delivered now; the next prune (a minute later, or a new sweeper) lets it go. Within the minute nothing is read.
+    s.db.prepare(`UPDATE messages_out SET delivered_at = ? WHERE id = 'reply'`).run(new Date().toISOString());
+    expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config }).pruned).toBe(0);
+    expect(new Sweeper(s.db).sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config }).pruned).toBe(1);
+    expect(s.allInbound().some((r) => r.id === 'answer-waiting')).toBe(false);
+  });
+
+  it('prunes an occurrence only after its successor is scheduled, so the series goes on', () => {
+    const s = createTestSession();
+    for (const id of ['m-1', 'm-2']) finished(s, id, minutesAgo(5), { series: 'm-1', recurrence: '* * * * *' });
+    const result = new Sweeper(s.db).sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config: { ...config, taskHistory: { keepRuns: 1, keepDays: 0 } } });
+    expect(result.scheduled.map((x) => x.row.id)).toEqual(['m-2']);
+    expect(result.pruned).toBe(1);
+    expect(s.allInbound().map((r) => [r.id === 'm-2' ? 'm-2' : r.status, r.series_id])).toEqual([
+      ['m-2', 'm-1'],
+      ['pending', 'm-1'],
+    ]);
   });
 });

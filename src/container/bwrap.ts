@@ -7,7 +7,7 @@ import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 
 const log = createLogger('container');
 
@@ -76,12 +76,8 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   if (folders.proxySocketDir) args.push('--ro-bind', folders.proxySocketDir, SANDBOX_PROXY_DIR);
   args.push('--ro-bind', settings.appRoot, '/app');
-  // a checkout whose node_modules links elsewhere (a git worktree sharing one install): that folder too, read-only
-  const modules = path.join(settings.appRoot, 'node_modules');
-  if (fs.lstatSync(modules, { throwIfNoEntry: false })?.isSymbolicLink()) {
-    const real = fs.realpathSync(modules);
-    args.push('--ro-bind', real, real);
-  }
+  const modules = linkedModules(settings.appRoot);
+  if (modules) args.push('--ro-bind', modules, modules);
   let node = fs.realpathSync(settings.node);
   if (!node.startsWith('/usr/')) {
     // a Node outside /usr (nvm, a tarball): bind its folder read-only

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import type { DockerSettings } from './types.js';
-import { SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 
 /** Where things are inside the container. */
 export const CONTAINER_WORKSPACE = '/workspace';
@@ -44,6 +44,8 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
   if (folders.globalDir) mounts.push(`type=bind,src=${folders.globalDir},dst=${CONTAINER_WORKSPACE}/global,readonly`);
   if (folders.proxySocketDir) mounts.push(`type=bind,src=${folders.proxySocketDir},dst=${SANDBOX_PROXY_DIR},readonly`);
   mounts.push(`type=bind,src=${settings.appRoot},dst=${CONTAINER_APP},readonly`);
+  const modules = linkedModules(settings.appRoot);
+  if (modules) mounts.push(`type=bind,src=${modules},dst=${modules},readonly`);
   if (plan.identity) {
     mounts.push(`type=bind,src=${plan.identity.passwd},dst=/etc/passwd,readonly`);
     mounts.push(`type=bind,src=${plan.identity.group},dst=/etc/group,readonly`);

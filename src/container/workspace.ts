@@ -49,3 +49,12 @@ function isDirectory(dir: string): boolean {
     return false;
   }
 }
+
+/**
+ * Where the app's `node_modules` really is when it is a link (a git worktree sharing one install): that folder must
+ * be mounted too, read-only at the same path, or the link is dangling inside the sandbox. Undefined for a plain folder.
+ */
+export function linkedModules(appRoot: string): string | undefined {
+  const modules = path.join(appRoot, 'node_modules');
+  return fs.lstatSync(modules, { throwIfNoEntry: false })?.isSymbolicLink() ? fs.realpathSync(modules) : undefined;
+}

@@ -38,6 +38,8 @@ const HostEnvSchema = z.object({
   PINCER_RETRY_BASE_MS: positiveInt(2000),
   PINCER_RETRY_MAX_MS: positiveInt(5 * 60_000),
   PINCER_MAX_TRIES: positiveInt(5),
+  PINCER_TASK_KEEP_RUNS: positiveInt(20),
+  PINCER_TASK_KEEP_DAYS: z.coerce.number().int().nonnegative().default(7),
   PINCER_DELIVERY_ATTEMPTS: positiveInt(5),
   PINCER_DELIVERY_RETRY_MS: positiveInt(500),
 });
@@ -107,6 +109,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       retryBaseMs: e.PINCER_RETRY_BASE_MS,
       retryMaxMs: e.PINCER_RETRY_MAX_MS,
       maxTries: e.PINCER_MAX_TRIES,
+      taskHistory: { keepRuns: e.PINCER_TASK_KEEP_RUNS, keepDays: e.PINCER_TASK_KEEP_DAYS },
     },
     delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
   };

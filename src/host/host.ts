@@ -401,6 +401,7 @@ export class Host implements HostApi {
     for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
     for (const notice of firstTryNotices(sweep.retried, config.sweep)) await this.delivery.notify(handle, conversationOf(handle, notice.row), notice.text);
     for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
+    if (sweep.pruned > 0) this.log.info(`pruned ${sweep.pruned} finished task rows in ${id}`);
     for (const row of sweep.failed) {
       this.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
       await this.delivery.notify(handle, conversationOf(handle, row), `Your message could not be processed and was given up (${row.last_error}).`);

@@ -5,6 +5,7 @@ import type { InboundRow } from '../db/types.js';
 import { isoNow } from '../shared/time.js';
 import { isHostError } from './errors.js';
 import { nextOccurrence } from './recurrence.js';
+import { PRUNE_EVERY_MS, pruneTaskHistory } from './task-history.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -12,7 +13,8 @@ import type { HostConfig } from './types.js';
  * does. A `processing` row that is not in the live runner's batch (after a short grace, since the runner claims rows
  * a moment before it records its batch), or any `processing` row of a session whose runner is dead, goes back to
  * `pending` with exponential back-off via `process_after`; after the maximum tries it is `failed` and the caller
- * tells the originating chat. Completed (or failed) occurrences of recurring tasks get their next occurrence.
+ * tells the originating chat. Completed (or failed) occurrences of recurring tasks get their next occurrence, and
+ * once a minute finished task rows are pruned (task-history.ts).
  */
 export interface SweepInput {
   runnerAlive: boolean;
@@ -35,6 +37,8 @@ export interface SweepResult {
   hasDue: boolean;
   /** milliseconds until the next scheduled row falls due, if any. */
   nextDueMs: number | undefined;
+  /** finished task rows deleted by the task history policy. */
+  pruned: number;
 }
 
 const DUE_TRIGGER = `status = 'pending' AND trigger = 1
@@ -56,11 +60,12 @@ export function retryDelayMs(tries: number, config: HostConfig['sweep']): number
 export class Sweeper {
   /** occurrences whose recurrence error was already reported (a bad cron is reported once, not every sweep). */
   private readonly reported = new Set<string>();
+  private lastPrunedAt = -Infinity;
 
   constructor(private readonly db: Database.Database) {}
 
   sweep(input: SweepInput): SweepResult {
-    const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined };
+    const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined, pruned: 0 };
     const now = Date.now();
     // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
     const work =
@@ -73,6 +78,11 @@ export class Sweeper {
           this.scheduleNext(input, result);
         })
         .immediate();
+    }
+    // After scheduleNext, so an occurrence that just ended already has its successor.
+    if (now - this.lastPrunedAt >= PRUNE_EVERY_MS) {
+      this.lastPrunedAt = now;
+      result.pruned = pruneTaskHistory(this.db, input.config.taskHistory, now);
     }
     const nowIso = new Date(now).toISOString();
     result.hasDue = prepared(this.db, `SELECT 1 FROM messages_in WHERE ${DUE_TRIGGER} LIMIT 1`).get({ now: nowIso }) !== undefined;

@@ -1,4 +1,5 @@
 import type { SessionMode, TriggerRules } from './central-db/types.js';
+import type { TaskHistoryPolicy } from './task-history.js';
 
 /** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
 export interface HostConfig {
@@ -51,6 +52,8 @@ export interface HostConfig {
     retryMaxMs: number;
     /** after this many tries a message is `failed` and the chat is told. */
     maxTries: number;
+    /** which finished task rows are kept (src/host/task-history.ts). */
+    taskHistory: TaskHistoryPolicy;
   };
   delivery: { maxAttempts: number; retryBaseMs: number };
 }
