@@ -125,8 +125,9 @@ describe('session.db replaced under a running host', () => {
     await answered(host, 'a', 'from a');
     await answered(host, 'b', 'from b');
     const aFile = dbOf(host, a.sessionId);
-    fs.rmSync(aFile);
-    fs.symlinkSync(dbOf(host, b.sessionId), aFile);
+    // swapped in at once (a link made beside it, renamed over it), as an agent's shell would
+    fs.symlinkSync(dbOf(host, b.sessionId), `${aFile}.link`);
+    fs.renameSync(`${aFile}.link`, aFile);
 
     const told = await notice(host, 'a', /session is set aside and gets no answers \(session\.db is now a symbolic link\)/);
     expect(told.text).toMatch(/An administrator can move its folder aside/);
