@@ -11,11 +11,19 @@ const outdir = path.join(root, 'dist', 'bundle');
 const ZOD_CLASSIC = path.join(root, 'node_modules', 'zod', 'v4', 'classic', 'external.js');
 
 /**
- * Packages bundled in: pure JavaScript, loaded at start-up. Everything else stays an import from node_modules: native
- * addons (better-sqlite3), and the agent SDKs, adapters and tools, which find their own files and binaries relative to
- * their package and are imported only when used.
+ * Packages bundled in: pure JavaScript, loaded at start-up or by a runner in its own process — the built-in runtime
+ * (pi-ai, pi-agent-core and what they load: the OpenAI and Anthropic clients, typebox) and the MCP SDK with the parts
+ * of its dependencies the client and server use. Bundled and minified they cost about half the memory of the same
+ * modules loaded one by one from node_modules (docs/performance.md). Everything else stays an import from
+ * node_modules: native addons (better-sqlite3), and the agent SDKs, adapters and tools, which find their own files and
+ * binaries relative to their package and are imported only when used.
  */
-const BUNDLED_PACKAGES = new Set(['zod', 'commander', 'cron-parser', 'luxon']);
+const BUNDLED_PACKAGES = new Set([
+  'zod', 'commander', 'cron-parser', 'luxon',
+  '@mariozechner/pi-ai', '@mariozechner/pi-agent-core', 'typebox', 'partial-json', 'openai', '@anthropic-ai/sdk',
+  '@modelcontextprotocol/sdk', 'zod-to-json-schema', 'ajv', 'ajv-formats', 'fast-deep-equal', 'json-schema-traverse', 'fast-uri',
+  'cross-spawn', 'which', 'isexe', 'path-key', 'shebang-command', 'shebang-regex',
+]);
 
 /** Processes started per session or per query: each gets its own small entry; the rest is the CLI program. */
 const ENTRIES = {
@@ -59,6 +67,22 @@ const perModule = {
   },
 };
 
+/**
+ * pi-ai loads its Bedrock provider through `import(variable)`, which a bundler cannot follow: bundled, the relative
+ * path would point into dist/bundle. Made a plain dynamic import, it becomes a chunk of its own, loaded on that route.
+ */
+const piAiBedrock = {
+  name: 'pi-ai-bedrock',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]@mariozechner[\\/]pi-ai[\\/]dist[\\/]providers[\\/]register-builtins\.js$/ }, async (args) => {
+      const text = await fs.promises.readFile(args.path, 'utf8');
+      const call = 'importNodeOnlyProvider("./amazon-bedrock.js")';
+      if (!text.includes(call)) throw new Error(`${args.path}: the Bedrock import changed; update scripts/bundle.mjs`);
+      return { contents: text.replace(call, 'import("./amazon-bedrock.js")'), loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+  },
+};
+
 fs.rmSync(outdir, { recursive: true, force: true });
 const result = await esbuild.build({
   entryPoints: ENTRIES,
@@ -75,6 +99,6 @@ const result = await esbuild.build({
   logLevel: 'warning',
   // Bundled CommonJS packages (commander) call require() for Node's own modules.
   banner: { js: "import { createRequire as __pincerRequire } from 'node:module'; const require = __pincerRequire(import.meta.url);" },
-  plugins: [externals, perModule],
+  plugins: [externals, perModule, piAiBedrock],
 });
 fs.writeFileSync(path.join(outdir, 'meta.json'), JSON.stringify(result.metafile));

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sweeper } from '../src/host/sweep.js';
+import { PRUNE_BATCH } from '../src/host/task-history.js';
 import type { HostConfig } from '../src/host/types.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 
@@ -137,5 +138,19 @@ describe('task history', () => {
       ['m-2', 'm-1'],
       ['pending', 'm-1'],
     ]);
+  });
+
+  it('prunes a backlog in batches, the next sweep going on while batches are full', () => {
+    const s = createTestSession();
+    s.db.transaction(() => {
+      for (let i = 0; i < PRUNE_BATCH + 100; i++) finished(s, `run-${i}`, minutesAgo(10), { series: 'run-0', recurrence: '* * * * *' });
+      s.insert({ id: 'run-live', kind: 'task', content: { prompt: 'r' }, seriesId: 'run-0', recurrence: '* * * * *', processAfter: '2099-01-01T00:00:00.000Z' });
+    })();
+    const sweeper = new Sweeper(s.db);
+    const policy = { ...config, taskHistory: { keepRuns: 1, keepDays: 7 } };
+    expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config: policy }).pruned).toBe(PRUNE_BATCH);
+    expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config: policy }).pruned).toBe(99);
+    expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config: policy }).pruned).toBe(0);
+    expect(s.allInbound().map((r) => r.id)).toEqual([`run-${PRUNE_BATCH + 99}`, 'run-live']);
   });
 });

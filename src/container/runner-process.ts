@@ -3,10 +3,15 @@ import fs from 'node:fs';
 import { CLI_ENTRY } from '../shared/cli-entry.js';
 
 /**
- * V8 flags for a runner: a 1 MiB young generation. A runner is idle most of the time; the default 16 MiB semi-spaces
- * only inflate its memory (bench: growth over 9,000 messages +86 → +23 MiB, no measurable throughput loss).
+ * V8 flags for a runner, which is idle most of the time:
+ * - a 1 MiB young generation: the default 16 MiB semi-spaces only inflate its memory (bench: growth over 9,000
+ *   messages +86 → +23 MiB, no measurable throughput loss);
+ * - WebAssembly compiled by the baseline compiler only: the one wasm module a runner runs is the HTTP parser of
+ *   `fetch` (undici's llhttp; the built-in runtime's model calls), and optimising it in the background left 9–30 MiB
+ *   of freed compiler memory in a malloc arena in about half the runs (idle built-in runtime session: 80 → 71.5 MiB
+ *   RSS). A runner parses a few HTTP responses a minute; the slower parser does not show in its latency.
  */
-export const RUNNER_NODE_FLAGS = ['--max-semi-space-size=1'];
+export const RUNNER_NODE_FLAGS = ['--max-semi-space-size=1', '--liftoff-only'];
 
 export interface RunnerProcessOptions {
   workspace: string;

@@ -5,7 +5,7 @@ import type { InboundRow } from '../db/types.js';
 import { isoNow } from '../shared/time.js';
 import { isHostError } from './errors.js';
 import { nextOccurrence } from './recurrence.js';
-import { PRUNE_EVERY_MS, pruneTaskHistory } from './task-history.js';
+import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from './task-history.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -81,8 +81,9 @@ export class Sweeper {
     }
     // After scheduleNext, so an occurrence that just ended already has its successor.
     if (now - this.lastPrunedAt >= PRUNE_EVERY_MS) {
-      this.lastPrunedAt = now;
       result.pruned = pruneTaskHistory(this.db, input.config.taskHistory, now);
+      // A full batch: more are due (a backlog), so the next sweep goes on.
+      this.lastPrunedAt = result.pruned >= PRUNE_BATCH ? -Infinity : now;
     }
     const nowIso = new Date(now).toISOString();
     result.hasDue = prepared(this.db, `SELECT 1 FROM messages_in WHERE ${DUE_TRIGGER} LIMIT 1`).get({ now: nowIso }) !== undefined;

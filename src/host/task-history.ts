@@ -22,6 +22,12 @@ export interface TaskHistoryPolicy {
 /** How often a session's sweep prunes (the first sweep of a session always does). */
 export const PRUNE_EVERY_MS = 60_000;
 
+/**
+ * The most rows one prune deletes, so it holds the session's write lock (and the host's event loop) for milliseconds
+ * even when years of runs are due at once; a full batch makes the next sweep prune again.
+ */
+export const PRUNE_BATCH = 2000;
+
 const PRUNABLE = `
   WITH live AS (
     SELECT DISTINCT coalesce(series_id, id) AS task FROM messages_in
@@ -36,11 +42,17 @@ const PRUNABLE = `
     AND f.seq < (SELECT MAX(seq) FROM messages_in)
     AND NOT EXISTS (SELECT 1 FROM messages_out o WHERE o.delivered_at IS NULL AND o.in_reply_to = f.id)`;
 
-/** Delete the finished task rows the policy lets go; returns how many. Reads first: most sweeps delete nothing. */
+/**
+ * Delete up to PRUNE_BATCH finished task rows the policy lets go; returns how many. Reads first, outside the write
+ * lock: most prunes delete nothing. A row is deleted only if it is still a finished task (finished rows never change
+ * back, but the check costs nothing).
+ */
 export function pruneTaskHistory(db: Database.Database, policy: TaskHistoryPolicy, now = Date.now()): number {
-  const params = { keepRuns: policy.keepRuns, cutoff: new Date(now - policy.keepDays * 86_400_000).toISOString() };
-  if ((prepared(db, `${PRUNABLE} LIMIT 1`).all(params) as unknown[]).length === 0) return 0;
+  const params = { keepRuns: policy.keepRuns, cutoff: new Date(now - policy.keepDays * 86_400_000).toISOString(), limit: PRUNE_BATCH };
+  const ids = (prepared(db, `${PRUNABLE} ORDER BY f.seq LIMIT @limit`).all(params) as { id: string }[]).map((row) => row.id);
+  if (ids.length === 0) return 0;
+  const remove = prepared(db, `DELETE FROM messages_in WHERE id = ? AND kind = 'task' AND status IN ('completed', 'failed')`);
   return db
-    .transaction(() => prepared(db, `DELETE FROM messages_in WHERE id IN (${PRUNABLE})`).run(params).changes)
+    .transaction(() => ids.reduce((deleted, id) => deleted + remove.run(id).changes, 0))
     .immediate();
 }
