@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { startFakeOpenAI, unreachableBaseUrl, type FakeOpenAI } from './support/fake-openai.js';
 import { toolNames } from './support/fake-openai-wire.js';
 import { cleanUpProviderRunsAfterEach, providerSession, replies, SLOW } from './support/openai-provider-e2e.js';
-import { processesUsing } from './support/processes.js';
+import { holdStart, processesUsing } from './support/processes.js';
 import { startRunner } from './support/runner-harness.js';
 import type { TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -62,24 +62,44 @@ describe('codex provider', { timeout: 90_000 }, () => {
     expect(await runner.stop()).toBe(0);
   });
 
-  it('lets the model call Pincer\'s send_message: the row carries the routing and in_reply_to, then the final text', async () => {
+  it('lets the model call Pincer\'s send_message, even when the MCP server is slow to start: the row carries the routing and in_reply_to, then the final text', async () => {
     fake = await startFakeOpenAI();
     fake.script({ tool: 'send_message', args: { text: 'working on it' } }, { text: 'all done' });
     const session = codexSession();
     const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl));
     await runner.ready();
+    // `pincer mcp` starting as on a machine under heavy load: Codex gives an optional MCP server about a second, then
+    // starts the turn without its tools; Pincer's server is required, so the first request waits for it.
+    const held = holdStart(session.paths.root, / mcp$/, 3000);
     const { id } = session.chat('do the thing', { platformId: 'chat-42', channelType: 'terminal', threadId: 'thread-7' });
-    await waitFor('two replies', () => session.outbound().length === 2, SLOW);
+    await held;
+    // the last answer and the batch's completion are one transaction: every reply is there once it is completed
+    await waitFor('completed', () => session.inbound(id).status === 'completed', SLOW);
+    expect(session.outbound()).toHaveLength(2);
     const [progress, final] = session.outbound();
     expect(JSON.parse(progress!.content)).toEqual({ text: 'working on it' });
     expect(JSON.parse(final!.content)).toEqual({ text: 'all done' });
     for (const row of [progress!, final!]) {
       expect(row).toMatchObject({ in_reply_to: id, platform_id: 'chat-42', channel_type: 'terminal', thread_id: 'thread-7' });
     }
-    await waitFor('completed', () => session.inbound(id).status === 'completed');
     expect(toolNames(fake.modelRequests()[0]!.body)).toContain('mcp__pincer/send_message');
     // The tool result went back to the model in the next request.
     expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/Sent as message \d+/);
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('never answers without Pincer\'s tools: an MCP server that cannot start fails the turn, nothing reaches the model', async () => {
+    fake = await startFakeOpenAI();
+    const session = codexSession();
+    // a setting only the MCP server reads, so the runner starts and `pincer mcp` exits 2 at once
+    const runner = startRunner(session.paths.root, codexEnv(fake.baseUrl, { PINCER_MAX_FILE_BYTES: 'lots' }));
+    await runner.ready();
+    const { id } = session.chat('hi there');
+    await waitFor('the turn failed', () => session.inbound(id).last_error, SLOW);
+    expect(session.inbound(id).last_error).toContain('required MCP servers failed to initialize: pincer');
+    expect(session.inbound(id).status).toBe('processing'); // left for the host to retry
+    expect(fake.requests).toEqual([]);
+    expect(session.outbound()).toEqual([]);
     expect(await runner.stop()).toBe(0);
   });
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isBusyError, retryWhileBusy } from '../src/db/busy.js';
 import { openSessionDb, SessionDbError } from '../src/db/connection.js';
 import { parseInboundContent } from '../src/db/content.js';
 import { findBySeq, insertInbound, insertOutbound } from '../src/db/messages.js';
@@ -69,6 +70,48 @@ describe('session database', () => {
     expect(() => openSessionDb(file)).toThrow(SessionDbError);
     expect(() => openSessionDb(file)).toThrow(message);
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('waits out another connection\'s write lock with back-off, and throws anything else at once', async () => {
+    const s = createTestSession();
+    const writer = new Database(s.paths.db, { timeout: 20 }); // a short busy timeout: SQLITE_BUSY at once
+    const locker = openSessionDb(s.paths.db);
+    locker.exec('BEGIN IMMEDIATE');
+    const lines: string[] = [];
+    const write = (): number => writer.prepare(`INSERT INTO session_state (key, value, updated_at) VALUES ('k', 'v', 'now')`).run().changes;
+    // the lock is released on the third failed try, so the fourth gets through
+    const changes = await retryWhileBusy(write, {
+      what: 'test value',
+      warn: (line) => lines.push(line) === 3 && locker.exec('COMMIT'),
+      baseMs: 1,
+    });
+    expect(changes).toBe(1);
+    expect(lines).toEqual([
+      'test value: database is locked (1 in a row), trying again in 1 ms',
+      'test value: database is locked (2 in a row), trying again in 2 ms',
+      'test value: database is locked (3 in a row), trying again in 4 ms',
+    ]);
+    expect(getSessionValue(s.db, 'k')).toBe('v');
+    // not a lock: no retry
+    await expect(retryWhileBusy(() => writer.exec('NOT SQL'), { what: 'bad', warn: (line) => lines.push(line) })).rejects.toThrow(/syntax error/);
+    // a caller that gives up (a runner stopping) gets the lock error back
+    locker.exec('BEGIN IMMEDIATE');
+    const err = await retryWhileBusy(write, { what: 'x', warn: () => undefined, giveUp: () => true }).catch((e: unknown) => e);
+    expect(isBusyError(err)).toBe(true);
+    expect(lines).toHaveLength(3);
+    locker.close();
+    writer.close();
+  });
+
+  it('opens an up-to-date file while another connection holds the write lock', () => {
+    const s = createTestSession();
+    const locker = openSessionDb(s.paths.db);
+    locker.exec('BEGIN IMMEDIATE');
+    // opening took a write lock per migration: this waited the whole busy timeout, then failed
+    const db = openSessionDb(s.paths.db);
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    db.close();
+    locker.close();
   });
 
   it('keeps session_state per key and runner_state as one row', () => {

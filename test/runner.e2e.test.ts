@@ -1,14 +1,20 @@
+import type Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
-import { readRunnerState } from '../src/db/state.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { getSessionValue, readRunnerState } from '../src/db/state.js';
+import { startRunner, stopAllRunners, type RunnerHandle } from './support/runner-harness.js';
 import { recorded, recordFile } from './support/mock-record.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
+/** Write locks a test took on a session DB; released even when the test failed. */
+const lockers = new Set<Database.Database>();
+
 afterEach(async () => {
+  for (const locker of lockers) locker.close();
+  lockers.clear();
   expect(await stopAllRunners()).toBe(0);
   cleanupSessions();
 });
@@ -246,21 +252,77 @@ describe('pincer runner with the mock provider', () => {
     expect(readRunnerState(s.db)).toMatchObject({ state: 'stopping', batchIds: [] });
   });
 
-  it('survives a database held locked past its busy timeout, and then answers', async () => {
-    const s = createTestSession();
-    const runner = startRunner(s.paths.root, { PINCER_BUSY_TIMEOUT_MS: '5000', PINCER_POLL_IDLE_MS: '200' });
-    await runner.ready();
-    // the lock is taken microseconds after the insert, long before the message falls due
-    const locker = openSessionDb(s.paths.db);
-    const { id } = s.chat('behind a lock', { processAfter: new Date(Date.now() + 1500).toISOString() });
-    locker.exec('BEGIN IMMEDIATE');
-    await waitFor('the runner hit the lock', () => /poll failed \(1 in a row\): database is locked/.test(runner.stderr()), { timeoutMs: 30_000, intervalMs: 50 });
-    locker.exec('COMMIT');
-    locker.close();
-    await waitFor('answered after the lock', () => s.inbound(id).status === 'completed', { timeoutMs: 15_000 });
-    expect(runner.child.exitCode).toBeNull();
-    expect(await runner.stop()).toBe(0);
-  }, 60_000);
+  describe('another process holding the database past the runner\'s busy timeout', () => {
+    /** The runner waits 5 s for a lock before SQLite says "database is locked"; the locker holds it longer. */
+    const LOCKED_ENV = { PINCER_BUSY_TIMEOUT_MS: '5000', PINCER_POLL_IDLE_MS: '200' };
+
+    /** A write lock from a connection of our own (as the host, a backup or a sqlite3 shell would hold it). */
+    function lockDb(s: TestSession): { release(): void } {
+      const locker = openSessionDb(s.paths.db);
+      locker.exec('BEGIN IMMEDIATE');
+      lockers.add(locker);
+      return {
+        release: () => {
+          locker.exec('COMMIT');
+          locker.close();
+          lockers.delete(locker);
+        },
+      };
+    }
+
+    /** The runner logged that its `what` write met the lock and will be tried again (it did not give up or crash). */
+    const waitedOut = (runner: RunnerHandle, what: string): Promise<boolean> =>
+      waitFor(`the runner waiting out the lock on its ${what}`, () => runner.stderr().includes(`warn: ${what}: database is locked (1 in a row), trying again`), {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+
+    async function answeredOnceAfterTheLock(s: TestSession, runner: RunnerHandle, id: string): Promise<void> {
+      await waitFor('answered after the lock', () => s.inbound(id).status === 'completed', { timeoutMs: 20_000 });
+      expect(s.outbound().filter((row) => row.in_reply_to === id)).toHaveLength(1);
+      expect(s.inbound(id)).toMatchObject({ tries: 1, last_error: null });
+      expect(runner.child.exitCode).toBeNull();
+      expect(await runner.stop()).toBe(0);
+      expect(runner.stderr()).not.toContain('crashed');
+    }
+
+    it('at start-up: the runner waits, then starts and answers what was waiting', async () => {
+      const s = createTestSession();
+      const { id } = s.chat('waiting behind a lock');
+      const lock = lockDb(s);
+      const runner = startRunner(s.paths.root, LOCKED_ENV);
+      await waitedOut(runner, 'runner state');
+      lock.release();
+      await runner.ready();
+      await answeredOnceAfterTheLock(s, runner, id);
+    }, 60_000);
+
+    it('while claiming: the message is claimed once the lock is gone', async () => {
+      const s = createTestSession();
+      const runner = startRunner(s.paths.root, LOCKED_ENV);
+      await runner.ready();
+      await waitFor('runner idle', () => readRunnerState(s.db)?.state === 'idle');
+      // the lock is taken right after the insert, long before the message falls due and the runner claims it
+      const { id } = s.chat('behind a lock', { processAfter: new Date(Date.now() + 1500).toISOString() });
+      const lock = lockDb(s);
+      await waitedOut(runner, 'claim');
+      lock.release();
+      await answeredOnceAfterTheLock(s, runner, id);
+    }, 60_000);
+
+    it('while writing the answer: the answer is written once the lock is gone, not lost and not asked twice', async () => {
+      const s = createTestSession();
+      const runner = startRunner(s.paths.root, { ...LOCKED_ENV, MOCK_DELAY_MS: '3000' });
+      await runner.ready();
+      const { id } = s.chat('answered behind a lock');
+      // the query has started (its session id is recorded) and answers 3 s later, into the lock
+      await waitFor('query started', () => getSessionValue(s.db, 'mock:session_id'));
+      const lock = lockDb(s);
+      await waitedOut(runner, 'answer');
+      lock.release();
+      await answeredOnceAfterTheLock(s, runner, id);
+    }, 60_000);
+  });
 
   it('runner killed with SIGKILL mid-batch loses nothing: rows are still there on restart', async () => {
     const s = createTestSession();

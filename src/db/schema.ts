@@ -130,6 +130,8 @@ export function migrate(db: Database.Database, target = SCHEMA_VERSION): number[
 /** Apply `migrations` (ordered by version) up to `target`, each once, in its own transaction; also used by the central DB. */
 export function runMigrations(db: Database.Database, migrations: readonly Migration[], target: number): number[] {
   const applied: number[] = [];
+  // Up to date (every open but the first): a read, so opening never waits for another process's write lock.
+  if ((db.pragma('user_version', { simple: true }) as number) >= target) return applied;
   for (const migration of migrations) {
     if (migration.version > target) break;
     const run = db.transaction(() => {

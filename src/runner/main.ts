@@ -1,3 +1,4 @@
+import { retryWhileBusy } from '../db/busy.js';
 import { openSessionDb, isSessionDbError } from '../db/connection.js';
 import { closeQuestionsAsked } from '../db/questions.js';
 import { initRunnerState } from '../db/state.js';
@@ -72,9 +73,11 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   for (const diagnostic of extensions.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   // Every provider decision is logged with its candidates and reason.
   log.info(describeSelection(selection));
-  initRunnerState(db, process.pid, choice.name);
+  // Another process holding the DB past its busy timeout delays the start; it never ends it.
+  const warn = (line: string): void => log.warn(line);
+  await retryWhileBusy(() => initRunnerState(db, process.pid, choice.name), { what: 'runner state', warn });
   // Questions asked by an earlier runner have nobody waiting: their answers reach the agent as messages.
-  const lateAnswers = closeQuestionsAsked(db);
+  const lateAnswers = await retryWhileBusy(() => closeQuestionsAsked(db), { what: 'earlier questions', warn });
   if (lateAnswers > 0) log.info(`${lateAnswers} answer(s) to questions of an earlier runner turned into messages`);
   // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
   const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);

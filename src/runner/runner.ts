@@ -9,6 +9,7 @@ import {
   setSessionValue,
   writeHeartbeat,
 } from '../db/state.js';
+import { retryWhileBusy } from '../db/busy.js';
 import type { RoutingContext } from '../db/types.js';
 import { insertTurnResult } from '../db/usage.js';
 import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput, TurnUsage } from '../providers/types.js';
@@ -103,8 +104,8 @@ export class Runner {
   /** Run until `stop()`. Resolves once the in-flight query has finished or been aborted. */
   async run(): Promise<void> {
     const { db, config, waker } = this.deps;
+    // A beat that meets another process's lock is skipped: the next one comes `heartbeatMs` later.
     const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
-    setRunnerStateName(db, 'idle');
     // Let the provider start its slow parts (OpenCode's server) while no message is waiting yet.
     this.safely('provider prepare', () =>
       this.deps.provider.prepare?.({
@@ -116,14 +117,15 @@ export class Runner {
       }),
     );
     try {
+      await this.persist('runner state', () => setRunnerStateName(db, 'idle'));
       let failures = 0;
       while (!this.stopping) {
         try {
           await this.pollOnce();
           failures = 0;
         } catch (err) {
-          // A locked or busy database (another process held it past the busy timeout) must not end the runner:
-          // log, wait one idle interval, try again. Only a loop that keeps failing gives up (the host restarts it).
+          // Each DB call waits out another process's lock itself (`persist`); anything else: log, wait one idle
+          // interval, try again. Only a loop that keeps failing gives up (the host restarts it).
           failures += 1;
           if (failures >= MAX_CONSECUTIVE_FAILURES) throw err;
           this.deps.log.warn(`poll failed (${failures} in a row): ${errorMessage(err)}`);
@@ -134,14 +136,17 @@ export class Runner {
       clearInterval(heartbeat);
       await this.scripts.stopAll();
       const unsent = this.takeCarry();
-      if (unsent.length > 0) this.queue.recordError(unsent.map((m) => m.row.id), 'runner stopped before the message reached the agent');
-      setRunnerBatch(db, 'stopping', [], null);
+      // Stopping gives up on a locked DB after one more wait: the rows stay processing for the host's sweep.
+      await this.persist('unsent messages', () => {
+        if (unsent.length > 0) this.queue.recordError(unsent.map((m) => m.row.id), 'runner stopped before the message reached the agent');
+        setRunnerBatch(db, 'stopping', [], null);
+      }).catch((err: unknown) => this.deps.log.warn(`could not record the stop: ${errorMessage(err)}`));
     }
   }
 
   /** One turn of the poll loop: claim, then run a command or a batch, or wait for a change. */
   private async pollOnce(): Promise<void> {
-    const claim = this.queue.claim('start');
+    const claim = await this.persist('claim', () => this.queue.claim('start'));
     this.logFailed(claim.failed);
     if (claim.command) {
       await this.runCommand(claim.command);
@@ -149,7 +154,7 @@ export class Runner {
     }
     const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
     if (messages.length > 0) await this.runBatch(messages);
-    else if (claim.messages.length === 0 && claim.failed.length === 0) await this.deps.waker.wait(this.idleWaitMs());
+    else if (claim.messages.length === 0 && claim.failed.length === 0) await this.deps.waker.wait(await this.idleWaitMs());
   }
 
   /** Stop taking work; let the active query finish within the grace period, then abort it. */
@@ -174,8 +179,8 @@ export class Runner {
     return carried;
   }
 
-  private idleWaitMs(): number {
-    const untilDue = this.queue.msUntilNextDue();
+  private async idleWaitMs(): Promise<number> {
+    const untilDue = await this.persist('next due time', () => this.queue.msUntilNextDue());
     return untilDue === undefined ? this.deps.config.pollIdleMs : Math.min(untilDue, this.deps.config.pollIdleMs);
   }
 
@@ -204,10 +209,10 @@ export class Runner {
     }
     // `/clear`: forget the provider session, so the next query starts a new conversation.
     const { db, log } = this.deps;
-    deleteSessionValues(db, [this.keys.sessionId, this.keys.resumeAt]);
+    await this.persist('session', () => deleteSessionValues(db, [this.keys.sessionId, this.keys.resumeAt]));
     this.deps.config.resumeSessionId = undefined;
     const batch = new Batch([message]);
-    this.writeResult(batch.routing, 'Session cleared.', undefined, batch.ids);
+    await this.writeResult(batch.routing, { text: 'Session cleared.', completes: batch.ids });
     log.info(`session cleared by message ${message.row.seq}`);
   }
 
@@ -215,7 +220,7 @@ export class Runner {
     const { db, config, log, provider } = this.deps;
     const started = Date.now();
     const batch = new Batch(messages);
-    setRunnerBatch(db, 'busy', batch.ids, batch.routing);
+    await this.persist('runner state', () => setRunnerBatch(db, 'busy', batch.ids, batch.routing));
     log.info(`picked ${plural(messages.length, 'message')} (${describeKinds(messages)})`);
     let prepared: { text: string; prompt: QueryInput['prompt'] };
     try {
@@ -225,8 +230,10 @@ export class Runner {
     } catch (err) {
       const error = `could not prepare the prompt: ${errorMessage(err)}`;
       log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
-      this.queue.recordError(batch.ids, error);
-      setRunnerBatch(db, 'idle', [], null);
+      await this.persist('batch error', () => {
+        this.queue.recordError(batch.ids, error);
+        setRunnerBatch(db, 'idle', [], null);
+      });
       return;
     }
     const transcript = new Transcript(summarySourceOf(messages[0]?.message));
@@ -235,11 +242,14 @@ export class Runner {
     const traces = new TurnTraces(this.deps.tracing ?? NO_TRACING, this.deps.providerName, config.model);
     traces.picked(messages, batch.routing.inReplyTo);
     const traceparent = traces.traceparent;
-    if (traceparent) setRunnerTrace(db, traceparent);
-    const query = provider.query({
-      prompt: prepared.prompt,
+    if (traceparent) await this.persist('trace context', () => setRunnerTrace(db, traceparent));
+    const resume = await this.persist('session', () => ({
       sessionId: getSessionValue(db, this.keys.sessionId) ?? config.resumeSessionId,
       resumeAt: getSessionValue(db, this.keys.resumeAt),
+    }));
+    const query = provider.query({
+      prompt: prepared.prompt,
+      ...resume,
       cwd: config.paths.agent,
       mcpServers: this.deps.mcpServers,
       systemPrompt: this.deps.systemPrompt,
@@ -256,19 +266,19 @@ export class Runner {
     try {
       for await (const event of query.events) {
         if (event.type === 'init') {
-          setSessionValue(db, this.keys.sessionId, event.sessionId);
+          await this.persist('session', () => setSessionValue(db, this.keys.sessionId, event.sessionId));
         } else if (event.type === 'result') {
-          if (event.resumeAt) setSessionValue(db, this.keys.resumeAt, event.resumeAt);
           progress.results += 1;
           traces.result(event.usage);
           // The answer to the last prompt given: its rows and the batch's `completed` are one transaction, so a kill
           // after this answer never makes the host retry the batch (and the agent answer twice).
           const final = !progress.completed && progress.results >= progress.prompts;
-          if (event.text || event.usage || final) this.writeResult(batch.routing, event.text, event.usage, final ? batch.ids : undefined);
+          const answer = event.text || event.usage || final ? { text: event.text, usage: event.usage, completes: final ? batch.ids : undefined } : undefined;
+          if (answer || event.resumeAt) await this.writeResult(batch.routing, answer, event.resumeAt);
           if (final) progress.completed = true;
           if (event.text) transcript.add('agent', event.text);
           // The MCP server reads the routing of the batch in flight from runner_state: keep it on the current prompt.
-          if (batch.answered()) setRunnerBatch(db, 'busy', batch.ids, batch.routing);
+          if (batch.answered()) await this.persist('runner state', () => setRunnerBatch(db, 'busy', batch.ids, batch.routing));
           // Everything pushed so far is with the provider; close its input so the query ends once answered.
           // Messages arriving from here on start the next query.
           if (!progress.inputEnded) {
@@ -277,18 +287,18 @@ export class Runner {
           }
         } else if (event.type === 'error') {
           traces.fail(event.message);
-          this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
+          await this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
           break;
         } else {
           log.debug(`progress: ${event.message}`);
         }
       }
     } catch (err) {
-      this.fail(batch, progress, query, `provider crashed: ${errorMessage(err)}`, transcript);
+      await this.fail(batch, progress, query, `provider crashed: ${errorMessage(err)}`, transcript);
     } finally {
       progress.inputEnded = true;
       traces.finish();
-      if (traceparent) this.safely('trace', () => setRunnerTrace(db, null));
+      if (traceparent) await this.persist('trace context', () => setRunnerTrace(db, null)).catch((err: unknown) => log.warn(`trace failed: ${errorMessage(err)}`));
       this.deps.waker.notify();
       await followUps;
       if (this.active?.stopTimer) clearTimeout(this.active.stopTimer);
@@ -297,16 +307,16 @@ export class Runner {
     if (progress.completed) {
       log.info(`completed ${plural(batch.ids.length, 'message')} in ${Date.now() - started} ms`);
     } else if (progress.abortedByStop && !progress.failed) {
-      this.queue.recordError(batch.ids, 'runner stopped before the answer was complete');
+      await this.persist('batch error', () => this.queue.recordError(batch.ids, 'runner stopped before the answer was complete'));
     } else if (!progress.failed) {
       // A provider that answered several prompts in one result: completed when its query ends (at-least-once).
-      this.queue.complete(batch.ids);
+      await this.persist('completion', () => this.queue.complete(batch.ids));
       log.info(`completed ${plural(batch.ids.length, 'message')} in ${Date.now() - started} ms`);
     }
     if (!provider.archivesTranscripts) {
       this.safely('archive', () => archiveTranscript(config.paths.agent, transcript, config.timeZone));
     }
-    setRunnerBatch(db, this.stopping ? 'stopping' : 'idle', [], null);
+    await this.persist('runner state', () => setRunnerBatch(db, this.stopping ? 'stopping' : 'idle', [], null));
   }
 
   /** While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). */
@@ -327,7 +337,7 @@ export class Runner {
   /** Claim newly due messages and push them into the running query (or carry them to the next one). */
   private async pushOnce(query: AgentQuery, batch: Batch, progress: QueryProgress, transcript: Transcript): Promise<void> {
     const { db, config, log } = this.deps;
-    const claim = this.queue.claim('push');
+    const claim = await this.persist('claim', () => this.queue.claim('push'));
     this.logFailed(claim.failed);
     const messages = [...this.takeCarry(), ...this.scripts.divert(claim.messages)];
     if (messages.length === 0) return;
@@ -337,39 +347,62 @@ export class Runner {
       media: { ...this.mediaOptions, nativeMedia: [] },
       formatter: this.deps.formatter,
     });
+    // The batch in flight names them before they reach the agent (the host's sweep leaves them alone); the routing
+    // stays the current prompt's.
+    const ids = [...batch.ids, ...messages.map((m) => m.row.id)];
+    if (!progress.inputEnded && !this.stopping) await this.persist('runner state', () => setRunnerBatch(db, 'busy', ids, batch.routing));
     if (progress.inputEnded || this.stopping) {
       // The query closed its input meanwhile: these go first into the next query.
       this.carry.push(...prepared.messages);
       return;
     }
     batch.add(messages);
-    setRunnerBatch(db, 'busy', batch.ids, batch.routing);
     progress.prompts += 1;
     query.push(prepared.text);
     transcript.add('prompt', prepared.text);
     log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
   }
 
-  private fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): void {
+  private async fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): Promise<void> {
     progress.failed = true;
     if (progress.completed) {
       // Everything was answered already (and the batch completed with the answer): nothing to retry.
       this.deps.log.warn(`${error} (after the batch was answered)`);
     } else {
       this.deps.log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
-      this.queue.recordError(batch.ids, error);
     }
     transcript.add('error', error);
     query.abort();
+    if (!progress.completed) await this.persist('batch error', () => this.queue.recordError(batch.ids, error));
   }
 
-  /** An answer and what its turn cost, in one transaction; with `completes`, that batch is marked completed in it too. */
-  private writeResult(routing: RoutingContext, text: string | null, usage?: TurnUsage, completes?: string[]): void {
+  /**
+   * An answer and what its turn cost, with the provider's resume point, in one transaction; with `completes`, that
+   * batch is marked completed in it too.
+   */
+  private writeResult(
+    routing: RoutingContext,
+    answer: { text: string | null; usage?: TurnUsage; completes?: string[] } | undefined,
+    resumeAt?: string,
+  ): Promise<void> {
     const { db, providerName } = this.deps;
-    db.transaction(() => {
-      insertTurnResult(db, { routing, text, usage, provider: providerName });
-      if (completes) this.queue.complete(completes);
-    }).immediate();
+    return this.persist('answer', () =>
+      db.transaction(() => {
+        if (resumeAt) setSessionValue(db, this.keys.resumeAt, resumeAt);
+        if (!answer) return;
+        insertTurnResult(db, { routing, text: answer.text, usage: answer.usage, provider: providerName });
+        if (answer.completes) this.queue.complete(answer.completes);
+      }).immediate(),
+    );
+  }
+
+  /**
+   * Every DB call the runner makes while running: another process holding the lock past the busy timeout is waited
+   * out with back-off, never a crash or a lost answer. Once stopping, it gives up after one more wait (the rows stay
+   * processing and the host's sweep retries them), so a stop is never held up by a lock for long.
+   */
+  private persist<T>(what: string, fn: () => T): Promise<T> {
+    return retryWhileBusy(fn, { what, warn: (line) => this.deps.log.warn(line), giveUp: () => this.stopping });
   }
 
   private logFailed(failed: { row: { id: string; seq: number }; error: string }[]): void {

@@ -1,3 +1,4 @@
+import { retryWhileBusy } from '../db/busy.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { FormattableMessage } from './format.js';
 import type { ClaimedMessage, InboundQueue } from './queue.js';
@@ -50,25 +51,37 @@ export class TaskScripts {
     await Promise.all(this.running);
   }
 
+  /**
+   * A script's outcome written to the DB, waiting out another process's lock; nothing here may reject (nobody awaits
+   * it but `stopAll`): on any other error the row stays processing for the host's sweep.
+   */
+  private async record(what: string, write: () => void): Promise<void> {
+    try {
+      await retryWhileBusy(write, { what, warn: (line) => this.log.warn(line), giveUp: () => this.abort.signal.aborted });
+    } catch (err) {
+      this.log.warn(`${what} not recorded: ${errorMessage(err)}`);
+    }
+  }
+
   private start(message: ClaimedMessage, script: string): void {
     const { row } = message;
     const started = Date.now();
     const run = runTaskScript(script, { ...this.options, signal: this.abort.signal })
       .catch((err: unknown): ScriptOutcome => ({ ok: false, error: `script could not run: ${errorMessage(err)}` }))
-      .then((outcome) => {
-      if (this.abort.signal.aborted) return;
-      const took = Date.now() - started;
-      if (!outcome.ok) {
-        this.log.warn(`task ${row.seq} script failed after ${took} ms: ${outcome.error}`);
-        this.queue.fail(row.id, outcome.error);
-      } else if (!outcome.wakeAgent) {
-        this.log.info(`task ${row.seq} script ran in ${took} ms: wakeAgent false, completed without the agent`);
-        this.queue.complete([row.id]);
-      } else {
-        this.log.info(`task ${row.seq} script ran in ${took} ms: waking the agent`);
-        this.onReady({ ...message, notes: [`Script output:\n${JSON.stringify(outcome.data ?? null, null, 2)}`] });
-      }
-    });
+      .then(async (outcome) => {
+        if (this.abort.signal.aborted) return;
+        const took = Date.now() - started;
+        if (!outcome.ok) {
+          this.log.warn(`task ${row.seq} script failed after ${took} ms: ${outcome.error}`);
+          await this.record(`task ${row.seq} failure`, () => this.queue.fail(row.id, outcome.error));
+        } else if (!outcome.wakeAgent) {
+          this.log.info(`task ${row.seq} script ran in ${took} ms: wakeAgent false, completed without the agent`);
+          await this.record(`task ${row.seq} completion`, () => this.queue.complete([row.id]));
+        } else {
+          this.log.info(`task ${row.seq} script ran in ${took} ms: waking the agent`);
+          this.onReady({ ...message, notes: [`Script output:\n${JSON.stringify(outcome.data ?? null, null, 2)}`] });
+        }
+      });
     const tracked = run.finally(() => this.running.delete(tracked));
     this.running.add(tracked);
   }

@@ -96,3 +96,40 @@ export function descendants(pid: number): number[] {
   visit(pid);
   return out;
 }
+
+/**
+ * A slow start on demand: wait for the first process of the session folder `root` whose command line matches, stop it
+ * (SIGSTOP) the moment it appears, and let it go on (SIGCONT) `holdMs` later — as a process starts on a machine so
+ * busy it gets no CPU for that long. Polled every 2 ms, so a Node process is caught long before it has loaded its
+ * code. Resolves with its pid once it runs again.
+ */
+export async function holdStart(root: string, command: RegExp, holdMs: number, timeoutMs = 45_000): Promise<{ pid: number }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pid = findProcess(root, command);
+    if (pid !== undefined) {
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await new Promise((resolve) => setTimeout(resolve, holdMs));
+      } finally {
+        if (isAlive(pid)) process.kill(pid, 'SIGCONT');
+      }
+      return { pid };
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for a process matching ${command} in ${root}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** Like `processesUsing`, but cheap enough to poll every few milliseconds: the command line first, the rest only on a match. */
+function findProcess(root: string, command: RegExp): number | undefined {
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const line = safe(() => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim());
+    if (!line || !command.test(line)) continue;
+    const environ = safe(() => fs.readFileSync(`/proc/${pid}/environ`, 'utf8')) ?? '';
+    if (line.includes(root) || environ.includes(root)) return pid;
+  }
+  return undefined;
+}

@@ -126,7 +126,10 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
           args: server.args,
           env: server.env,
           default_tools_approval_mode: 'approve',
-          // Codex starts the turn without a server that is not up in 10 s (its default); a busy machine needs longer.
+          // Codex gives an optional server about a second, then starts the turn without its tools (on a busy machine
+          // `pincer mcp` takes longer); a required one it waits for, up to `startup_timeout_sec`, and a server that
+          // cannot start fails the turn (retried) instead of the agent answering without send_message & co.
+          required: true,
           startup_timeout_sec: 30,
         },
       ]),
