@@ -44,6 +44,20 @@ describe('Claude provider with the Pincer MCP server', () => {
     expect(await runner.stop()).toBe(0);
   });
 
+  it('refuses a tool call over the 1 MiB MCP message limit with a tool error the model sees, and serves the next call', async () => {
+    const fake = await fakeAnthropic();
+    const session = createTestSession();
+    const runner = await startClaudeRunner(session.paths.root, claudeTestEnv(fake));
+    fake.script(call('send_message', { text: 'z'.repeat(12 * 1024 * 1024) }), call('send_message', { text: 'a shorter one' }), { text: 'done' });
+    const { id } = session.chat('write me everything', ROUTING);
+    await waitFor('completed', () => session.inbound(id).status === 'completed', { timeoutMs: 60_000 });
+    const [, second, third] = fake.modelRequests();
+    expect(toolResult(second!)).toContain('is 12.0 MiB, over the 1 MiB limit of one MCP message');
+    expect(toolResult(third!)).toMatch(/Sent as message \d+\./);
+    expect(session.outbound().map((row) => JSON.parse(row.content))).toEqual([{ text: 'a shorter one' }, { text: 'done' }]);
+    expect(await runner.stop()).toBe(0);
+  }, 90_000);
+
   it('lets the model use every Pincer tool once, each leaving its row', async () => {
     const fake = await fakeAnthropic();
     const session = createTestSession();

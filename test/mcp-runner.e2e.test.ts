@@ -55,6 +55,12 @@ describe('pincer mcp with a real runner', () => {
     const row = s.outbound().find((r) => r.content.includes('on it'))!;
     expect(row).toMatchObject({ in_reply_to: msg.id, platform_id: 'C42', channel_type: 'slack', thread_id: '1700000000.1' });
     expect(sent.text).toBe(`Sent as message ${row.seq}.`);
+    // A tool call over the 1 MiB message limit is refused; the server the runner configured goes on serving its batch.
+    const huge = await mcp.call('send_message', { text: 'z'.repeat(12 * 1024 * 1024) });
+    expect(huge).toMatchObject({ isError: true, text: expect.stringContaining('is 12.0 MiB, over the 1 MiB limit of one MCP message') });
+    const after = await mcp.call('send_message', { text: 'still here' });
+    expect(after.isError).toBe(false);
+    expect(s.outbound().find((r) => r.content.includes('still here'))).toMatchObject({ in_reply_to: msg.id, platform_id: 'C42' });
 
     await mcp.close();
     expect(await runner.stop()).toBe(0);

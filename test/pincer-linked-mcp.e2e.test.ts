@@ -2,9 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
+import { insertInbound } from '../src/db/messages.js';
+import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
-import { descendants } from './support/processes.js';
+import { descendants, reapSessionProcesses } from './support/processes.js';
+import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -13,9 +17,15 @@ import { waitFor } from './support/wait.js';
  * the tools keep their behaviour (rows written, refusals reaching the model as tool errors) and the session is one
  * process.
  */
+const sessions: TestSession[] = [];
+
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+  const runnersLeft = await stopAllRunners();
+  const processesLeft = (await Promise.all(sessions.splice(0).map((s) => reapSessionProcesses(s.paths.root)))).flat();
+  cleanupSessions();
   await closeFakeOpenAIs();
+  expect({ runnersLeft, processesLeft }).toEqual({ runnersLeft: 0, processesLeft: [] });
 });
 
 const commandOf = (pid: number): string => {
@@ -67,5 +77,60 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
     stream.close();
     expect(await host.stop()).toBe(0);
     await waitFor('runner gone', () => !fs.existsSync(`/proc/${runnerPid}`) || commandOf(runnerPid!) === '(exited)');
+  });
+});
+
+describe('built-in runtime: ask_user_question in the runner process', { timeout: 60_000 }, () => {
+  const ask = { call: 'mcp__pincer__ask_user_question', args: { title: 'Confirm', question: 'Delete the old logs?', options: ['Yes', 'No'] } };
+  // No polling: an answer is found because the change to session.db woke the wait, inside the runner's own process.
+  const env = (baseUrl: string): Record<string, string> => ({
+    AGENT_PROVIDER: 'pincer',
+    PINCER_MODEL: 'local/qwen3:8b',
+    OPENAI_BASE_URL: baseUrl,
+    PINCER_MODEL_MAX_RETRIES: '0',
+    PINCER_POLL_IDLE_MS: '60000',
+    PINCER_HEARTBEAT_MS: '200',
+    PINCER_STOP_GRACE_MS: '300',
+  });
+
+  async function questionAsked(session: TestSession): Promise<string> {
+    const row = await waitFor('the question row', () => session.outbound().find((r) => r.content.includes('"ask_question"')), { timeoutMs: 30_000 });
+    await waitFor('waiting_user', () => readRunnerState(session.db)?.state === 'waiting_user');
+    return String((JSON.parse(row.content) as { questionId: string }).questionId);
+  }
+
+  it('waits without holding up the runner, and the answer reaches the model', async () => {
+    const fake = await startFakeOpenAI();
+    fake.script(ask, { text: 'deleted them' });
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const runner = startRunner(session.paths.root, env(fake.baseUrl));
+    await runner.ready(30_000);
+    const { id } = session.chat('clean up please');
+    const questionId = await questionAsked(session);
+    // The runner's own timers run while the tool waits in its process: its heartbeat moves on.
+    const before = readRunnerState(session.db)!.heartbeatAt;
+    await waitFor('a heartbeat during the question', () => readRunnerState(session.db)!.heartbeatAt > before);
+    insertInbound(session.db, { kind: 'system', content: { type: 'question_response', questionId, selectedOption: 'Yes', userId: 'u1' } });
+    await waitFor('the answer', () => session.outbound().some((r) => r.content.includes('deleted them')), { timeoutMs: 30_000 });
+    expect(JSON.stringify(fake.modelRequests()[1]!.body)).toContain('The user chose: Yes');
+    await waitFor('completed', () => session.inbound(id).status === 'completed');
+    expect(await runner.stop()).toBe(0);
+  });
+
+  it('a stop during the question ends the wait and keeps the message for a retry', async () => {
+    const fake = await startFakeOpenAI();
+    fake.script(ask);
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const runner = startRunner(session.paths.root, env(fake.baseUrl));
+    await runner.ready(30_000);
+    const { id } = session.chat('clean up please');
+    await questionAsked(session);
+    expect(await runner.stop()).toBe(0);
+    // The wait ended on the stop, not on its 300 s timeout; the runner's own state is the last written.
+    expect(readRunnerState(session.db)?.state).toBe('stopping');
+    expect(runner.stderr()).toMatch(/tool mcp__pincer__ask_user_question failed: .*abort/i);
+    expect(session.inbound(id).status).toBe('processing');
   });
 });

@@ -12,8 +12,10 @@ export class SessionDbError extends Error {
   constructor(
     readonly code: 'missing' | 'unreadable',
     message: string,
+    /** the SQLite error behind `unreadable` (its `code` tells a damaged file from a busy one). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = 'SessionDbError';
   }
 }
@@ -48,7 +50,7 @@ export function openSessionDb(path: string, options: OpenOptions = {}): Database
     else db.prepare('SELECT count(*) FROM messages_in').get();
   } catch (err) {
     if (err instanceof SessionDbError) throw err;
-    throw new SessionDbError('unreadable', `cannot open session database ${path}: ${(err as Error).message}`);
+    throw new SessionDbError('unreadable', `cannot open session database ${path}: ${(err as Error).message}`, { cause: err });
   }
   return db;
 }

@@ -25,6 +25,8 @@ import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { SessionSlot } from './session-slot.js';
+import { SessionDbKeeper } from './session-db-keeper.js';
+import { InboundCopies } from './inbound-copies.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -67,6 +69,9 @@ export class Host implements HostApi {
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
+  /** the host's copies of accepted messages, and what recovers a session whose database was lost. */
+  private readonly copies: InboundCopies;
+  private readonly dbKeeper: SessionDbKeeper;
   private readonly slots = new Map<string, SessionSlot>();
   /** sessions whose folder the host will not open (a linked or unreadable session.db): id → why. */
   private readonly quarantined = new Map<string, string>();
@@ -113,6 +118,16 @@ export class Host implements HostApi {
       log: this.log,
       observer: bothObservers(options.metrics?.deliveryObserver(), this.traces.deliveries()),
     });
+    this.copies = new InboundCopies(this.store.db);
+    this.dbKeeper = new SessionDbKeeper({
+      store: this.store,
+      copies: this.copies,
+      supervisor: this.supervisor,
+      delivery: this.delivery,
+      sessions: this.sessions,
+      log: this.log,
+      quarantine: (slot, reason) => this.quarantineRunning(slot, reason),
+    });
   }
 
   static async start(options: HostOptions): Promise<Host> {
@@ -134,6 +149,7 @@ export class Host implements HostApi {
         }
       }
       for (const channel of host.channels.values()) await channel.start(host);
+      await host.dbKeeper.ready();
     } catch (err) {
       await host.stop();
       throw err;
@@ -204,6 +220,7 @@ export class Host implements HostApi {
       traceContext,
       ...routing(message.conversation),
     });
+    this.copies.keep(slot.session.id, slot.db, written.id);
     this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
     slot.touch();
     return { sessionId: slot.session.id, ...written };
@@ -221,6 +238,7 @@ export class Host implements HostApi {
     }
     // An answer after the question closed (timed out, or its runner stopped) becomes a message the agent sees.
     const { late, ...written } = insertAnswer(slot.db, answer, routing({ ...conversation, threadId: question.threadId }));
+    this.copies.keep(slot.session.id, slot.db, written.id);
     if (late) this.log.info(`late answer to question ${answer.questionId} in ${slot.session.id} sent to the agent as a message`);
     slot.touch();
     return { sessionId: slot.session.id, ...written };
@@ -340,18 +358,30 @@ export class Host implements HostApi {
     if (quarantined) throw new HostError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
     if (!slot) {
       try {
-        slot = new SessionSlot(session, this.log);
+        slot = new SessionSlot(session, this.log, this.dbKeeper.open(session));
       } catch (err) {
         if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
         // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
-        this.quarantined.set(session.id, errorMessage(err));
-        this.log.error(`session ${session.id} quarantined: ${errorMessage(err)}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`);
+        this.quarantine(session, errorMessage(err));
         throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
       }
       this.slots.set(session.id, slot);
-      slot.run((s) => this.tick(s));
+      slot.run((s) => this.dbKeeper.guard(s, () => this.tick(s)));
     }
     return slot;
+  }
+
+  private quarantine(session: SessionRecord, reason: string): void {
+    this.quarantined.set(session.id, reason);
+    this.log.error(`session ${session.id} quarantined: ${reason}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`);
+  }
+
+  /** A running session whose session.db became a link (or another non-file): quarantined as at start-up, with a notice. */
+  private async quarantineRunning(slot: SessionSlot, reason: string): Promise<void> {
+    this.slots.delete(slot.session.id);
+    this.quarantine(slot.session, reason);
+    slot.retire();
+    await this.delivery.notify({ session: slot.session }, conversationOf({ session: slot.session }, NO_ROUTING), quarantineNotice(reason));
   }
 
   /** Sweep, keep the runner right, deliver. Returns how long the loop may sleep if nothing changes. */
@@ -406,6 +436,7 @@ export class Host implements HostApi {
     }
     await this.updateTyping(slot, handle, live);
     waits.push(await this.delivery.deliverSession(handle));
+    this.copies.prune(id, slot.db);
     return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
   }
 
@@ -468,6 +499,7 @@ export class Host implements HostApi {
   private onRunnerExit(exit: RunnerExit): void {
     const slot = this.slots.get(exit.sessionId);
     if (!slot) return;
+    if (!exit.requested) slot.suspectDamage = true; // a crash may come from a damaged database file
     // Remember the provider session, so the next runner resumes the conversation (seed "会话恢复").
     try {
       const state = readRunnerState(slot.db);
@@ -517,6 +549,7 @@ export class Host implements HostApi {
       content: { text, sender: from.group.name, senderId, agentHops: hops },
       ...routing(conversation),
     });
+    this.copies.keep(session.id, slot.db, written.id);
     this.store.recordSender({ sessionId: session.id, messageId: written.id, senderId, ...conversation });
     slot.touch();
   }

@@ -218,6 +218,15 @@ export class RunnerSupervisor {
     await entry.exited;
   }
 
+  /** End the runner now (SIGKILL) and wait for it: its database was deleted or replaced, so its work is lost anyway. */
+  async kill(sessionId: string): Promise<void> {
+    const entry = this.entries.get(sessionId);
+    if (!entry) return;
+    entry.stopping = true;
+    await entry.runner.kill();
+    await entry.exited;
+  }
+
   async stopAll(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
   }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { openSessionDb } from '../db/connection.js';
+import { dbFileChange, type DbFileChange, type FileIdentity } from '../db/db-file.js';
 import { sessionPaths } from '../db/layout.js';
 import { Waker } from '../db/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -19,15 +20,20 @@ const TICK_BACKOFF_MAX_MS = 30_000;
  * tick — sweep, runner lifecycle, delivery — one at a time for this session.
  */
 export class SessionSlot {
-  readonly db: Database.Database;
+  /** the session's database; replaced when the file was lost and set up afresh (`replaceDb`). */
+  db: Database.Database;
+  /** the file `db` was opened from. */
+  private identity: FileIdentity;
   readonly waker: Waker;
-  readonly sweeper: Sweeper;
+  sweeper: Sweeper;
   /** when the host last wrote to this session (a message accepted); idle time counts from the later of this and the runner's. */
   lastActivityAt = Date.now();
   /** the conversation shown as "agent is typing" while the runner is busy, if any. */
   typingIn: ConversationRef | null = null;
   /** someone asked for a runner (restart from the control page): start one on the next tick even with nothing due. */
   runnerWanted = false;
+  /** something failed (a tick, a runner crashed): check the whole database file once on the next turn. */
+  suspectDamage = false;
   private closed = false;
   private loop: Promise<void> | null = null;
   private stopPause: (() => void) | null = null;
@@ -35,10 +41,24 @@ export class SessionSlot {
   constructor(
     readonly session: SessionRecord,
     private readonly log: Logger,
+    opened: OpenedSessionDb,
   ) {
-    const paths = sessionPaths(session.folder);
-    this.db = openSessionDbSafely(session.folder);
-    this.waker = new Waker(paths.root, 'watch');
+    this.db = opened.db;
+    this.identity = opened.identity;
+    this.waker = new Waker(sessionPaths(session.folder).root, 'watch');
+    this.sweeper = new Sweeper(this.db);
+  }
+
+  /** How the file at `session.db` differs from the one this slot opened (one lstat); undefined when it is the same. */
+  dbFileChange(): DbFileChange | undefined {
+    return dbFileChange(sessionPaths(this.session.folder).db, this.identity);
+  }
+
+  /** Use a new database (the old file was lost and set up afresh); the old connection is closed. */
+  replaceDb(opened: OpenedSessionDb): void {
+    if (this.db.open) this.db.close();
+    this.db = opened.db;
+    this.identity = opened.identity;
     this.sweeper = new Sweeper(this.db);
   }
 
@@ -98,6 +118,19 @@ export class SessionSlot {
     await this.stopLoop();
     if (this.db.open) this.db.close();
   }
+
+  /** End the loop from inside its own tick (the session is being set aside): the database closes once the tick is over. */
+  retire(): void {
+    this.closed = true;
+    this.waker.close();
+    void this.loop?.then(() => this.db.open && this.db.close());
+  }
+}
+
+/** A session database as the host opened it, with the identity of the file it came from. */
+export interface OpenedSessionDb {
+  db: Database.Database;
+  identity: FileIdentity;
 }
 
 /**
@@ -106,6 +139,11 @@ export class SessionSlot {
  * quarantines the session instead of failing.
  */
 export function openSessionDbSafely(folder: string): Database.Database {
+  return openSessionDbChecked(folder).db;
+}
+
+/** `openSessionDbSafely`, also returning the identity of the file opened (the slot compares it at each wake). */
+export function openSessionDbChecked(folder: string): OpenedSessionDb {
   const before = checkSessionDatabase(folder);
   const db = openSessionDb(sessionPaths(folder).db);
   try {
@@ -115,5 +153,5 @@ export function openSessionDbSafely(folder: string): Database.Database {
     db.close();
     throw err;
   }
-  return db;
+  return { db, identity: before };
 }

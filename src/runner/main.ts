@@ -19,6 +19,7 @@ import { isSessionConfigError } from '../db/config-file.js';
 import { forwardCredentialProxy } from './proxy-forward.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
+import { identityAt } from '../db/db-file.js';
 
 /**
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
@@ -47,6 +48,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     if (!selection.ok) log.debug(describeSelection(selection));
     const choice = choiceFrom(selection);
     const db = openSessionDb(config.paths.db);
+    const dbIdentity = identityAt(config.paths.db);
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
     const provider = await createProvider(choice.name, {
@@ -60,7 +62,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
       log: (m) => log.info(m),
     });
     const pools = createRunnerPools(env, log);
-    setup = { config, choice, db, provider, pools, selection, extensions, pincerServer };
+    setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer };
   } catch (err) {
     if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
@@ -68,7 +70,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw err;
   }
-  const { config, choice, db, provider, pools, selection, extensions, pincerServer } = setup;
+  const { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer } = setup;
   for (const loaded of extensions.loaded) log.info(`extension ${loaded}`);
   for (const diagnostic of extensions.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   // Every provider decision is logged with its candidates and reason.
@@ -103,6 +105,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     prompts: resources.prompts,
     skills: resources.skills,
     tracing,
+    ...(dbIdentity ? { dbFile: { path: config.paths.db, identity: dbIdentity } } : {}),
   });
   const stop = (): void => runner.stop();
   process.once('SIGTERM', stop);

@@ -29,6 +29,7 @@ import { InboundQueue, type ClaimedMessage } from './queue.js';
 import { TaskScripts } from './scripts.js';
 import { TurnTraces } from './traces.js';
 import type { Waker } from '../db/wake.js';
+import { dbFileChange, describeDbFileChange, isDamagedDbError, type FileIdentity } from '../db/db-file.js';
 
 /**
  * The runner core (seed "Agent-Runner 核心"): the poll loop. Claims due messages, prepares them (media, task
@@ -57,6 +58,8 @@ export interface RunnerDeps {
   tracing?: Tracing;
   /** the agent group's skills, given to providers that load skills natively (`nativeSkills`). */
   skills?: SkillResource[];
+  /** the session.db file `db` was opened from: checked at each wake, the runner stops when it was deleted or replaced. */
+  dbFile?: { path: string; identity: FileIdentity };
 }
 
 /** After this many poll failures in a row the loop gives up and the runner exits 1. */
@@ -127,7 +130,8 @@ export class Runner {
           // Each DB call waits out another process's lock itself (`persist`); anything else: log, wait one idle
           // interval, try again. Only a loop that keeps failing gives up (the host restarts it).
           failures += 1;
-          if (failures >= MAX_CONSECUTIVE_FAILURES) throw err;
+          // A damaged file never heals: exit at once, and the host checks and sets the session up again.
+          if (failures >= MAX_CONSECUTIVE_FAILURES || isDamagedDbError(err)) throw err;
           this.deps.log.warn(`poll failed (${failures} in a row): ${errorMessage(err)}`);
           await waker.wait(config.pollIdleMs);
         }
@@ -146,6 +150,7 @@ export class Runner {
 
   /** One turn of the poll loop: claim, then run a command or a batch, or wait for a change. */
   private async pollOnce(): Promise<void> {
+    if (this.dbFileLost()) return;
     const claim = await this.persist('claim', () => this.queue.claim('start'));
     this.logFailed(claim.failed);
     if (claim.command) {
@@ -171,6 +176,16 @@ export class Runner {
       active.progress.abortedByStop = true;
       active.query.abort();
     }, this.deps.config.stopGraceMs);
+  }
+
+  /** The session.db this runner opened is gone from its path: whatever it writes from now on is lost, so it stops. */
+  private dbFileLost(): boolean {
+    const file = this.deps.dbFile;
+    const change = file && dbFileChange(file.path, file.identity);
+    if (!change) return false;
+    this.deps.log.error(`session.db ${describeDbFileChange(change)} under this runner; stopping (the host sets the session up again)`);
+    this.stop();
+    return true;
   }
 
   private takeCarry(): FormattableMessage[] {
@@ -324,7 +339,7 @@ export class Runner {
     const { config, waker, log } = this.deps;
     while (!progress.inputEnded && !this.stopping) {
       await waker.wait(config.pollActiveMs);
-      if (progress.inputEnded || this.stopping) return;
+      if (progress.inputEnded || this.stopping || this.dbFileLost()) return;
       try {
         await this.pushOnce(query, batch, progress, transcript);
       } catch (err) {

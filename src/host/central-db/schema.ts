@@ -194,6 +194,21 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 6,
+    description: 'a copy of each inbound message accepted into a session, kept until it is done (re-sent if the session DB is lost)',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS inbound_copies (
+          session_id TEXT NOT NULL REFERENCES sessions(id),
+          message_id TEXT NOT NULL,
+          row TEXT NOT NULL,
+          created_at TEXT NOT NULL,
+          PRIMARY KEY (session_id, message_id)
+        );
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

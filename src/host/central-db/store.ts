@@ -207,7 +207,7 @@ export class CentralStore {
     return changed;
   }
 
-  setProviderSessionId(sessionId: string, providerSessionId: string): void {
+  setProviderSessionId(sessionId: string, providerSessionId: string | null): void {
     prepared(this.db, 'UPDATE sessions SET provider_session_id = ? WHERE id = ?').run(providerSessionId, sessionId);
   }
 

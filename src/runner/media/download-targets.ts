@@ -5,7 +5,7 @@ import net, { BlockList, type LookupFunction } from 'node:net';
  * Where an attachment download may connect. An attachment's `url` comes from whoever can post a message, so by default
  * the runner refuses addresses inside the machine or its network — loopback, private (RFC 1918, fc00::/7), link-local
  * (169.254/16 with the cloud metadata service, fe80::/10), unspecified and shared (100.64/10), also written as
- * IPv4-mapped IPv6 — unless `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
+ * IPv4-mapped IPv6 or reached through NAT64 (64:ff9b::/96) — unless `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
  * address the socket actually connects to (through the connection's `lookup`), so a name that resolves to a public
  * address at first and to 127.0.0.1 later (DNS rebinding) gets no further than one that always did.
  */
@@ -99,7 +99,23 @@ export function refusedAddress(address: string, allow: DownloadAllowList): strin
   const type = net.isIPv6(address) ? 'ipv6' : 'ipv4';
   if (allow.any || allow.addresses.check(address, type)) return undefined;
   const hit = REFUSED.find(([, block]) => block.check(address, type));
-  return hit ? `${hit[0]} address` : undefined;
+  if (hit) return `${hit[0]} address`;
+  // On an IPv6-only network with DNS64, a name whose A record is 10.0.0.5 resolves to 64:ff9b::a00:5 as well, and the
+  // NAT64 gateway connects to 10.0.0.5: judge such an address by the IPv4 address inside it.
+  const embedded = type === 'ipv6' && NAT64.check(address, 'ipv6') ? nat64Target(address) : undefined;
+  const inner = embedded === undefined ? undefined : refusedAddress(embedded, allow);
+  return inner && `${inner} through NAT64 (${embedded})`;
+}
+
+const NAT64 = ranges([['64:ff9b::', 96]]);
+
+/** The IPv4 address in the last 32 bits of a 64:ff9b::/96 address. */
+function nat64Target(address: string): string {
+  const hostname = new URL(`http://[${address}]/`).hostname; // canonical: 64:ff9b::hi:lo, 64:ff9b::lo or 64:ff9b::
+  const groups = hostname.slice(1, -1).split('::')[1]!.split(':').filter(Boolean).map((group) => parseInt(group, 16));
+  while (groups.length < 2) groups.unshift(0);
+  const [hi, lo] = groups as [number, number];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
 }
 
 /** What to do about a refusal, for the end of the prompt's note. */
