@@ -6,6 +6,7 @@ import { measureBuiltin } from './builtin.js';
 import { measureBurst } from './burst.js';
 import { measureColdStart } from './cold-start.js';
 import { measureFollowUp } from './followup.js';
+import { measureHostStart } from './host-start.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
 import { measureMcpSendMessage } from './mcp.js';
 import { measureObservability } from './observability.js';
@@ -24,8 +25,8 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
-  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
+  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, hostStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200 },
+  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, hostStart: 4, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50 },
 };
 type Sizes = (typeof SIZES)['full'];
 
@@ -72,6 +73,7 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     }
     if (only.has('cold-start')) {
       results.coldStart = await timed('cold start', () => measureColdStart(size.coldStart));
+      results.hostStart = await timed('host start', () => measureHostStart(size.hostStart));
     }
     if (only.has('follow-up')) {
       results.followUp = await timed('follow-up', () =>

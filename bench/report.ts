@@ -2,6 +2,7 @@ import type { BuiltinResult } from './builtin.js';
 import type { BurstResult } from './burst.js';
 import type { ColdStartSamples } from './cold-start.js';
 import type { FollowUpSamples } from './followup.js';
+import type { HostStartSamples } from './host-start.js';
 import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
 import type { ByMode } from './runner-session.js';
@@ -22,6 +23,7 @@ export interface BenchResults {
   throughput?: ByMode<ThroughputResult>;
   fleet?: ByMode<FleetResult>;
   coldStart?: ByMode<ColdStartSamples>;
+  hostStart?: HostStartSamples;
   mcp?: McpSamples;
   platform?: PlatformSamples;
   observability?: ObservabilitySamples;
@@ -38,7 +40,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, mcp, platform, builtin, observability } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, platform, builtin, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -145,6 +147,17 @@ export function buildRows(results: BenchResults): Row[] {
     rows.push(
       { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
       { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
+    );
+  }
+  if (hostStart) {
+    const [none, http, bare] = [summarize(hostStart.none), summarize(hostStart.http), summarize(hostStart.bare)];
+    const [noneCpu, httpCpu] = [summarize(hostStart.noneCpu), summarize(hostStart.httpCpu)];
+    rows.push(
+      { metric: `host start: spawn → ready, no channel, p50 (n=${none.count})`, unit: 'ms', pincer: none.p50, better: 'lower' },
+      { metric: '  CPU time to ready, no channel, p50', unit: 'ms', pincer: noneCpu.p50, better: 'lower' },
+      { metric: 'host start with --http (HTTP channel, metrics): spawn → ready, p50', unit: 'ms', pincer: http.p50, better: 'lower' },
+      { metric: '  CPU time to ready with --http, p50', unit: 'ms', pincer: httpCpu.p50, better: 'lower' },
+      { metric: "  for comparison: a bare node -e '' (spawn → exit), p50", unit: 'ms', pincer: bare.p50, better: 'lower' },
     );
   }
   if (fleet) {

@@ -19,7 +19,7 @@ const ZOD_CLASSIC = path.join(root, 'node_modules', 'zod', 'v4', 'classic', 'ext
  * binaries relative to their package and are imported only when used.
  */
 const BUNDLED_PACKAGES = new Set([
-  'zod', 'commander', 'cron-parser', 'luxon',
+  'zod', 'commander',
   '@mariozechner/pi-ai', '@mariozechner/pi-agent-core', 'typebox', 'partial-json', 'openai', '@anthropic-ai/sdk',
   '@modelcontextprotocol/sdk', 'zod-to-json-schema', 'ajv', 'ajv-formats', 'fast-deep-equal', 'json-schema-traverse', 'fast-uri',
   'cross-spawn', 'which', 'isexe', 'path-key', 'shebang-command', 'shebang-regex',

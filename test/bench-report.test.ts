@@ -43,6 +43,17 @@ describe('bench report', () => {
     expect(find('cold start: spawn → reply')).toMatchObject({ pincer: '95.0 ms', verdict: 'MISS' });
   });
 
+  it('reports the host start with and without the HTTP channel, beside a bare node start', () => {
+    const host = buildRows({ hostStart: { none: [150, 170, 400], http: [200, 210, 500], noneCpu: [120, 130, 140], httpCpu: [180, 190, 200], bare: [60, 70, 80] } }).map(toPrintedRow);
+    expect(host.map((r) => [r.metric.trim().split(',')[0], r.pincer])).toEqual([
+      ['host start: spawn → ready', '170 ms'],
+      ['CPU time to ready', '130 ms'],
+      ['host start with --http (HTTP channel', '210 ms'],
+      ['CPU time to ready with --http', '190 ms'],
+      ["for comparison: a bare node -e '' (spawn → exit)", '70.0 ms'],
+    ]);
+  });
+
   it('leaves out groups that did not run and shows no baseline where there is none', () => {
     expect(rows.some((r) => r.metric.startsWith('follow-up'))).toBe(false);
     expect(row('MCP send_message: call → row committed, p50').baseline).toBe('—');

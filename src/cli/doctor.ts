@@ -8,8 +8,6 @@ import { chatSelection, describeChoice, hostSelection } from './provider-views.j
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
-import { requireAdmin } from '../host/channels/http/auth.js';
-import type { HttpRouteModule } from '../host/channels/http/types.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are
@@ -119,24 +117,4 @@ function summary(report: DoctorReport): string {
   const sessions = report.failures - groups;
   if (report.failures === 0) return report.groups.length > 0 ? 'all agent groups and sessions can start' : 'all sessions can start';
   return [groups ? count(groups, 'agent group') : '', sessions ? count(sessions, 'session') : ''].filter(Boolean).join(' and ') + ' cannot start';
-}
-
-/**
- * `GET /v1/doctor` on the host's HTTP API (the control page's Doctor view): the same report as `pincer doctor` for the
- * host's home, as text, with each session's provider and the reason it was chosen (admin token only). Made here, above the host, because
- * the report reads the host's records and the runner's configuration alike.
- */
-export function doctorRoutes(home: string): HttpRouteModule {
-  return ({ api }) => {
-    api.get('/v1/doctor', (c) => {
-      requireAdmin(c);
-      const report = runDoctor(sessionFoldersUnder(home), process.env, home);
-      const sessions = report.sessions.map((s) => ({
-        id: path.basename(s.dir),
-        provider: s.selection?.ok ? s.selection.provider : null,
-        reason: s.configError ?? (s.selection?.ok ? s.selection.reason : s.selection?.message) ?? null,
-      }));
-      return c.json({ text: renderReport(report, home), failures: report.failures, sessions });
-    });
-  };
 }

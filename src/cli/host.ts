@@ -1,27 +1,16 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
-import { AccessStore } from '../host/channels/http/access.js';
-import { HttpMailbox } from '../host/channels/http/mailbox.js';
-import { HttpChannel } from '../host/channels/http/channel.js';
 import { loadHostConfig } from '../host/config.js';
 import { isHostError } from '../host/errors.js';
 import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
-import { CentralStore, openCentralDb } from '../host/central-db/store.js';
-import { usageRoutes } from '../host/channels/http/routes/usage.js';
-import type { HttpRouteModule } from '../host/channels/http/types.js';
+import { openCentralDb } from '../host/central-db/store.js';
 import type { ChannelAdapter } from '../host/channels/types.js';
-import { HostMetrics } from '../host/metrics.js';
 import { platformsIn } from '../host/platforms/catalog.js';
-import { platformWebhookRoutes } from '../host/platforms/webhooks.js';
-import { Budgets } from '../host/usage/budgets.js';
-import { UsageLedger } from '../host/usage/ledger.js';
-import { PriceTable } from '../host/usage/prices.js';
-import { createLogger, type Logger } from '../shared/log.js';
+import { createLogger } from '../shared/log.js';
 import { startTracing } from '../shared/tracing.js';
-import type Database from 'better-sqlite3';
-import { doctorRoutes } from './doctor.js';
+import type { HttpSetup } from './host-http.js';
 import { hostSelection } from './provider-views.js';
 
 /**
@@ -49,7 +38,6 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     provider: options.provider,
     http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
   });
-  const metrics = new HostMetrics();
   const platforms = platformsIn(process.env);
   const refusal = [
     ...platforms.incomplete,
@@ -84,13 +72,13 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
         )
       : [];
   channels.push(...platformChannels);
+  // The HTTP channel, its routes and the metrics it serves (hono, prom-client) are loaded only when it is on.
+  let metrics: HttpSetup['metrics'] | undefined;
   if (config.http && mailboxDb && token !== undefined) {
-    const routes = [
-      usageRoutesFor(mailboxDb, metrics, config.http.metricsToken, log),
-      doctorRoutes(config.home),
-      ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
-    ];
-    channels.push(new HttpChannel({ port: config.http.port, host: config.http.host, token, mailbox: new HttpMailbox(mailboxDb), access: new AccessStore(mailboxDb), log, routes, sseMaxBufferedBytes: config.http.sseMaxBufferedBytes }));
+    const { createHttpChannel } = await import('./host-http.js');
+    const http = createHttpChannel({ http: config.http, home: config.home, token, db: mailboxDb, platformChannels, log });
+    channels.push(http.channel);
+    metrics = http.metrics;
   }
   let host: Host;
   try {
@@ -125,14 +113,6 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   await host.stop();
   mailboxDb?.close();
   return 0;
-}
-
-/** `/v1/usage`, budgets and `/metrics`, on the HTTP channel's own connection to the central DB. */
-function usageRoutesFor(db: Database.Database, metrics: HostMetrics, metricsToken: string | undefined, log: Logger): HttpRouteModule {
-  const store = new CentralStore(db);
-  // Only lists and changes budgets here: no pricing, so the built-in table will do.
-  const budgets = new Budgets(db, new UsageLedger(db, new PriceTable(), log));
-  return usageRoutes({ db, budgets, metrics, metricsToken, findGroup: (nameOrId) => store.findAgentGroup(nameOrId) });
 }
 
 function parsePort(value: string): number {

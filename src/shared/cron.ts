@@ -1,4 +1,5 @@
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import type { CronExpression } from 'cron-parser';
+import { createRequire } from 'node:module';
 
 /**
  * The one validator of recurring-task schedules, used by every entry point that takes one (the MCP task tools, the
@@ -6,6 +7,19 @@ import { CronExpressionParser, type CronExpression } from 'cron-parser';
  * session's time zone, running at most once a minute.
  */
 export type ParsedCron = { ok: true; cron: CronExpression } | { ok: false; reason: string };
+
+type CronParser = (typeof import('cron-parser'))['CronExpressionParser'];
+let parser: CronParser | undefined;
+
+/**
+ * cron-parser, with luxon under it (≈ 30 ms and a few MiB to load), loaded the first time a schedule is read: most
+ * starts of the host, a runner or the MCP server never read one. Required from node_modules (it is CommonJS), so the
+ * load is synchronous like the callers.
+ */
+function cronParser(): CronParser {
+  parser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser;
+  return parser;
+}
 
 export function parseRecurrence(expression: string, timeZone: string, after?: Date): ParsedCron {
   const trimmed = expression.trim();
@@ -17,7 +31,7 @@ export function parseRecurrence(expression: string, timeZone: string, after?: Da
   }
   let cron: CronExpression;
   try {
-    cron = CronExpressionParser.parse(trimmed, { tz: timeZone, ...(after ? { currentDate: after } : {}) });
+    cron = cronParser().parse(trimmed, { tz: timeZone, ...(after ? { currentDate: after } : {}) });
   } catch (err) {
     return { ok: false, reason: `recurrence "${expression}" is not a valid cron expression: ${(err as Error).message}` };
   }
