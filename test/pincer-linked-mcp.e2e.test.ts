@@ -3,19 +3,25 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertInbound } from '../src/db/messages.js';
+import { pincerMcpServer } from '../src/mcp/config.js';
+import { connectLinkedPincerServer } from '../src/mcp/linked.js';
+import { McpConnections } from '../src/providers/pincer/mcp-tools.js';
+import type { LinkedMcpServer } from '../src/providers/types.js';
+import { createLogger } from '../src/shared/log.js';
 import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { descendants, reapSessionProcesses } from './support/processes.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The built-in runtime serves the Pincer tools inside its runner process (the MCP SDK's linked in-memory transport)
- * instead of a `pincer mcp` child: through a real host and a real runner against the fake OpenAI-compatible server,
- * the tools keep their behaviour (rows written, refusals reaching the model as tool errors) and the session is one
- * process.
+ * instead of a `pincer mcp` child: through a real host and real runners against the fake OpenAI-compatible server,
+ * the tools keep their behaviour (rows written, refusals and the message size limit reaching the model as tool errors,
+ * a question waiting and ending on a stop) and the session is one process. A server the runner does not offer in
+ * process still starts as a child.
  */
 const sessions: TestSession[] = [];
 
@@ -155,5 +161,28 @@ describe('built-in runtime: ask_user_question in the runner process', { timeout:
     expect(readRunnerState(session.db)?.state).toBe('stopping');
     expect(runner.stderr()).toMatch(/tool mcp__pincer__ask_user_question failed: .*abort/i);
     expect(session.inbound(id).status).toBe('processing');
+  });
+});
+
+describe('the built-in runtime\'s MCP connections: in process when the runner offers it, else a child', { timeout: 60_000 }, () => {
+  it.each([
+    { how: 'linked', linked: true, children: 0 },
+    { how: 'a child process (any server the runner cannot serve itself)', linked: false, children: 1 },
+  ])('$how: the tools work and close() leaves no process', async ({ linked, children }) => {
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
+    const linkedServers: Record<string, LinkedMcpServer> = linked ? { pincer: { connect: () => connectLinkedPincerServer(server.env) } } : {};
+    const { connections, tools } = await McpConnections.connect({ pincer: server }, linkedServers, createLogger('test'), 10_000);
+    try {
+      expect(descendants(process.pid).map(commandOf).filter((command) => command.endsWith(' mcp'))).toHaveLength(children);
+      const send = tools.find((tool) => tool.name === 'mcp__pincer__send_message')!;
+      const result = await send.execute('call-1', { text: 'from the test' });
+      expect(result.content).toEqual([{ type: 'text', text: expect.stringMatching(/^Sent as message \d+/) }]);
+      expect(session.outbound().map((row) => JSON.parse(row.content) as unknown)).toEqual([{ text: 'from the test' }]);
+    } finally {
+      await connections.close();
+    }
+    await waitFor('no mcp child', () => descendants(process.pid).map(commandOf).every((command) => !command.endsWith(' mcp')));
   });
 });
