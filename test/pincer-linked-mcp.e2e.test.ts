@@ -80,6 +80,29 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
   });
 });
 
+describe('built-in runtime: the MCP message size limit in the runner process', { timeout: 60_000 }, () => {
+  it('refuses a call over 1 MiB with the same tool error as pincer mcp, and goes on serving', async () => {
+    const fake = await startFakeOpenAI();
+    // A card passes the tool's JSON schema whatever its size (extra fields are allowed), so only the limit stops it.
+    const card = { title: 'big', blob: 'x'.repeat(1536 * 1024) };
+    fake.script(
+      { call: 'mcp__pincer__send_card', args: { card } },
+      { call: 'mcp__pincer__send_message', args: { text: 'still here' } },
+      { text: 'done' },
+    );
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const runner = startRunner(session.paths.root, { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    await runner.ready(30_000);
+    session.chat('send the big card');
+    await waitFor('the answer', () => session.outbound().some((r) => r.content.includes('"done"')), { timeoutMs: 30_000 });
+    expect(session.outbound().map((r) => JSON.parse(r.content) as { text?: string })).toEqual([{ text: 'still here' }, { text: 'done' }]);
+    expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/the call to send_card is 1\.5 MiB, over the 1 MiB limit of one MCP message: pass less/);
+    expect(runner.stderr()).toMatch(/\[mcp\] warn: refused a 1\.5 MiB message \(tools\/call send_card\): over the 1 MiB limit/);
+    expect(await runner.stop()).toBe(0);
+  });
+});
+
 describe('built-in runtime: ask_user_question in the runner process', { timeout: 60_000 }, () => {
   const ask = { call: 'mcp__pincer__ask_user_question', args: { title: 'Confirm', question: 'Delete the old logs?', options: ['Yes', 'No'] } };
   // No polling: an answer is found because the change to session.db woke the wait, inside the runner's own process.
