@@ -176,7 +176,7 @@ const TOOL = /"params"\s*:\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_.:-]{1,128})"/;
  * Method, tool and id of a line too big to parse, from its start and end. Structure, not content: a string argument
  * cannot end the line with `"id":7}`, since its quotes are escaped and the line's last brace closes the message.
  */
-export function describeOversized(bytes: number, head: string, tail: string): OversizedMessage {
+function describeOversized(bytes: number, head: string, tail: string): OversizedMessage {
   const idText = ID_AT_END.exec(tail)?.[1] ?? ID_AT_START.exec(head)?.[1];
   let id: RequestId | undefined;
   try {
