@@ -11,6 +11,7 @@ import { createLogger } from '../src/shared/log.js';
 import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { descendants, reapSessionProcesses } from './support/processes.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
@@ -24,8 +25,10 @@ import { waitFor } from './support/wait.js';
  * process still starts as a child.
  */
 const sessions: TestSession[] = [];
+const receivers: OtlpReceiver[] = [];
 
 afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
   const runnersLeft = await stopAllRunners();
   const processesLeft = (await Promise.all(sessions.splice(0).map((s) => reapSessionProcesses(s.paths.root)))).flat();
@@ -83,6 +86,31 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
     stream.close();
     expect(await host.stop()).toBe(0);
     await waitFor('runner gone', () => !fs.existsSync(`/proc/${runnerPid}`) || commandOf(runnerPid!) === '(exited)');
+  });
+});
+
+describe('built-in runtime: tool spans from the in-process server', { timeout: 90_000 }, () => {
+  it('each Pincer tool call is an execute_tool span of pincer-mcp under the turn, as from the child', async () => {
+    const otlp = await startOtlpReceiver();
+    receivers.push(otlp);
+    const fake = await startFakeOpenAI();
+    fake.script({ call: 'mcp__pincer__send_message', args: { text: 'working on it' } }, { text: 'all done' });
+    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+    const stream = host.stream('traced');
+    expect((await host.request('POST', '/v1/conversations/traced/messages', { text: 'please work' })).status).toBe(202);
+    await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');
+    stream.close();
+    expect(await host.stop()).toBe(0);
+    const spans = await waitFor('the turn and the tool span', () => {
+      const all = [...otlp.traces().values()].flat();
+      return all.some((s) => s.name === 'execute_tool send_message') && all.some((s) => s.name === 'invoke_agent pincer') && all;
+    }, { timeoutMs: 20_000 });
+    const turn = spans.find((s) => s.name === 'invoke_agent pincer')!;
+    const tool = spans.find((s) => s.name === 'execute_tool send_message')!;
+    expect(tool.service).toBe('pincer-mcp');
+    expect(tool.parentSpanId).toBe(turn.spanId);
+    expect(tool.traceId).toBe(turn.traceId);
+    expect(otlp.traces().size).toBe(1);
   });
 });
 
