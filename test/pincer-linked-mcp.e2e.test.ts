@@ -12,7 +12,7 @@ import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
-import { descendants, reapSessionProcesses } from './support/processes.js';
+import { descendants, processesUsing, reapSessionProcesses } from './support/processes.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -192,6 +192,9 @@ describe('built-in runtime: ask_user_question in the runner process', { timeout:
   });
 });
 
+/** `pincer mcp` processes serving this session (they carry its folder in their environment). */
+const mcpServersOf = (session: TestSession): string[] => processesUsing(session.paths.root).map((p) => p.command).filter((command) => command.endsWith(' mcp'));
+
 describe('the built-in runtime\'s MCP connections: in process when the runner offers it, else a child', { timeout: 60_000 }, () => {
   it.each([
     { how: 'linked', linked: true, children: 0 },
@@ -203,7 +206,7 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     const linkedServers: Record<string, LinkedMcpServer> = linked ? { pincer: { connect: () => connectLinkedPincerServer(server.env) } } : {};
     const { connections, tools } = await McpConnections.connect({ pincer: server }, linkedServers, createLogger('test'), 10_000);
     try {
-      expect(descendants(process.pid).map(commandOf).filter((command) => command.endsWith(' mcp'))).toHaveLength(children);
+      expect(mcpServersOf(session)).toHaveLength(children);
       const send = tools.find((tool) => tool.name === 'mcp__pincer__send_message')!;
       const result = await send.execute('call-1', { text: 'from the test' });
       expect(result.content).toEqual([{ type: 'text', text: expect.stringMatching(/^Sent as message \d+/) }]);
@@ -211,6 +214,6 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     } finally {
       await connections.close();
     }
-    await waitFor('no mcp child', () => descendants(process.pid).map(commandOf).every((command) => !command.endsWith(' mcp')));
+    await waitFor('no mcp child', () => mcpServersOf(session).length === 0);
   });
 });
