@@ -108,7 +108,7 @@ describe('list_tasks, pause_task, resume_task, cancel_task, update_task', () => 
     expect((await mcp.call('resume_task', { taskId: live })).text).toBe(`Task ${live} is not paused.`);
 
     expect(await mcp.call('cancel_task', { taskId: first })).toEqual({ isError: false, text: `Task ${first} cancelled.` });
-    expect(s.inbound(live)).toMatchObject({ status: 'completed', recurrence: null, last_error: 'cancelled by the agent' });
+    expect(s.inbound(live)).toMatchObject({ status: 'failed', recurrence: null, last_error: 'cancelled by the agent' });
     expect(await mcp.call('cancel_task', { taskId: first })).toMatchObject({ isError: true });
     expect((await mcp.call('list_tasks')).text).toBe('No scheduled tasks.');
     await mcp.close();

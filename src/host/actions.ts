@@ -134,7 +134,7 @@ export class ActionHandlers {
 
   private setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): ActionAnswer {
     const { taskId } = parse(TaskRef, ctx.content);
-    const command = action === 'cancel_task' ? { op: 'cancel' as const, reason: 'cancelled' } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
+    const command = action === 'cancel_task' ? { op: 'cancel' as const, by: 'agent' as const } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
     const row = applyTaskCommand(ctx.db, taskId, command, ctx.group.timezone);
     return { status: 'success', result: { taskId: row?.id ?? taskId } };
   }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { prepared } from '../db/connection.js';
+import { ACTIVE_TASK_MATCH, cancelTask, type TaskCanceller } from '../db/tasks.js';
 import type { InboundRow } from '../db/types.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
 import { HostError } from './errors.js';
@@ -9,7 +10,7 @@ import { nextOccurrence, validateCron } from './recurrence.js';
  * Scheduled tasks as the host changes them: the `update_task`/`pause_task`/… system actions of the agent and the HTTP
  * API's task routes both come here. A task is a `task` row in a session DB; a recurring one is a series of rows with
  * one `series_id`. Its id is the series id (the id of its first row), and every change finds the live occurrence with
- * the task tools' match `(id = ? OR series_id = ?) AND kind = 'task' AND status IN ('pending', 'paused')`.
+ * the task tools' match (`ACTIVE_TASK_MATCH`); a cancel is the tools' `cancelTask`.
  */
 
 /** What a client sees of an active task. */
@@ -37,7 +38,7 @@ export interface TaskSummary {
 export type TaskCommand =
   | { op: 'pause' }
   | { op: 'resume' }
-  | { op: 'cancel'; reason: string }
+  | { op: 'cancel'; by: TaskCanceller }
   | { op: 'update'; prompt?: string; processAfter?: string; recurrence?: string | null; script?: string | null };
 
 /** One session as the task board sees it. */
@@ -49,11 +50,10 @@ export interface TaskSession {
   touch(): void;
 }
 
-const ACTIVE = `(id = ? OR series_id = ?) AND kind = 'task' AND status IN ('pending', 'paused')`;
 
 /** The live occurrence of a task in one session DB (newest first, should there be two). */
 export function activeTaskRow(db: Database.Database, taskId: string): InboundRow | undefined {
-  return prepared(db, `SELECT * FROM messages_in WHERE ${ACTIVE} ORDER BY seq DESC LIMIT 1`).get(taskId, taskId) as InboundRow | undefined;
+  return prepared(db, `SELECT * FROM messages_in WHERE ${ACTIVE_TASK_MATCH} ORDER BY seq DESC LIMIT 1`).get({ taskId }) as InboundRow | undefined;
 }
 
 /**
@@ -69,8 +69,7 @@ export function applyTaskCommand(db: Database.Database, taskId: string, command:
       const now = isoNow();
       switch (command.op) {
         case 'cancel':
-          // Failed with recurrence cleared, so the sweep never schedules a successor.
-          prepared(db, `UPDATE messages_in SET status = 'failed', last_error = ?, recurrence = NULL, status_changed = ? WHERE id = ?`).run(command.reason, now, row.id);
+          cancelTask(db, taskId, command.by);
           return null;
         case 'pause':
           if (row.status === 'pending') prepared(db, `UPDATE messages_in SET status = 'paused', status_changed = ? WHERE id = ?`).run(now, row.id);

@@ -12,6 +12,7 @@ import { batchRouting } from './routing.js';
 import { label, MAX_TEXT_CHARS, text } from './schemas.js';
 import { McpToolError, textResult, type ToolContext } from './types.js';
 import { taskLimitProblem } from '../db/task-limit.js';
+import { ACTIVE_TASK_MATCH as ACTIVE_TASK, cancelTask } from '../db/tasks.js';
 
 /**
  * The task tools (seed "schedule_task" … "update_task"). A task is a `task` row the session writes to itself; a
@@ -19,8 +20,6 @@ import { taskLimitProblem } from '../db/task-limit.js';
  * one). Every tool finds the live occurrence with the seed's match, so the first id keeps working for the series.
  * Times without a zone, and cron expressions, are read in the session time zone.
  */
-const ACTIVE_TASK = `(id = @taskId OR series_id = @taskId) AND kind = 'task' AND status IN ('pending', 'paused')`;
-
 const taskId = label('taskId').describe('the task id returned by schedule_task or shown by list_tasks');
 const processAfter = label('processAfter', 64).describe(
   'when to run: "2026-12-01T09:00" is read in the session time zone; "…Z" or "…+02:00" as written',
@@ -101,12 +100,7 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
     'cancel_task',
     { description: 'Cancel a scheduled task; a recurring task stops recurring.', inputSchema: { taskId } },
     ({ taskId }) => {
-      const changed = prepared(
-        db,
-        `UPDATE messages_in SET status = 'completed', status_changed = @now, recurrence = NULL,
-           last_error = 'cancelled by the agent' WHERE ${ACTIVE_TASK}`,
-      ).run({ taskId, now: isoNow() }).changes;
-      if (changed === 0) throw noActiveTask(taskId);
+      if (cancelTask(db, taskId, 'agent') === 0) throw noActiveTask(taskId);
       return textResult(`Task ${taskId} cancelled.`);
     },
   );

@@ -46,7 +46,7 @@ export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
   api.post('/v1/tasks/:id/resume', (c) => c.json(host.tasks.change(visibleTask(c).id, { op: 'resume' })));
   api.post('/v1/tasks/:id/cancel', (c) => {
     const { id } = visibleTask(c);
-    host.tasks.change(id, { op: 'cancel', reason: 'cancelled over HTTP' });
+    host.tasks.change(id, { op: 'cancel', by: 'http' });
     return c.json({ id, status: 'cancelled' });
   });
 
