@@ -83,11 +83,17 @@ describe('which addresses a download may reach', () => {
     ['64:ff9b::7f00:1', 'a loopback address through NAT64 (127.0.0.1)'],
     ['64:ff9b::a9fe:a9fe', 'a link-local address through NAT64 (169.254.169.254)'],
     ['64:ff9b::', 'an unspecified address through NAT64 (0.0.0.0)'],
+    ['2002:a00:5::1', 'a private address through 6to4 (10.0.0.5)'],
+    ['2002:7f00:1::', 'a loopback address through 6to4 (127.0.0.1)'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'a Teredo tunnel address'],
+    ['224.0.0.251', 'a multicast or broadcast address'],
+    ['255.255.255.255', 'a multicast or broadcast address'],
+    ['ff02::1', 'a multicast or broadcast address'],
   ])('%s is refused as %s', (address, kind) => {
     expect(refusedAddress(address, PUBLIC_ONLY)).toBe(kind);
   });
 
-  it.each([['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['192.169.0.1'], ['2606:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808']])('%s is public', (address) => {
+  it.each([['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['192.169.0.1'], ['2606:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808'], ['2002:808:808::1']])('%s is public', (address) => {
     expect(refusedAddress(address, PUBLIC_ONLY)).toBeUndefined();
   });
 

@@ -129,7 +129,7 @@ describe('Claude provider with the Pincer MCP server', () => {
     const file = out.find((r) => r.body.files)!;
     expect(fs.readFileSync(path.join(session.paths.outbox, file.id, 'report.txt'), 'utf8')).toBe('quarterly numbers\n');
     const task = session.allInbound().find((row) => row.kind === 'task')!;
-    expect(task).toMatchObject({ id: taskId, status: 'completed', last_error: 'cancelled by the agent', platform_id: 'C-100' });
+    expect(task).toMatchObject({ id: taskId, status: 'failed', last_error: 'cancelled by the agent', platform_id: 'C-100' });
     // every tool call succeeded: no tool result the model saw was an error
     const results = fake.modelRequests().slice(1).map(toolResult);
     expect(results.filter((text) => /error|invalid|no active task/i.test(text))).toEqual([]);

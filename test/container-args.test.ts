@@ -70,7 +70,7 @@ describe('docker run arguments', () => {
     // values never on the command line: only names, sorted, plus the two fixed settings
     expect(values(args, '-e')).toEqual(['PINCER_WORKSPACE=/workspace', 'HOME=/tmp', 'AGENT_PROVIDER', 'TZ']);
     // the same V8 flags as a process runner
-    expect(args.slice(-5)).toEqual(['pincer-runner', '/usr/local/bin/node', '--max-semi-space-size=1', '/app/dist/src/cli/main.js', 'runner']);
+    expect(args.slice(-6)).toEqual(['pincer-runner', '/usr/local/bin/node', '--max-semi-space-size=1', '--liftoff-only', '/app/dist/src/cli/main.js', 'runner']);
   });
 
   it('mount a separate agent folder and global folder, and honour an explicit user and network', () => {
@@ -284,7 +284,7 @@ describe('bwrap arguments', () => {
     expect(joined).not.toMatch(/--ro-bind \/etc \/etc|shadow/);
     expect(joined).toContain('--setenv AGENT_PROVIDER mock');
     expect(joined).toContain('--setenv PINCER_WORKSPACE /workspace');
-    expect(args.slice(-4)).toEqual([expect.stringMatching(/node$/), '--max-semi-space-size=1', '/app/dist/src/cli/main.js', 'runner']);
+    expect(args.slice(-5)).toEqual([expect.stringMatching(/node$/), '--max-semi-space-size=1', '--liftoff-only', '/app/dist/src/cli/main.js', 'runner']);
     const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js', {});
     expect(shared).toContain('--share-net');
   });

@@ -1,19 +1,32 @@
 import { describe, expect, it } from 'vitest';
+import { dbFaultScenario } from '../bench/fault-db.js';
+import { mcpKillsScenario } from '../bench/fault-mcp.js';
 import { diskFullScenario, formatFaultTable, killsScenario } from '../bench/fault.js';
 
 /**
  * The short version of the fault suite (`npm run fault` runs the long one): a real host with the mock provider, a
- * stream of messages while runners and the host are SIGKILLed at random moments, and a full disk (root only). Nothing
- * accepted is lost; a kill outside an open query never duplicates a reply.
+ * stream of messages while runners, MCP servers and the host are SIGKILLed at random moments, a full disk (root
+ * only), and one session's database made read-only (root only), deleted, or damaged. Nothing accepted is lost, the
+ * host recovers, and a kill outside an open query never duplicates a reply.
  */
 describe('fault suite (short)', () => {
-  it('loses nothing under runner and host kills, and recovers from a full disk', async () => {
-    const rows = [await killsScenario(80, 1), await diskFullScenario(5)];
+  it('loses nothing under runner, MCP server and host kills, and recovers from a full disk and a read-only, deleted or damaged database', async () => {
+    const rows = [
+      await killsScenario(80, 1),
+      await mcpKillsScenario(6),
+      await diskFullScenario(5),
+      await dbFaultScenario('read-only', 40),
+      await dbFaultScenario('deleted', 40),
+      await dbFaultScenario('damaged', 40),
+    ];
     process.stdout.write(`${formatFaultTable(rows)}\n`);
     for (const row of rows) {
       expect(row.lost, row.scenario).toBe(0);
       if (!row.note) expect(row.recoveryMs, row.scenario).not.toBeNull();
     }
+    // a read-only or deleted file loses no answer's record: none may come twice (a damaged one may, at-least-once)
+    for (const row of rows.slice(3, 5)) expect(row.duplicated, row.scenario).toBe(0);
     expect(rows[0]!.sent).toBeGreaterThan(0);
-  }, 300_000);
+    expect(rows[1]!.scenario).not.toMatch(/^MCP server SIGKILLs \(0,/); // some MCP server was really killed
+  }, 600_000);
 });

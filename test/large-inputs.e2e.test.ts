@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { largePng } from './support/media-fixtures.js';
@@ -56,5 +59,29 @@ describe('large inputs through pincer chat', () => {
     expect(stdout).toContain('agent> echo: ');
     expect(stdout).toContain(BIG_TEXT);
     expect(stdout).not.toContain('pincer: ');
+  }, 90_000);
+
+  it('answers a 120 KB PNG attached with /attach, and names a file it cannot attach without losing the next line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-attach-'));
+    const file = path.join(dir, 'my photo.png');
+    fs.writeFileSync(file, largePng(120 * 1024));
+    const input = `/attach "${file}" what is in it?\n/attach ${path.join(dir, 'missing.png')}\nstill there?\n`;
+    const chat = await runPipedChat(['--provider', 'mock'], { MOCK_NATIVE_MEDIA: 'image' }, input, 80_000);
+    try {
+      expect({ code: chat.code, stderr: chat.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(chat.stdout).toContain('pincer: sent my photo.png');
+      expect(chat.stdout).toContain('image attached: my photo.png');
+      expect(chat.stdout).toContain('[image]');
+      expect(chat.stdout).toContain('what is in it?');
+      expect(chat.stdout).toContain(`pincer: cannot attach ${path.join(dir, 'missing.png')}: no such file; nothing was sent`);
+      expect(chat.stdout).toContain('still there?</message>');
+      // the file was saved into the session's downloads, as a platform's attachment is
+      const downloads = path.join(chat.home, 'sessions', 'chat', 'downloads');
+      const [folder] = fs.readdirSync(downloads);
+      expect(fs.readFileSync(path.join(downloads, folder!, 'my photo.png')).equals(fs.readFileSync(file))).toBe(true);
+    } finally {
+      chat.cleanup();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 90_000);
 });

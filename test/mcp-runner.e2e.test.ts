@@ -44,7 +44,8 @@ describe('pincer mcp with a real runner', () => {
     const server = query!.mcpServers!.pincer!;
     expect(server).toEqual({
       command: process.execPath,
-      args: [expect.stringMatching(/dist\/src\/cli\/main\.js$/), 'mcp'],
+      // the runner's V8 flags: an idle `pincer mcp` is a session process too
+      args: ['--max-semi-space-size=1', '--liftoff-only', expect.stringMatching(/dist\/src\/cli\/main\.js$/), 'mcp'],
       env: expect.objectContaining({ PINCER_WORKSPACE: s.paths.root, TZ: 'Asia/Tokyo', PINCER_STOP_GRACE_MS: '100' }),
     });
 

@@ -3,23 +3,32 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertInbound } from '../src/db/messages.js';
+import { pincerMcpServer } from '../src/mcp/config.js';
+import { connectLinkedPincerServer } from '../src/mcp/linked.js';
+import { McpConnections } from '../src/providers/pincer/mcp-tools.js';
+import type { LinkedMcpServer } from '../src/providers/types.js';
+import { createLogger } from '../src/shared/log.js';
 import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
-import { descendants, reapSessionProcesses } from './support/processes.js';
-import { startRunner, stopAllRunners } from './support/runner-harness.js';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
+import { descendants, processesUsing, reapSessionProcesses } from './support/processes.js';
+import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession, type TestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The built-in runtime serves the Pincer tools inside its runner process (the MCP SDK's linked in-memory transport)
- * instead of a `pincer mcp` child: through a real host and a real runner against the fake OpenAI-compatible server,
- * the tools keep their behaviour (rows written, refusals reaching the model as tool errors) and the session is one
- * process.
+ * instead of a `pincer mcp` child: through a real host and real runners against the fake OpenAI-compatible server,
+ * the tools keep their behaviour (rows written, refusals and the message size limit reaching the model as tool errors,
+ * a question waiting and ending on a stop) and the session is one process. A server the runner does not offer in
+ * process still starts as a child.
  */
 const sessions: TestSession[] = [];
+const receivers: OtlpReceiver[] = [];
 
 afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
   const runnersLeft = await stopAllRunners();
   const processesLeft = (await Promise.all(sessions.splice(0).map((s) => reapSessionProcesses(s.paths.root)))).flat();
@@ -80,6 +89,54 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
   });
 });
 
+describe('built-in runtime: tool spans from the in-process server', { timeout: 90_000 }, () => {
+  it('each Pincer tool call is an execute_tool span of pincer-mcp under the turn, as from the child', async () => {
+    const otlp = await startOtlpReceiver();
+    receivers.push(otlp);
+    const fake = await startFakeOpenAI();
+    fake.script({ call: 'mcp__pincer__send_message', args: { text: 'working on it' } }, { text: 'all done' });
+    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+    const stream = host.stream('traced');
+    expect((await host.request('POST', '/v1/conversations/traced/messages', { text: 'please work' })).status).toBe(202);
+    await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');
+    stream.close();
+    expect(await host.stop()).toBe(0);
+    const spans = await waitFor('the turn and the tool span', () => {
+      const all = [...otlp.traces().values()].flat();
+      return all.some((s) => s.name === 'execute_tool send_message') && all.some((s) => s.name === 'invoke_agent pincer') && all;
+    }, { timeoutMs: 20_000 });
+    const turn = spans.find((s) => s.name === 'invoke_agent pincer')!;
+    const tool = spans.find((s) => s.name === 'execute_tool send_message')!;
+    expect(tool.service).toBe('pincer-mcp');
+    expect(tool.parentSpanId).toBe(turn.spanId);
+    expect(tool.traceId).toBe(turn.traceId);
+    expect(otlp.traces().size).toBe(1);
+  });
+});
+
+describe('built-in runtime: the MCP message size limit in the runner process', { timeout: 60_000 }, () => {
+  it('refuses a call over 1 MiB with the same tool error as pincer mcp, and goes on serving', async () => {
+    const fake = await startFakeOpenAI();
+    // A card passes the tool's JSON schema whatever its size (extra fields are allowed), so only the limit stops it.
+    const card = { title: 'big', blob: 'x'.repeat(1536 * 1024) };
+    fake.script(
+      { call: 'mcp__pincer__send_card', args: { card } },
+      { call: 'mcp__pincer__send_message', args: { text: 'still here' } },
+      { text: 'done' },
+    );
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const runner = startRunner(session.paths.root, { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    await runner.ready(30_000);
+    session.chat('send the big card');
+    await waitFor('the answer', () => session.outbound().some((r) => r.content.includes('"done"')), { timeoutMs: 30_000 });
+    expect(session.outbound().map((r) => JSON.parse(r.content) as { text?: string })).toEqual([{ text: 'still here' }, { text: 'done' }]);
+    expect(JSON.stringify(fake.modelRequests()[1]!.body)).toMatch(/the call to send_card is 1\.5 MiB, over the 1 MiB limit of one MCP message: pass less/);
+    expect(runner.stderr()).toMatch(/\[mcp\] warn: refused a 1\.5 MiB message \(tools\/call send_card\): over the 1 MiB limit/);
+    expect(await runner.stop()).toBe(0);
+  });
+});
+
 describe('built-in runtime: ask_user_question in the runner process', { timeout: 60_000 }, () => {
   const ask = { call: 'mcp__pincer__ask_user_question', args: { title: 'Confirm', question: 'Delete the old logs?', options: ['Yes', 'No'] } };
   // No polling: an answer is found because the change to session.db woke the wait, inside the runner's own process.
@@ -132,5 +189,31 @@ describe('built-in runtime: ask_user_question in the runner process', { timeout:
     expect(readRunnerState(session.db)?.state).toBe('stopping');
     expect(runner.stderr()).toMatch(/tool mcp__pincer__ask_user_question failed: .*abort/i);
     expect(session.inbound(id).status).toBe('processing');
+  });
+});
+
+/** `pincer mcp` processes serving this session (they carry its folder in their environment). */
+const mcpServersOf = (session: TestSession): string[] => processesUsing(session.paths.root).map((p) => p.command).filter((command) => command.endsWith(' mcp'));
+
+describe('the built-in runtime\'s MCP connections: in process when the runner offers it, else a child', { timeout: 60_000 }, () => {
+  it.each([
+    { how: 'linked', linked: true, children: 0 },
+    { how: 'a child process (any server the runner cannot serve itself)', linked: false, children: 1 },
+  ])('$how: the tools work and close() leaves no process', async ({ linked, children }) => {
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
+    const linkedServers: Record<string, LinkedMcpServer> = linked ? { pincer: { connect: () => connectLinkedPincerServer(server.env) } } : {};
+    const { connections, tools } = await McpConnections.connect({ pincer: server }, linkedServers, createLogger('test'), 10_000);
+    try {
+      expect(mcpServersOf(session)).toHaveLength(children);
+      const send = tools.find((tool) => tool.name === 'mcp__pincer__send_message')!;
+      const result = await send.execute('call-1', { text: 'from the test' });
+      expect(result.content).toEqual([{ type: 'text', text: expect.stringMatching(/^Sent as message \d+/) }]);
+      expect(session.outbound().map((row) => JSON.parse(row.content) as unknown)).toEqual([{ text: 'from the test' }]);
+    } finally {
+      await connections.close();
+    }
+    await waitFor('no mcp child', () => mcpServersOf(session).length === 0);
   });
 });

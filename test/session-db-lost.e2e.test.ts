@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { overwriteMessagesPage } from '../bench/fault-db.js';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { isAlive } from './support/processes.js';
@@ -151,7 +152,7 @@ describe('session.db damaged under a running host', () => {
     await answered(host, 'hurt', 'first');
     await answered(host, 'fine', 'hello');
     const file = dbOf(host, first.sessionId);
-    overwriteTablePage(file, 'messages_in');
+    overwriteMessagesPage(file);
 
     await notice(host, 'hurt', /session database is damaged \(.+\) \(kept as session\.db\.damaged-/);
     await send(host, 'hurt', 'second');
@@ -187,18 +188,3 @@ describe('a host restarted after session.db was deleted', () => {
     expect(await host.stop()).toBe(0);
   }, 60_000);
 });
-
-/**
- * Overwrite the root page of `table` with garbage, as a bad disk or a stray write would: first fold the WAL into the
- * file (so the page is read from the file, not from the WAL), then write over it.
- */
-function overwriteTablePage(file: string, table: string): void {
-  const db = new Database(file);
-  const pageSize = db.pragma('page_size', { simple: true }) as number;
-  const { rootpage } = db.prepare('SELECT rootpage FROM sqlite_schema WHERE name = ?').get(table) as { rootpage: number };
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
-  const fd = fs.openSync(file, 'r+');
-  fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (rootpage - 1) * pageSize);
-  fs.closeSync(fd);
-}

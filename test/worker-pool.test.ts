@@ -254,7 +254,7 @@ describe('WorkerTaskPool', () => {
   });
 
   it.each([
-    ['V8 flags workers reject (the runner\'s)', ['--max-semi-space-size=1']],
+    ['V8 flags workers reject (the runner\'s)', ['--max-semi-space-size=1', '--liftoff-only']],
     ['several rejected flags with accepted ones', ['--no-warnings', '--max-old-space-size=512', '--expose-gc', '--stack-size=900']],
     ['only accepted flags', ['--no-warnings', '--enable-source-maps']],
   ])('starts workers in a process started with %s', async (_name, flags) => {

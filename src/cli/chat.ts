@@ -87,6 +87,7 @@ async function chat(options: ChatOptions): Promise<number> {
 
   // Once the user leaves, wait until everything typed has been answered and delivered (or given up on).
   const settled = left.then(async () => {
+    await terminal.drained(); // a line read before leaving (a file being attached) is still sent
     while (!host.isSettled(slot.session.id)) await new Promise((r) => setTimeout(r, 50));
   });
   await Promise.race([settled, forced]);

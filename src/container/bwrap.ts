@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../shared/log.js';
-import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 
 const log = createLogger('container');
 
@@ -85,7 +85,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
     node = path.join('/opt/pincer-node', path.basename(node));
   }
   const entry = path.posix.join('/app', path.relative(settings.appRoot, cliEntry).split(path.sep).join('/'));
-  args.push('--chdir', '/workspace', node, ...RUNNER_NODE_FLAGS, entry, 'runner');
+  args.push('--chdir', '/workspace', node, ...SESSION_NODE_FLAGS, entry, 'runner');
   return args;
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { RUNNER_NODE_FLAGS } from './runner-process.js';
 import type { DockerSettings } from './types.js';
 import { linkedModules, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 
 /** Where things are inside the container. */
 export const CONTAINER_WORKSPACE = '/workspace';
@@ -69,7 +69,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     '-e', 'HOME=/tmp',
     ...[...plan.envNames].sort().flatMap((name) => ['-e', name]),
     settings.image,
-    CONTAINER_NODE, ...RUNNER_NODE_FLAGS, entry, 'runner',
+    CONTAINER_NODE, ...SESSION_NODE_FLAGS, entry, 'runner',
   ];
 }
 

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { CLI_ENTRY } from '../shared/cli-entry.js';
-import { RUNNER_NODE_FLAGS } from './runner-process.js';
+import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 
@@ -17,7 +16,7 @@ export class ProcessLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const stdio = runnerStdio(options);
-    const child = spawn(process.execPath, [...RUNNER_NODE_FLAGS, this.cliEntry, 'runner'], {
+    const child = spawn(process.execPath, [...SESSION_NODE_FLAGS, this.cliEntry, 'runner'], {
       env: { ...options.env, ...LIFELINE_ENV, PINCER_WORKSPACE: options.workspace },
       stdio: stdio.stdio,
     });

@@ -1,17 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { CLI_ENTRY } from '../shared/cli-entry.js';
-
-/**
- * V8 flags for a runner, which is idle most of the time:
- * - a 1 MiB young generation: the default 16 MiB semi-spaces only inflate its memory (bench: growth over 9,000
- *   messages +86 → +23 MiB, no measurable throughput loss);
- * - WebAssembly compiled by the baseline compiler only: the one wasm module a runner runs is the HTTP parser of
- *   `fetch` (undici's llhttp; the built-in runtime's model calls), and optimising it in the background left 9–30 MiB
- *   of freed compiler memory in a malloc arena in about half the runs (idle built-in runtime session: 80 → 71.5 MiB
- *   RSS). A runner parses a few HTTP responses a minute; the slower parser does not show in its latency.
- */
-export const RUNNER_NODE_FLAGS = ['--max-semi-space-size=1', '--liftoff-only'];
+import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 
 export interface RunnerProcessOptions {
   workspace: string;
@@ -24,7 +13,7 @@ export interface RunnerProcessOptions {
 /** Start a runner as a bare child process without a launcher (the bench and hand-run tools use it). */
 export function spawnRunner(options: RunnerProcessOptions): ChildProcess {
   const stderr = options.logFile ? fs.openSync(options.logFile, 'a') : 'inherit';
-  const child = spawn(process.execPath, [...RUNNER_NODE_FLAGS, CLI_ENTRY, 'runner'], {
+  const child = spawn(process.execPath, [...SESSION_NODE_FLAGS, CLI_ENTRY, 'runner'], {
     env: { ...options.env, PINCER_WORKSPACE: options.workspace },
     stdio: ['ignore', 'ignore', stderr],
   });

@@ -14,10 +14,13 @@ import { isoNow } from '../shared/time.js';
  * for delivery — an answer still in the lost file would be lost with it, so until then the copy stays and the message
  * is sent again (at-least-once: its answer may come twice, never not at all).
  */
+/** Few copies are checked on every tick (so few are sent twice after a loss); many, at most once a second. */
+const PRUNE_EVERY_TICK_UP_TO = 100;
 const PRUNE_EVERY_MS = 1000;
 
 export class InboundCopies {
-  private readonly prunedAt = new Map<string, number>();
+  /** per session: when its copies were last checked, and how many were left (0: nothing to check until `keep`). */
+  private readonly pruned = new Map<string, { at: number; left: number }>();
 
   constructor(private readonly central: Database.Database) {}
 
@@ -31,19 +34,21 @@ export class InboundCopies {
       JSON.stringify(row),
       isoNow(),
     );
+    const pruned = this.pruned.get(sessionId);
+    if (pruned) pruned.left += 1;
   }
 
-  /** Drop the copies of the messages `sessionDb` is done with; at most once a second per session unless `now`. */
+  /** Drop the copies of the messages `sessionDb` is done with (throttled when there are many, unless `now`). */
   prune(sessionId: string, sessionDb: Database.Database, now = false): void {
-    const last = this.prunedAt.get(sessionId) ?? 0;
-    if (!now && Date.now() - last < PRUNE_EVERY_MS) return;
-    this.prunedAt.set(sessionId, Date.now());
+    const last = this.pruned.get(sessionId);
+    if (!now && last && (last.left === 0 || (last.left > PRUNE_EVERY_TICK_UP_TO && Date.now() - last.at < PRUNE_EVERY_MS))) return;
     const ids = this.ids(sessionId);
-    if (ids.length === 0) return;
-    const done = doneIn(sessionDb, ids);
-    if (done.length === 0) return;
-    const drop = prepared(this.central, 'DELETE FROM inbound_copies WHERE session_id = ? AND message_id = ?');
-    this.central.transaction(() => done.forEach((id) => drop.run(sessionId, id)))();
+    const done = ids.length > 0 ? doneIn(sessionDb, ids) : [];
+    if (done.length > 0) {
+      const drop = prepared(this.central, 'DELETE FROM inbound_copies WHERE session_id = ? AND message_id = ?');
+      this.central.transaction(() => done.forEach((id) => drop.run(sessionId, id)))();
+    }
+    this.pruned.set(sessionId, { at: Date.now(), left: ids.length - done.length });
   }
 
   /** How many copies the session has (messages accepted and not known to be done). */

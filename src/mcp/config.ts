@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { McpServerConfig } from '../providers/types.js';
-import { CLI_ENTRY } from '../shared/cli-entry.js';
+import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import type { McpConfig } from './types.js';
 
 /** The name models see the tools under: `mcp__pincer__send_message` (Claude), `pincer_send_message` (OpenCode). */
@@ -44,5 +44,5 @@ export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS
   }
   serverEnv.PINCER_WORKSPACE = workspace;
   serverEnv.TZ = timeZone;
-  return { command: process.execPath, args: [CLI_ENTRY, 'mcp'], env: serverEnv };
+  return { command: process.execPath, args: [...SESSION_NODE_FLAGS, CLI_ENTRY, 'mcp'], env: serverEnv };
 }

@@ -2,7 +2,7 @@ import { isSessionDbError } from '../db/connection.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';
 import { openPincerServer, type PincerServerHandle } from './session-server.js';
-import { LIMIT, LimitedStdioServerTransport, mib } from './stdio-transport.js';
+import { LimitedStdioServerTransport, refusedLogLine } from './stdio-transport.js';
 
 /**
  * `pincer mcp`: the Pincer MCP server on stdio, started by the provider (SPEC §1). Finds its session like the runner
@@ -23,8 +23,7 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
     throw err;
   }
   const transport = new LimitedStdioServerTransport();
-  transport.onoversized = (m) =>
-    log.warn(`refused a ${mib(m.bytes)} message (${[m.method ?? 'unknown method', m.tool].filter(Boolean).join(' ')}): over the ${LIMIT} limit`);
+  transport.onoversized = (m) => log.warn(refusedLogLine(m));
   const stopped = new Promise<void>((resolve) => {
     const stop = (): void => resolve();
     process.stdin.once('end', stop);

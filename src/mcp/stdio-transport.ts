@@ -123,17 +123,28 @@ export class LimitedStdioServerTransport implements Transport {
     this.onmessage?.(message);
   }
 
-  /** Answer a refused request (a notification has no id and gets no answer); a tool call gets a tool error. */
   private refuse(message: OversizedMessage): void {
     this.onoversized?.(message);
-    if (message.id === undefined) return;
-    const text = refusalText(message);
-    const answer: JSONRPCMessage =
-      message.method === 'tools/call'
-        ? { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text }], isError: true } }
-        : { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidRequest, message: text } };
-    void this.send(answer);
+    const answer = refusalAnswer(message);
+    if (answer) void this.send(answer);
   }
+}
+
+/**
+ * The answer to a refused request (a notification has no id and gets none): a tool call gets a tool error, anything
+ * else a JSON-RPC error. The in-process server of the built-in runtime (linked.ts) answers the same way.
+ */
+export function refusalAnswer(message: OversizedMessage): JSONRPCMessage | undefined {
+  if (message.id === undefined) return undefined;
+  const text = refusalText(message);
+  return message.method === 'tools/call'
+    ? { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text }], isError: true } }
+    : { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidRequest, message: text } };
+}
+
+/** The server's log line for a refused message. */
+export function refusedLogLine(message: OversizedMessage): string {
+  return `refused a ${mib(message.bytes)} message (${[message.method ?? 'unknown method', message.tool].filter(Boolean).join(' ')}): over the ${LIMIT} limit`;
 }
 
 /** `2.0 MiB` */
@@ -165,7 +176,7 @@ const TOOL = /"params"\s*:\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_.:-]{1,128})"/;
  * Method, tool and id of a line too big to parse, from its start and end. Structure, not content: a string argument
  * cannot end the line with `"id":7}`, since its quotes are escaped and the line's last brace closes the message.
  */
-export function describeOversized(bytes: number, head: string, tail: string): OversizedMessage {
+function describeOversized(bytes: number, head: string, tail: string): OversizedMessage {
   const idText = ID_AT_END.exec(tail)?.[1] ?? ID_AT_START.exec(head)?.[1];
   let id: RequestId | undefined;
   try {

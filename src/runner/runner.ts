@@ -124,6 +124,9 @@ export class Runner {
       let failures = 0;
       while (!this.stopping) {
         try {
+          // After a failure (a read-only or full disk) the state row may still name a batch whose end could not be
+          // written: say idle first, so the host's sweep retries what was left processing.
+          if (failures > 0) await this.persist('runner state', () => setRunnerBatch(db, 'idle', [], null));
           await this.pollOnce();
           failures = 0;
         } catch (err) {

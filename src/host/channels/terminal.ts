@@ -1,6 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
+import { mb } from '../../runner/media/acquire.js';
 import { errorMessage } from '../../shared/log.js';
+import { saveAttachments } from '../incoming-files.js';
 import type { ConversationRef } from '../types.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
 
@@ -9,7 +15,7 @@ import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from 
  * is printed as `agent> …`. While a question is open, the next line answers it (its number or its label). In an
  * interactive terminal it behaves like a REPL: a banner before the first prompt, `working… 4 s` in the prompt while
  * the agent works, local `/help` and `/quit`, and Ctrl-C / Ctrl-D handed to `onQuit` (the chat decides whether to
- * wait for answers still due).
+ * wait for answers still due). `/attach <file> [text]` sends one of the user's files with a message.
  */
 export interface TerminalChannelOptions {
   input: Readable;
@@ -34,6 +40,7 @@ export const LOCAL_HELP = [
   '  /help        this list',
   '  /quit        leave (also Ctrl-D; Ctrl-C twice leaves at once)',
   '  /clear       the agent forgets this conversation and starts a new one',
+  '  /attach <file> [text]   send a file (a picture, a PDF, …) with an optional message; quote a path with spaces',
   '  /<name> …    a prompt of the agent group (prompts/<name>.md), or the provider’s own command (e.g. /compact)',
   'anything else is sent to the agent; when it asks a question, answer with the number or the label of an option.',
 ].join('\n');
@@ -46,6 +53,8 @@ export class TerminalChannel implements ChannelAdapter {
   private working: { since: number; timer: NodeJS.Timeout } | null = null;
   /** the user asked to leave: input is still read (so a second Ctrl-C is seen at once) but no longer sent. */
   private leaving = false;
+  /** lines are handled one after another (a file is saved before its message is sent, and before the next line). */
+  private lines: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: TerminalChannelOptions) {}
 
@@ -61,12 +70,15 @@ export class TerminalChannel implements ChannelAdapter {
     rl.setPrompt(PROMPT);
     rl.on('line', (line) => {
       const text = line.trim();
-      try {
-        if (text.length > 0) this.onLine(host, text);
-      } catch (err) {
-        this.write(`pincer: ${errorMessage(err)}`);
+      if (text.length === 0) return this.prompt();
+      if (this.leaving) {
+        this.write('pincer: leaving, not sent (Ctrl-C to quit now)');
+        return this.prompt();
       }
-      this.prompt();
+      this.lines = this.lines
+        .then(() => this.onLine(host, text))
+        .catch((err: unknown) => this.write(`pincer: ${errorMessage(err)}`))
+        .finally(() => this.prompt());
     });
     // Ctrl-C while reading (raw mode: no signal reaches the process) and Ctrl-D / end of input both mean "leave".
     rl.on('SIGINT', () => this.options.onQuit?.());
@@ -144,8 +156,12 @@ export class TerminalChannel implements ChannelAdapter {
     rl?.close();
   }
 
-  private onLine(host: HostApi, text: string): void {
-    if (this.leaving) return this.write('pincer: leaving, not sent (Ctrl-C to quit now)');
+  /** Resolves once every line read so far has been handled. */
+  drained(): Promise<void> {
+    return this.lines;
+  }
+
+  private async onLine(host: HostApi, text: string): Promise<void> {
     const question = this.openQuestion;
     if (question) {
       const byNumber = /^\d+$/.test(text) ? question.options[Number(text) - 1] : undefined;
@@ -159,7 +175,33 @@ export class TerminalChannel implements ChannelAdapter {
     }
     if (text === '/help') return this.write(LOCAL_HELP);
     if (text === '/quit' || text === '/exit') return this.options.onQuit?.();
+    if (text === '/attach' || text.startsWith('/attach ')) return this.attach(host, text.slice('/attach'.length).trim());
     host.acceptInbound({ conversation: this.conversation, kind: 'chat', content: { text, sender: this.options.sender, senderId: this.options.sender } });
+  }
+
+  /**
+   * `/attach <file> [text]`: the file is the user's own (read from this machine, `~` and relative paths as in a shell)
+   * and is saved into the session's downloads before the message is written; one that cannot be attached is named
+   * and nothing is sent, so the user can try again.
+   */
+  private async attach(host: HostApi, args: string): Promise<void> {
+    const parsed = /^(?:"([^"]+)"|(\S+))\s*([\s\S]*)$/.exec(args);
+    if (!parsed) return this.write('pincer: /attach needs a file: /attach <file> [text], e.g. /attach ~/photo.png what is in it?');
+    const given = (parsed[1] ?? parsed[2])!;
+    const file = path.resolve(given.replace(/^~(?=$|\/)/, os.homedir()));
+    const stat = fs.statSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile()) return this.write(`pincer: cannot attach ${given}: ${stat ? 'not a file' : 'no such file'}; nothing was sent`);
+    const id = randomUUID();
+    const name = path.basename(file);
+    const [saved] = await saveAttachments(
+      [{ type: 'file', name, size: stat.size, fetchData: () => fs.promises.readFile(file) }],
+      host.sessionFolderOf(this.conversation),
+      id,
+    );
+    if (saved?.error) return this.write(`pincer: cannot attach ${given}: ${String(saved.error)}; nothing was sent`);
+    const { sender } = this.options;
+    host.acceptInbound({ id, conversation: this.conversation, kind: 'chat', content: { text: parsed[3] ?? '', sender, senderId: sender, attachments: [saved] } });
+    this.write(`pincer: sent ${name} (${mb(stat.size)})`);
   }
 
   private write(text: string): void {

@@ -82,10 +82,12 @@ async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
   }
   const signal = AbortSignal.timeout(options.timeoutMs);
   let hop = 0;
-  // `name` is the host name when an address came from resolving it.
+  // `name` is the host name when the address came from resolving it.
   const refused = (address: string, kind: string, name?: string): Acquired => {
-    const target = name === undefined ? address : `${name}, which resolves to ${address}`;
-    const what = hop > 0 ? `it redirected to ${target}, ${kind}` : name === undefined ? `${address} is ${kind}` : `${name} resolves to ${address}, ${kind}`;
+    let what: string;
+    if (hop > 0) what = `it redirected to ${name === undefined ? address : `${name}, which resolves to ${address}`}, ${kind}`;
+    else if (name === undefined) what = `${address} is ${kind}`;
+    else what = `${name} resolves to ${address}, ${kind}`;
     return { ok: false, reason: `the download was refused: ${what}; ${REFUSAL_HINT}` };
   };
   try {

@@ -4,8 +4,9 @@ import net, { BlockList, type LookupFunction } from 'node:net';
 /**
  * Where an attachment download may connect. An attachment's `url` comes from whoever can post a message, so by default
  * the runner refuses addresses inside the machine or its network — loopback, private (RFC 1918, fc00::/7), link-local
- * (169.254/16 with the cloud metadata service, fe80::/10), unspecified and shared (100.64/10), also written as
- * IPv4-mapped IPv6 or reached through NAT64 (64:ff9b::/96) — unless `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
+ * (169.254/16 with the cloud metadata service, fe80::/10), unspecified, shared (100.64/10), multicast and Teredo, also
+ * written as IPv4-mapped IPv6 or reached through NAT64 (64:ff9b::/96) or 6to4 (2002::/16) — unless
+ * `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
  * address the socket actually connects to (through the connection's `lookup`), so a name that resolves to a public
  * address at first and to 127.0.0.1 later (DNS rebinding) gets no further than one that always did.
  */
@@ -42,6 +43,9 @@ const REFUSED: ReadonlyArray<[label: string, ranges: BlockList]> = [
   ['a link-local', ranges([['169.254.0.0', 16], ['fe80::', 10]])],
   ['an unspecified', ranges([['0.0.0.0', 8], ['::', 128]])],
   ['a shared (carrier-grade NAT)', ranges([['100.64.0.0', 10]])],
+  ['a multicast or broadcast', ranges([['224.0.0.0', 4], ['255.255.255.255', 32], ['ff00::', 8]])],
+  // Teredo hides the client's IPv4 address (inverted) in its last bits and leads through a relay: never a file server
+  ['a Teredo tunnel', ranges([['2001::', 32]])],
 ];
 
 function ranges(list: Array<[string, number]>): BlockList {
@@ -100,22 +104,40 @@ export function refusedAddress(address: string, allow: DownloadAllowList): strin
   if (allow.any || allow.addresses.check(address, type)) return undefined;
   const hit = REFUSED.find(([, block]) => block.check(address, type));
   if (hit) return `${hit[0]} address`;
-  // On an IPv6-only network with DNS64, a name whose A record is 10.0.0.5 resolves to 64:ff9b::a00:5 as well, and the
-  // NAT64 gateway connects to 10.0.0.5: judge such an address by the IPv4 address inside it.
-  const embedded = type === 'ipv6' && NAT64.check(address, 'ipv6') ? nat64Target(address) : undefined;
-  const inner = embedded === undefined ? undefined : refusedAddress(embedded, allow);
-  return inner && `${inner} through NAT64 (${embedded})`;
+  if (type !== 'ipv6') return undefined;
+  // IPv6 addresses that lead to an IPv4 address inside them are judged by it: on an IPv6-only network with DNS64, a
+  // name whose A record is 10.0.0.5 resolves to 64:ff9b::a00:5 too and the NAT64 gateway connects to 10.0.0.5; a
+  // 6to4 address 2002:a00:5:: is routed to the 6to4 relay of 10.0.0.5.
+  for (const [label, block, group] of EMBEDDING) {
+    if (!block.check(address, 'ipv6')) continue;
+    const embedded = ipv4At(address, group);
+    const inner = refusedAddress(embedded, allow);
+    return inner && `${inner} through ${label} (${embedded})`;
+  }
+  return undefined;
 }
 
-const NAT64 = ranges([['64:ff9b::', 96]]);
+/** IPv6 ranges that carry an IPv4 address, and at which 16-bit group it starts. */
+const EMBEDDING: ReadonlyArray<[label: string, ranges: BlockList, group: number]> = [
+  ['NAT64', ranges([['64:ff9b::', 96]]), 6],
+  ['6to4', ranges([['2002::', 16]]), 1],
+];
 
-/** The IPv4 address in the last 32 bits of a 64:ff9b::/96 address. */
-function nat64Target(address: string): string {
-  const hostname = new URL(`http://[${address}]/`).hostname; // canonical: 64:ff9b::hi:lo, 64:ff9b::lo or 64:ff9b::
-  const groups = hostname.slice(1, -1).split('::')[1]!.split(':').filter(Boolean).map((group) => parseInt(group, 16));
-  while (groups.length < 2) groups.unshift(0);
-  const [hi, lo] = groups as [number, number];
+/** The IPv4 address in the two 16-bit groups of `address` starting at `group`. */
+function ipv4At(address: string, group: number): string {
+  const groups = expandIpv6(address);
+  const [hi, lo] = [groups[group]!, groups[group + 1]!];
   return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+}
+
+/** The eight 16-bit groups of an IPv6 address (`::` expanded; a dotted IPv4 tail as its two groups). */
+function expandIpv6(address: string): number[] {
+  const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1); // lower-case, hex only
+  const [head, tail] = canonical.includes('::') ? canonical.split('::') : [canonical, undefined];
+  const part = (text: string | undefined): number[] => (text ? text.split(':').map((g) => parseInt(g, 16)) : []);
+  const left = part(head);
+  const right = part(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
 
 /** What to do about a refusal, for the end of the prompt's note. */
