@@ -105,12 +105,12 @@ export class CredentialProxy {
     if (anthropic) {
       out.ANTHROPIC_API_KEY = placeholder;
       out.ANTHROPIC_BASE_URL = `${base}/anthropic`;
-      out[UPSTREAM_BASE_URL_ENV.ANTHROPIC_BASE_URL] = anthropic.base.href.replace(/\/$/, '');
+      out[UPSTREAM_BASE_URL_ENV.ANTHROPIC_BASE_URL] = withoutCredentials(anthropic.base);
     }
     if (openai) {
       if (openai.auth) out.OPENAI_API_KEY = placeholder;
       out.OPENAI_BASE_URL = `${base}/openai`;
-      out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = openai.base.href.replace(/\/$/, '');
+      out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = withoutCredentials(openai.base);
       if (env.OPENCODE_BASE_URL) out.OPENCODE_BASE_URL = `${base}/openai`;
     }
     out[PROXY_MARKER_ENV] = '1';
@@ -186,6 +186,14 @@ function presented(req: http.IncomingMessage): string | undefined {
   if (typeof key === 'string' && key.startsWith(PLACEHOLDER_PREFIX)) return key;
   const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   return bearer?.startsWith(PLACEHOLDER_PREFIX) ? bearer : undefined;
+}
+
+/**
+ * The upstream as a runner may know it: where it is (to choose a wire API), never what the host's URL may carry to
+ * authenticate — a user and password, or a query string (some gateways take their key there).
+ */
+function withoutCredentials(base: URL): string {
+  return `${base.origin}${base.pathname}`.replace(/\/$/, '');
 }
 
 function refuse(res: http.ServerResponse, status: number, message: string): void {
