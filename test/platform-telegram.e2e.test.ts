@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
@@ -160,6 +161,30 @@ describe('Telegram (long polling)', () => {
     // The agent was told where the file is (its answer echoes the prompt; the sent text has MarkdownV2 escapes).
     const said = JSON.parse(outboundOf(host, session.id)[0]!.content) as { text: string };
     expect(said.text).toContain(`downloads/${row.id}/notes.txt`);
+  });
+  it('writes an attachment into the folder it checked, even when the agent swaps downloads/ for a link during the download', async () => {
+    telegram.userSends({ chatId: 508, userId: 508, text: 'hello' });
+    await telegram.waitForSent('the first answer', (c) => toChat(508)(c) && textOf(c).includes('hello'));
+    const session = await sessionFor(host, 'telegram', 'telegram:508');
+    const folder = host.sessionDir(session.id);
+    const downloads = path.join(folder, 'downloads');
+    const before = new Set(fs.readdirSync(downloads));
+    const hold = telegram.holdNextFile();
+    telegram.userSends({ chatId: 508, userId: 508, text: 'see attached', document: { name: 'notes.txt', data: Buffer.from('secret-ish notes\n'), mimeType: 'text/plain' } });
+    await hold.requested;
+    // The host made downloads/<id>/ and is downloading: the agent moves the folder away and plants a link to a folder
+    // outside the session, with the same <id> in it.
+    const id = fs.readdirSync(downloads).find((name) => !before.has(name))!;
+    expect(id).toBeDefined();
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-outside-'));
+    fs.mkdirSync(path.join(outside, id));
+    fs.renameSync(downloads, path.join(folder, 'downloads-moved'));
+    fs.symlinkSync(outside, downloads);
+    hold.release();
+    await telegram.waitForSent('the answer', (c) => toChat(508)(c) && textOf(c).includes('see attached'));
+    expect(fs.readdirSync(path.join(outside, id))).toEqual([]);
+    expect(fs.readFileSync(path.join(folder, 'downloads-moved', id, 'notes.txt'), 'utf8')).toBe('secret-ish notes\n');
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 });
 

@@ -4,6 +4,7 @@ import { mb } from '../runner/media/acquire.js';
 import { safeFileName } from '../runner/media/names.js';
 import { MAX_BYTES, type MediaKind } from '../runner/media/types.js';
 import { errorMessage } from '../shared/log.js';
+import { HeldDirectory, isUntrustedPathError } from './untrusted-files.js';
 
 /**
  * Files that come with an inbound message — a chat platform's attachments, a file attached in `pincer chat` — saved
@@ -23,35 +24,41 @@ const KIND_OF: Record<string, MediaKind> = { image: 'image', video: 'video', aud
 
 /**
  * Download each attachment into `<folder>/downloads/<id>/`. The folder belongs to the agent: `downloads/` must be a
- * real directory (not a link the agent planted), the message folder is created fresh, and files are created with
- * O_EXCL | O_NOFOLLOW. An attachment over its kind's limit, or one that fails to download, is kept with `error`
+ * real directory (not a link the agent planted), the message folder is created fresh, both are held open while the
+ * files are written (a link planted meanwhile leads nowhere), and files are created with O_EXCL | O_NOFOLLOW. An attachment over its kind's limit, or one that fails to download, is kept with `error`
  * saying why (the agent is told), never silently dropped.
  */
 export async function saveAttachments(attachments: readonly IncomingFile[], folder: string, id: string): Promise<Record<string, unknown>[]> {
   if (attachments.length === 0) return [];
-  const downloads = path.join(folder, 'downloads');
-  const dir = path.join(downloads, id);
+  let dir: HeldDirectory | undefined;
   let ready: string | null = null;
   try {
-    const stat = fs.lstatSync(downloads);
-    if (!stat.isDirectory()) ready = 'the session folder\'s downloads/ is not a directory';
-    else fs.mkdirSync(dir, { mode: 0o755 });
+    const downloads = HeldDirectory.inside(folder, ['downloads']);
+    try {
+      dir = downloads.createChild(id);
+    } finally {
+      downloads.close();
+    }
   } catch (err) {
-    ready = `downloads/ is not usable: ${errorMessage(err)}`;
+    ready = isUntrustedPathError(err, 'not-regular') ? 'the session folder\'s downloads/ is not a directory' : `downloads/ is not usable: ${errorMessage(err)}`;
   }
   const used = new Set<string>();
   const saved: Record<string, unknown>[] = [];
-  for (const attachment of attachments) {
-    const kind: MediaKind = attachment.mimeType === 'application/pdf' ? 'pdf' : (KIND_OF[attachment.type] ?? 'file');
-    const name = uniqueIn(used, safeFileName(attachment.name ?? '', attachment.type));
-    const described = {
-      type: attachment.type,
-      name,
-      ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}),
-      ...(attachment.size !== undefined ? { size: attachment.size } : {}),
-    };
-    const error = ready ?? (await download(attachment, kind, path.join(dir, name)));
-    saved.push(error ? { ...described, error } : { ...described, localPath: `downloads/${id}/${name}` });
+  try {
+    for (const attachment of attachments) {
+      const kind: MediaKind = attachment.mimeType === 'application/pdf' ? 'pdf' : (KIND_OF[attachment.type] ?? 'file');
+      const name = uniqueIn(used, safeFileName(attachment.name ?? '', attachment.type));
+      const described = {
+        type: attachment.type,
+        name,
+        ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}),
+        ...(attachment.size !== undefined ? { size: attachment.size } : {}),
+      };
+      const error = ready ?? (await download(attachment, kind, dir!.at(name)));
+      saved.push(error ? { ...described, error } : { ...described, localPath: `downloads/${id}/${name}` });
+    }
+  } finally {
+    dir?.close();
   }
   return saved;
 }

@@ -37,6 +37,10 @@ export function checkSafeId(id: string, what: string): string {
  * a regular file. `root` is the host's own record (a session folder), never derived from the agent's data.
  */
 export function checkRegularFileInside(root: string, parts: readonly string[]): string {
+  return checkInside(root, parts, 'regular file');
+}
+
+function checkInside(root: string, parts: readonly string[], lastIs: 'regular file' | 'directory'): string {
   let current = root;
   parts.forEach((part, i) => {
     if (part === '' || part === '.' || part === '..' || part.includes('/') || part.includes('\0')) {
@@ -50,13 +54,66 @@ export function checkRegularFileInside(root: string, parts: readonly string[]): 
       throw new UntrustedPathError('missing', `${relativeName(root, current)} is missing`);
     }
     if (stat.isSymbolicLink()) throw new UntrustedPathError('link', `${relativeName(root, current)} is a symbolic link; the host does not follow links in a session folder`);
-    const last = i === parts.length - 1;
-    if (last ? !stat.isFile() : !stat.isDirectory()) {
-      throw new UntrustedPathError('not-regular', `${relativeName(root, current)} is not a ${last ? 'regular file' : 'directory'}`);
+    const is = i === parts.length - 1 ? lastIs : 'directory';
+    if (is === 'regular file' ? !stat.isFile() : !stat.isDirectory()) {
+      throw new UntrustedPathError('not-regular', `${relativeName(root, current)} is not a ${is}`);
     }
   });
   return current;
 }
+
+/**
+ * A directory of a session folder the host writes into, held open: `at(name)` names an entry of that very directory
+ * (through `/proc/self/fd` on Linux), so a folder renamed away and a link planted in its place between the check and
+ * a later write — a download takes seconds — cannot send the write anywhere else. Close it when done.
+ */
+export class HeldDirectory {
+  private constructor(
+    private readonly fd: number,
+    private readonly where: string,
+  ) {}
+
+  /** `root/<parts…>`, walked and opened as `checkRegularFileInside` does, but a directory. */
+  static inside(root: string, parts: readonly string[]): HeldDirectory {
+    const dir = checkInside(root, parts, 'directory');
+    const held = HeldDirectory.open(dir, relativeName(root, dir));
+    const opened = realPathOf(held.fd);
+    if (opened !== undefined && opened !== path.join(fs.realpathSync(root), ...parts)) {
+      held.close();
+      throw new UntrustedPathError('escaped', `${relativeName(root, dir)} changed while it was opened`);
+    }
+    return held;
+  }
+
+  private static open(dir: string, name: string): HeldDirectory {
+    try {
+      return new HeldDirectory(fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW), dir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new UntrustedPathError(code === 'ELOOP' || code === 'ENOTDIR' ? 'link' : 'missing', `${name} cannot be opened (${code ?? 'error'})`);
+    }
+  }
+
+  /** The path of entry `name` of this directory. */
+  at(name: string): string {
+    if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+      throw new UntrustedPathError('bad-id', `path component ${JSON.stringify(name)} is not a plain name`);
+    }
+    return HAS_PROC_FD ? `/proc/self/fd/${this.fd}/${name}` : path.join(this.where, name);
+  }
+
+  /** A new directory `name` in this one (it must not exist yet), held. */
+  createChild(name: string): HeldDirectory {
+    fs.mkdirSync(this.at(name), { mode: 0o755 });
+    return HeldDirectory.open(this.at(name), name);
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+}
+
+const HAS_PROC_FD = fs.existsSync('/proc/self/fd');
 
 /**
  * Open `root/<parts…>` for reading as `checkRegularFileInside` describes; returns the descriptor (the caller closes

@@ -31,6 +31,8 @@ export interface FakeTelegram {
   pressButton(sent: TelegramCall, buttonIndex: number, user?: { id: number; firstName: string }): void;
   /** the next `count` calls of `method` ('*': any method) fail with `status` (429 carries retry_after seconds). */
   fail(method: string, count: number, status: number, retryAfterS?: number): void;
+  /** the next file download waits: `requested` resolves once it was asked for, `release()` lets it answer. */
+  holdNextFile(): { requested: Promise<void>; release(): void };
   /** getWebhookInfo reports this URL (auto mode then uses the webhook instead of polling). */
   webhookUrl: string;
   /** messages the bot sent (sendMessage, sendDocument; successful calls only). */
@@ -46,6 +48,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
   const files = new Map<string, { data: Buffer; size: number }>();
   const failures: { method: string; remaining: number; status: number; retryAfterS?: number }[] = [];
   const calls: TelegramCall[] = [];
+  let held: { requested: () => void; released: Promise<void> } | undefined;
   let nextUpdateId = 1000;
   let nextMessageId = 1;
   const now = (): number => Math.floor(Date.now() / 1000);
@@ -95,6 +98,12 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     if (file) {
       const stored = files.get(decodeURIComponent(file[2]!));
       if (file[1] !== token || !stored) return replyJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+      const hold = held;
+      held = undefined;
+      if (hold) {
+        hold.requested();
+        await hold.released;
+      }
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': stored.data.length });
       res.end(stored.data);
       return;
@@ -208,6 +217,13 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
           data: button.callback_data,
         },
       });
+    },
+    holdNextFile() {
+      let requested!: () => void;
+      let release!: () => void;
+      const asked = new Promise<void>((resolve) => (requested = resolve));
+      held = { requested, released: new Promise<void>((resolve) => (release = resolve)) };
+      return { requested: asked, release };
     },
     fail(method, count, status, retryAfterS) {
       failures.push({ method, remaining: count, status, retryAfterS });
