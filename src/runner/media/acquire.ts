@@ -1,6 +1,5 @@
 import fs from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import type { Attachment } from '../../db/content.js';
@@ -114,8 +113,9 @@ async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
   }
 }
 
-function get(url: URL, options: UrlOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
-  const client = url.protocol === 'https:' ? https : http;
+async function get(url: URL, options: UrlOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
+  // Loaded on the first download: most runners never fetch an attachment, and idle memory counts.
+  const client = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   // A name the setting allows may resolve anywhere; every other name goes through the guarded lookup.
   const lookup = guardedLookup(nameAllowed(url.hostname, options.allow) ? ANYWHERE : options.allow, options.resolve);
   return new Promise((resolve, reject) => {

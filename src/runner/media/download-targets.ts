@@ -1,4 +1,4 @@
-import dns from 'node:dns';
+import type dns from 'node:dns';
 import net, { BlockList, type LookupFunction } from 'node:net';
 
 /**
@@ -143,7 +143,7 @@ function expandIpv6(address: string): number[] {
 /** What to do about a refusal, for the end of the prompt's note. */
 export const REFUSAL_HINT = `downloads from loopback, private and link-local addresses are refused unless ${SETTING} allows them`;
 
-const systemResolve: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true });
+const systemResolve: ResolveHost = async (hostname) => (await import('node:dns')).promises.lookup(hostname, { all: true });
 
 /**
  * A `lookup` for http(s).request that resolves the name, drops every refused address, and hands the socket only the
