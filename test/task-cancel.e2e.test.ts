@@ -11,7 +11,7 @@ import { waitFor } from './support/wait.js';
  * Cancelling a scheduled task means the same whoever does it — the agent with its `cancel_task` tool, the agent with a
  * `cancel_task` action row, or a client of the HTTP API (the web page's Cancel button): through a real host, the
  * task's row ends `failed` with its recurrence cleared and `last_error` saying who cancelled it, the task is gone from
- * every list, and a second cancel finds nothing.
+ * every list, the session shows no error, and a second cancel finds nothing.
  */
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
@@ -100,6 +100,9 @@ describe('cancelling a task', { timeout: 90_000 }, () => {
     expect(taskRows(host, sessionId)).toEqual([expect.objectContaining({ id, status: 'failed', recurrence: null, last_error: entry.by, tries: 0 })]);
     expect((await host.request('GET', '/v1/tasks')).body.tasks).toEqual([]);
     expect((await host.request('GET', `/v1/tasks/${id}`)).status).toBe(404);
+    // a cancel is no error: the session's last error stays empty (the web page's Sessions view)
+    const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string; lastError: string | null }[];
+    expect(sessions.find((session) => session.id === sessionId)).toMatchObject({ lastError: null });
     // a second cancel, by any way, finds no active task
     const again = await host.request('POST', `/v1/tasks/${id}/cancel`);
     expect(again.status).toBe(404);

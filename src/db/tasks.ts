@@ -22,6 +22,11 @@ const CANCELLED_BY: Record<TaskCanceller, string> = {
   http: 'cancelled over HTTP',
 };
 
+/** SQL: the row is a cancelled task (not an error: left out of a session's last error). */
+export const CANCELLED_TASK = `(kind = 'task' AND status = 'failed' AND last_error IN (${Object.values(CANCELLED_BY)
+  .map((reason) => `'${reason}'`)
+  .join(', ')}))`;
+
 /**
  * Cancel a task, the one way for every entry point: each live occurrence becomes `failed` (a task that will never run,
  * among the statuses the session DB has) with `last_error` saying who cancelled it, and loses its recurrence, so the

@@ -5,6 +5,7 @@ import { parseInboundContent, type InboundContent } from '../db/content.js';
 import { getInbound, insertInbound } from '../db/messages.js';
 import { insertAnswer } from '../db/questions.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
+import { CANCELLED_TASK } from '../db/tasks.js';
 import type { OutboundRow, RunnerState } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { NO_TRACING, type Tracing } from '../shared/tracing.js';
@@ -280,7 +281,7 @@ export class Host implements HostApi {
         ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
         : 0;
       const lastError = slot
-        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
+        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') AND NOT ${CANCELLED_TASK} ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
             | { last_error: string }
             | undefined)?.last_error ?? null
         : null;
