@@ -71,6 +71,17 @@ describe('pincer host', () => {
     expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
   });
 
+  it('refuses a model base URL it cannot forward to in one line naming the variable, exits 2 and leaves no lock', async () => {
+    const home = makeHome();
+    for (const env of [{ OPENAI_BASE_URL: 'localhost:11434/v1' }, { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: 'api.anthropic.com' }]) {
+      const host = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home, '--provider', 'mock'], { env: { ...ENV, HOME: home, ...env }, encoding: 'utf8', timeout: 20_000 });
+      const [name, value] = Object.entries(env).at(-1)!;
+      expect(host.status).toBe(2);
+      expect(host.stderr.trim().split('\n').at(-1)).toBe(`pincer: ${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1) (see pincer host --help)`);
+      expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+    }
+  });
+
   it('names a group whose agent cannot start, and --provider changes the default group', async () => {
     const home = makeHome();
     const first = startHost(home);

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
+import { HostError } from './errors.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 
 /**
@@ -202,19 +203,32 @@ function refuse(res: http.ServerResponse, status: number, message: string): void
 }
 
 function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
-  const base = new URL(env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com');
-  if (env.ANTHROPIC_API_KEY) return { base, auth: { header: 'x-api-key', value: env.ANTHROPIC_API_KEY }, extraHeaders: {} };
+  const base = (): URL => baseUrlSetting(env, 'ANTHROPIC_BASE_URL') ?? new URL('https://api.anthropic.com');
+  if (env.ANTHROPIC_API_KEY) return { base: base(), auth: { header: 'x-api-key', value: env.ANTHROPIC_API_KEY }, extraHeaders: {} };
   const oauth = env.CLAUDE_CODE_OAUTH_TOKEN;
-  if (oauth) return { base, auth: { header: 'authorization', value: `Bearer ${oauth}` }, extraHeaders: { 'anthropic-beta': 'oauth-2025-04-20' } };
-  if (env.ANTHROPIC_AUTH_TOKEN) return { base, auth: { header: 'authorization', value: `Bearer ${env.ANTHROPIC_AUTH_TOKEN}` }, extraHeaders: {} };
+  if (oauth) return { base: base(), auth: { header: 'authorization', value: `Bearer ${oauth}` }, extraHeaders: { 'anthropic-beta': 'oauth-2025-04-20' } };
+  if (env.ANTHROPIC_AUTH_TOKEN) return { base: base(), auth: { header: 'authorization', value: `Bearer ${env.ANTHROPIC_AUTH_TOKEN}` }, extraHeaders: {} };
   return undefined;
 }
 
 function openaiUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
   const key = env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENCODE_API_KEY;
-  const custom = env.OPENCODE_BASE_URL || env.OPENAI_BASE_URL;
+  const custom = baseUrlSetting(env, env.OPENCODE_BASE_URL ? 'OPENCODE_BASE_URL' : 'OPENAI_BASE_URL');
   if (!key && !custom) return undefined;
-  if (!key && !URL.canParse(custom!)) return undefined; // the runner reports the bad URL
-  const base = new URL(custom || 'https://api.openai.com/v1');
+  const base = custom ?? new URL('https://api.openai.com/v1');
   return { base, auth: key ? { header: 'authorization', value: `Bearer ${key}` } : undefined, extraHeaders: {} };
+}
+
+/**
+ * A base URL from the host's environment, or undefined when unset. The proxy forwards to it, so one that is not an
+ * http(s) URL (`localhost:11434/v1`, without its scheme) stops the host at once, naming the variable.
+ */
+function baseUrlSetting(env: NodeJS.ProcessEnv, name: string): URL | undefined {
+  const value = env[name];
+  if (!value) return undefined;
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
+    throw new HostError('config', `${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1)`);
+  }
+  return url;
 }

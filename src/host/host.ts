@@ -87,6 +87,8 @@ export class Host implements HostApi {
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
+    // Reads only the environment, and may refuse it (a base URL it cannot forward to): before the home is locked.
+    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -108,7 +110,6 @@ export class Host implements HostApi {
         touch: () => slot.touch(),
       })),
     );
-    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit), undefined, this.credentialProxy);
     this.delivery = new Delivery({
       channels: this.channels,
