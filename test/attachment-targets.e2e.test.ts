@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, stopAllHosts } from './support/host-harness.js';
+import { onPath } from './support/dockerd.js';
 import { closeServer, listenOnLoopback } from './support/fake-http.js';
 import { FIXTURES } from './support/media-fixtures.js';
 
@@ -8,7 +9,8 @@ import { FIXTURES } from './support/media-fixtures.js';
  * Attachment URLs through the real host and runner processes: by default a URL on this machine — as an address or as
  * a name that resolves to it (`localhost`, through the system resolver) — is refused with a note in the prompt and
  * the message is still answered; with PINCER_ATTACHMENT_ALLOW_HOSTS the same server is reached, and a redirect from
- * it to the cloud metadata address is still refused.
+ * it to the cloud metadata address is still refused. A runner in a sandbox without a network says so, and what
+ * gives it one.
  */
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
@@ -64,6 +66,15 @@ describe('attachment download targets through the host', () => {
     expect(text).toMatch(/\[file available at: \S+\/downloads\/[^/]+\/a\.png\]/);
     expect(text).toContain('[attachment &quot;b.png&quot; not available: the download was refused: it redirected to 169.254.169.254, a link-local address;');
     expect(seen.sort()).toEqual(['/png', '/to-metadata']);
+  });
+
+  // (without bubblewrap there is no sandbox without a network to try)
+  it.skipIf(!onPath('bwrap'))('says, from a sandbox without a network, that the runner has none and which setting gives it one', async () => {
+    const text = await send({ PINCER_RUNNER: 'bwrap' }, 'offline', { 'a.png': 'http://192.0.2.1/a.png' });
+    expect(text).toContain('look at these');
+    expect(text).toMatch(
+      /\[attachment &quot;a\.png&quot; not available: the download failed: [^\]]*; the runner&apos;s sandbox has no network \(PINCER_BWRAP_NETWORK=host gives it one; or send the file&apos;s bytes as data\)\]/,
+    );
   });
 
   it('will not start with a malformed allowance, and says which entry', async () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
-import { descendants } from './support/processes.js';
+import { descendants, environOf } from './support/processes.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -16,13 +16,6 @@ afterEach(async () => {
   await closeFakeOpenAIs();
 });
 
-function environOf(pid: number): string {
-  try {
-    return fs.readFileSync(`/proc/${pid}/environ`, 'latin1');
-  } catch {
-    return '';
-  }
-}
 
 describe('the upstream a runner is told', { timeout: 120_000 }, () => {
   it('leaves out the user and password of the base URL', async () => {

@@ -6,7 +6,7 @@ import { claudeTestEnv, cleanupClaude, fakeAnthropic } from './support/claude.js
 import { onPath } from './support/dockerd.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
-import { descendants } from './support/processes.js';
+import { descendants, environOf } from './support/processes.js';
 import { startRunner, stopAllRunners } from './support/runner-harness.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
@@ -32,13 +32,6 @@ afterEach(async () => {
   expect(await cleanupClaude()).toBe(0);
 });
 
-function environOf(pid: number): string {
-  try {
-    return fs.readFileSync(`/proc/${pid}/environ`, 'latin1');
-  } catch {
-    return '';
-  }
-}
 
 /** Regular files under `dir` (never through a link) that contain `needle`. */
 function filesContaining(dir: string, needle: string): string[] {

@@ -1,22 +1,12 @@
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSessionDb } from '../src/db/connection.js';
-import type { InboundRow } from '../src/db/types.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { taskRowsOf as taskRows } from './support/platform-host.js';
+import { startHost, stopAllHosts } from './support/host-harness.js';
 
 /** Tasks and conversations over HTTP, through the real `pincer host --http 0` with real runners (mock provider). */
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
 });
 
-function taskRows(host: HostHandle, sessionId: string): InboundRow[] {
-  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
-  try {
-    return db.prepare(`SELECT * FROM messages_in WHERE kind = 'task' ORDER BY seq`).all() as InboundRow[];
-  } finally {
-    db.close();
-  }
-}
 
 describe('tasks over HTTP', () => {
   it('lists, gets, pauses, resumes, changes and cancels a weekday task', async () => {

@@ -2,9 +2,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
-import type { InboundRow } from '../src/db/types.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { taskRowsOf as taskRows } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -20,14 +20,6 @@ afterEach(async () => {
 
 const SLOW = { timeoutMs: 45_000 };
 
-function taskRows(host: HostHandle, sessionId: string): InboundRow[] {
-  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
-  try {
-    return db.prepare(`SELECT * FROM messages_in WHERE kind = 'task' ORDER BY seq`).all() as InboundRow[];
-  } finally {
-    db.close();
-  }
-}
 
 type Cancel = (host: HostHandle, conversation: string, sessionId: string, taskId: string) => Promise<void>;
 

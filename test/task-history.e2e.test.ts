@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import type { InboundRow } from '../src/db/types.js';
 import { startHost, stopAllHosts, type HostHandle, type SseStream } from './support/host-harness.js';
+import { taskRowsOf as taskRows } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -15,14 +16,6 @@ afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
 });
 
-function taskRows(host: HostHandle, sessionId: string): InboundRow[] {
-  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'));
-  try {
-    return db.prepare(`SELECT * FROM messages_in WHERE kind = 'task' ORDER BY seq`).all() as InboundRow[];
-  } finally {
-    db.close();
-  }
-}
 
 /** Make the task's live occurrence due now (as if its time had come) and wait for its answer and its successor. */
 async function runOccurrence(host: HostHandle, stream: SseStream, sessionId: string, seriesId: string, answers: number): Promise<void> {

@@ -8,6 +8,7 @@ import { launchedRunner, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
+import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 
 const log = createLogger('container');
 
@@ -33,6 +34,7 @@ export class BwrapLauncher implements RunnerLauncher {
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
     const env = sandboxEnvironment(options, this.settings.extraEnv);
+    if (this.settings.isolateNetwork) env[NO_NETWORK_ENV] = 'PINCER_BWRAP_NETWORK=host';
     const stdio = runnerStdio(options);
     const child = spawn('bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env), { env: {}, stdio: stdio.stdio });
     stdio.close();

@@ -4,6 +4,7 @@ import { createLogger, errorMessage } from '../shared/log.js';
 import { checkDockerDaemon, docker, removeContainer } from './docker-cli.js';
 import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL, runnerUser } from './docker-args.js';
 import { sandboxEnvironment } from './env.js';
+import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
 import { identityFiles } from './identity.js';
@@ -38,7 +39,8 @@ export class DockerLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
+    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
+    if (this.settings.network === 'none') env[NO_NETWORK_ENV] = 'PINCER_CONTAINER_NETWORK (e.g. bridge)';
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const launchId = crypto.randomUUID();
     const user = runnerUser(this.settings, folders);

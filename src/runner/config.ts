@@ -7,6 +7,7 @@ import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
 import { errorMessage } from '../shared/log.js';
+import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { parseAllowHosts, type DownloadAllowList } from './media/download-targets.js';
 
 /**
@@ -60,6 +61,8 @@ export interface RunnerConfig {
   downloadTimeoutMs: number;
   /** where attachment downloads may connect beyond public addresses (hosts, addresses, CIDR ranges, or `*`). */
   attachmentAllowHosts: DownloadAllowList;
+  /** in a sandbox without a network: the setting that gives it one (for the download failures it explains). */
+  sandboxNoNetwork: string | undefined;
 }
 
 export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
@@ -93,6 +96,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     },
     downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
     attachmentAllowHosts: allowHosts(t.PINCER_ATTACHMENT_ALLOW_HOSTS),
+    sandboxNoNetwork: env[NO_NETWORK_ENV] || undefined,
   };
 }
 

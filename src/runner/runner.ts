@@ -209,6 +209,7 @@ export class Runner {
       nativeMedia: provider.nativeMedia ?? [],
       downloadTimeoutMs: config.downloadTimeoutMs,
       allowHosts: config.attachmentAllowHosts,
+      noNetwork: config.sandboxNoNetwork,
       codec: this.deps.attachments,
     };
   }

@@ -30,6 +30,11 @@ export function inboundOf(host: HostHandle, sessionId: string): InboundRow[] {
   }
 }
 
+/** The session's scheduled-task rows (every occurrence of every task), oldest first. */
+export function taskRowsOf(host: HostHandle, sessionId: string): InboundRow[] {
+  return inboundOf(host, sessionId).filter((row) => row.kind === 'task');
+}
+
 export function outboundOf(host: HostHandle, sessionId: string): OutboundRow[] {
   const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
   try {

@@ -10,6 +10,11 @@ export interface SessionProcess {
   command: string;
 }
 
+/** A process's environment as `/proc` shows it (`NAME=value\0…`); empty once it is gone or not readable. */
+export function environOf(pid: number): string {
+  return safe(() => fs.readFileSync(`/proc/${pid}/environ`, 'latin1')) ?? '';
+}
+
 export function processesUsing(root: string): SessionProcess[] {
   const found: SessionProcess[] = [];
   for (const entry of fs.readdirSync('/proc')) {
@@ -19,7 +24,7 @@ export function processesUsing(root: string): SessionProcess[] {
       const command = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
       if (command === '') continue; // zombie or kernel thread
       const cwd = safe(() => fs.readlinkSync(`/proc/${pid}/cwd`));
-      const environ = safe(() => fs.readFileSync(`/proc/${pid}/environ`, 'utf8')) ?? '';
+      const environ = environOf(pid);
       if (cwd?.startsWith(root) || command.includes(root) || environ.includes(root)) found.push({ pid, command });
     } catch {
       // the process exited while we looked
@@ -128,7 +133,7 @@ function findProcess(root: string, command: RegExp): number | undefined {
     if (!Number.isInteger(pid) || pid === process.pid) continue;
     const line = safe(() => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim());
     if (!line || !command.test(line)) continue;
-    const environ = safe(() => fs.readFileSync(`/proc/${pid}/environ`, 'utf8')) ?? '';
+    const environ = environOf(pid);
     if (line.includes(root) || environ.includes(root)) return pid;
   }
   return undefined;

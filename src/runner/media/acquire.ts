@@ -29,6 +29,8 @@ export type Acquired = { ok: true; bytes: Buffer } | { ok: false; reason: string
 export interface UrlOptions {
   timeoutMs: number;
   allow: DownloadAllowList;
+  /** in a sandbox without a network: the setting that gives it one (see sandbox-network.ts). */
+  noNetwork?: string;
   resolve?: ResolveHost;
 }
 
@@ -106,10 +108,10 @@ async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
     }
   } catch (err) {
     if (err instanceof RefusedTargetError) return refused(err.address, err.kind, err.hostname);
-    return {
-      ok: false,
-      reason: signal.aborted ? `the download timed out after ${options.timeoutMs} ms` : `the download failed: ${causeOf(err)}`,
-    };
+    const failed = signal.aborted ? `the download timed out after ${options.timeoutMs} ms` : `the download failed: ${causeOf(err)}`;
+    // Nothing but loopback can answer inside such a sandbox: say why, and what lets the runner download.
+    const hint = options.noNetwork ? `; the runner's sandbox has no network (${options.noNetwork} gives it one; or send the file's bytes as data)` : '';
+    return { ok: false, reason: failed + hint };
   }
 }
 

@@ -56,6 +56,7 @@ async function saveAttachment(attachment: Attachment, dir: string, options: Medi
   const acquired = await acquireBytes(attachment, options.root, {
     timeoutMs: options.downloadTimeoutMs,
     allow: options.allowHosts,
+    noNetwork: options.noNetwork,
     resolve: options.resolveHost,
   });
   if (!acquired.ok) return { ok: false, name, reason: acquired.reason };

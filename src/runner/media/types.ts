@@ -31,6 +31,8 @@ export interface MediaOptions {
   downloadTimeoutMs: number;
   /** where URL downloads may connect beyond public addresses (PINCER_ATTACHMENT_ALLOW_HOSTS). */
   allowHosts: DownloadAllowList;
+  /** in a sandbox without a network: the setting that gives it one, named when a download fails. */
+  noNetwork?: string;
   /** how host names resolve (tests); dns.lookup by default. */
   resolveHost?: ResolveHost;
   /** encodes native blocks (on a worker for large files); without it, inline. */
