@@ -5,8 +5,9 @@ import { startHost, stopAllHosts } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
- * A query's last answer and its batch's `completed` are written in one transaction: a runner killed after the answer
- * (while its provider is still shutting down) never makes the host retry the batch, so the agent never answers twice.
+ * An answer and the `completed` of the messages it answers are written in one transaction: a runner killed after the
+ * last answer (while its provider is still shutting down), or between the answers to a query's pushed prompts, never
+ * makes the host retry what was answered, so the agent never answers it twice.
  */
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
@@ -40,4 +41,33 @@ describe('a kill after the answer', () => {
     stream.close();
     expect(await host.stop()).toBe(0);
   });
+});
+
+describe('a kill between the answers to a query’s pushed prompts', () => {
+  it('does not run the prompt already answered again', async () => {
+    // Each answer takes 1.5 s: the second message is pushed into the running query and answered 1.5 s after the first.
+    const host = await startHost({ MOCK_DELAY_MS: '1500' });
+    const stream = host.stream('pushed');
+    const first = await host.request('POST', '/v1/conversations/pushed/messages', { text: 'first prompt' });
+    const sessionId = String(first.body.sessionId);
+    const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+    try {
+      const status = (id: unknown) => (db.prepare('SELECT status FROM messages_in WHERE id = ?').get(id) as { status: string }).status;
+      await waitFor('the first message in work', () => status(first.body.id) === 'processing', { timeoutMs: 20_000 });
+      const second = await host.request('POST', '/v1/conversations/pushed/messages', { text: 'pushed prompt' });
+      expect(second.status).toBe(202);
+      await waitFor('the push', () => status(second.body.id) === 'processing', { timeoutMs: 20_000 });
+      await stream.waitFor('the first answer', (e) => e.event === 'chat' && String(e.data.text).includes('first prompt'));
+      expect(status(first.body.id)).toBe('completed'); // completed with its own answer, before the query ended
+      const pid = (db.prepare('SELECT pid FROM runner_state').get() as { pid: number }).pid;
+      process.kill(pid, 'SIGKILL');
+    } finally {
+      db.close();
+    }
+    await stream.waitFor('the pushed prompt answered after the kill', (e) => e.event === 'chat' && String(e.data.text).includes('pushed prompt'), 30_000);
+    const replies = stream.events.filter((e) => e.event === 'chat').map((e) => String(e.data.text));
+    expect(replies.filter((text) => text.includes('first prompt'))).toHaveLength(1);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  }, 60_000);
 });

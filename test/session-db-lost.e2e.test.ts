@@ -80,6 +80,19 @@ describe('session.db deleted under a running host', () => {
     expect(await host.stop()).toBe(0);
   });
 
+  it('with its whole session folder: the folder is made again and the next message is answered', async () => {
+    const host = await startHost();
+    const first = await send(host, 'gone', 'first');
+    await answered(host, 'gone', 'first');
+    fs.rmSync(host.sessionDir(first.sessionId), { recursive: true });
+
+    await notice(host, 'gone', /session database was deleted\. A new one was set up/);
+    await send(host, 'gone', 'second');
+    expect(await answered(host, 'gone', 'second')).toBe(1);
+    expect(fs.existsSync(dbOf(host, first.sessionId))).toBe(true);
+    expect(await host.stop()).toBe(0);
+  });
+
   it('while a message is in work: it and one accepted right after are both answered, once', async () => {
     const host = await startHost({ MOCK_DELAY_MS: '1500' });
     const slow = await send(host, 'busy', 'slow one');

@@ -130,10 +130,12 @@ export class SessionDbKeeper {
    */
   private setUpAfresh(session: SessionRecord, trouble: Trouble, old?: Database.Database): OpenedSessionDb {
     if (old?.open) old.close();
-    const aside = keepAside(session.folder, trouble.kind);
-    const file = sessionPaths(session.folder).db;
-    // Created exclusively: a link planted at the path in between is refused, never followed.
-    fs.closeSync(fs.openSync(file, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_RDWR, 0o600));
+    const folderGone = !fs.existsSync(session.folder);
+    const aside = folderGone ? undefined : keepAside(session.folder, trouble.kind);
+    // The whole folder deleted: made again as at provisioning. Else the file is created exclusively: a link planted
+    // at the path in between is refused, never followed.
+    if (folderGone) this.deps.sessions.restoreFolder(session);
+    else fs.closeSync(fs.openSync(sessionPaths(session.folder).db, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_RDWR, 0o600));
     const opened = openSessionDbChecked(session.folder);
     const resent = this.deps.copies.resend(session.id, opened.db);
     // The provider's own conversation went with the old database's history: the agent starts afresh.

@@ -122,6 +122,13 @@ export class SessionDirectory {
     linkInsideHome(path.join(this.config.home, 'global'), paths.global, this.log);
   }
 
+  /** Make a session's folder again, as at provisioning (it was deleted under the host), with an empty session.db. */
+  restoreFolder(session: SessionRecord): void {
+    const group = this.store.getAgentGroup(session.agentGroupId);
+    if (!group) throw new HostError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
+    this.provisionFolder(group, session.folder);
+  }
+
   /** The session folder: `agent/` links to the group folder, `global/` to the home's (a real folder there stays). */
   private provisionFolder(group: AgentGroup, root: string): void {
     fs.mkdirSync(root, { recursive: true });

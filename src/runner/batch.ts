@@ -10,6 +10,8 @@ import type { ClaimedMessage } from './queue.js';
 export class Batch {
   readonly ids: string[] = [];
   private readonly routings: RoutingContext[] = [];
+  /** the message ids of each prompt not answered yet, beside its routing. */
+  private readonly prompts: string[][] = [];
 
   constructor(messages: ClaimedMessage[]) {
     this.add(messages);
@@ -21,6 +23,7 @@ export class Batch {
     const trigger = [...messages].reverse().find(({ row }) => row.trigger === 1) ?? messages[messages.length - 1];
     if (!trigger) return;
     const { row } = trigger;
+    this.prompts.push(messages.map((m) => m.row.id));
     this.routings.push({
       platformId: row.platform_id,
       channelType: row.channel_type,
@@ -34,10 +37,19 @@ export class Batch {
     return this.routings[0]!;
   }
 
+  /**
+   * The messages of the prompt the next answer belongs to: an answer completes them, so a kill later in the query
+   * (before the answers to later pushes) does not make them run again.
+   */
+  get answering(): string[] {
+    return this.prompts[0] ?? [];
+  }
+
   /** An answer was written: later answers belong to the next prompt, if one was pushed. True when the routing moved on. */
   answered(): boolean {
     if (this.routings.length <= 1) return false;
     this.routings.shift();
+    this.prompts.shift();
     return true;
   }
 }

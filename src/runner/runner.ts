@@ -289,10 +289,10 @@ export class Runner {
         } else if (event.type === 'result') {
           progress.results += 1;
           traces.result(event.usage);
-          // The answer to the last prompt given: its rows and the batch's `completed` are one transaction, so a kill
-          // after this answer never makes the host retry the batch (and the agent answer twice).
+          // An answer and the `completed` of the messages it answers are one transaction — the last prompt's answer
+          // completes the whole batch — so a kill after it never makes the host retry them (and the agent answer twice).
           const final = !progress.completed && progress.results >= progress.prompts;
-          const answer = event.text || event.usage || final ? { text: event.text, usage: event.usage, completes: final ? batch.ids : undefined } : undefined;
+          const answer = event.text || event.usage || final ? { text: event.text, usage: event.usage, completes: final ? batch.ids : batch.answering } : undefined;
           if (answer || event.resumeAt) await this.writeResult(batch.routing, answer, event.resumeAt);
           if (final) progress.completed = true;
           if (event.text) transcript.add('agent', event.text);
