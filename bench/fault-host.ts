@@ -26,10 +26,14 @@ export interface RunningHost {
   stderr: () => string;
 }
 
-/** `env` adds to (or overrides) the suite's settings: another provider, its fake model server. */
+/**
+ * `env` adds to (or overrides) the suite's settings: another provider, its fake model server. Runners are plain
+ * processes (as in the test harness; `PINCER_RUNNER=bwrap` in `env` for the sandbox): the suite kills the runner
+ * process itself.
+ */
 export async function startHost(home: string, env: Record<string, string> = {}): Promise<RunningHost> {
   const child = spawn(process.execPath, [CLI, 'host', '--http', '0'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENT_PROVIDER: 'mock', TZ: 'UTC', PINCER_HOME: home, PINCER_HTTP_TOKEN: TOKEN, PINCER_SWEEP_INTERVAL_MS: '200', PINCER_RUNNER_BACKOFF_MS: '100', PINCER_RUNNER_BACKOFF_MAX_MS: '1000', PINCER_STALE_MS: '300', PINCER_RETRY_BASE_MS: '50', PINCER_RETRY_MAX_MS: '500', PINCER_MAX_TRIES: '50', MOCK_DELAY_MS: '20', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENT_PROVIDER: 'mock', PINCER_RUNNER: 'process', TZ: 'UTC', PINCER_HOME: home, PINCER_HTTP_TOKEN: TOKEN, PINCER_SWEEP_INTERVAL_MS: '200', PINCER_RUNNER_BACKOFF_MS: '100', PINCER_RUNNER_BACKOFF_MAX_MS: '1000', PINCER_STALE_MS: '300', PINCER_RETRY_BASE_MS: '50', PINCER_RETRY_MAX_MS: '500', PINCER_MAX_TRIES: '50', MOCK_DELAY_MS: '20', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

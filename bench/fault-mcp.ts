@@ -19,8 +19,6 @@ export async function mcpKillsScenario(messages: number): Promise<FaultRow> {
   const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-fault-claude-'));
   const host = await startHost(home, {
     AGENT_PROVIDER: 'claude',
-    // a plain process: a sandbox has no route to the loopback fake model server
-    PINCER_RUNNER: 'process',
     ANTHROPIC_BASE_URL: fake.url,
     ANTHROPIC_API_KEY: 'sk-ant-fault-suite-key',
     CLAUDE_CONFIG_DIR: configDir,

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 export { formatFaultTable } from './fault-host.js';
 import { dbFaultScenario } from './fault-db.js';
 import { mcpKillsScenario } from './fault-mcp.js';
-import { alive, count, cpuSampler, fill, formatFaultTable, killRunnersOf, post, skipped, startHost, stop, waitAllAnswered, sleep, type FaultRow } from './fault-host.js';
+import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersOf, post, skipped, startHost, stop, waitAllAnswered, sleep, type FaultRow } from './fault-host.js';
 
 /**
  * The fault suite (`npm run fault`, `npm run fault -- --quick`): a real `pincer host --http 0` with the mock provider,
@@ -45,6 +45,11 @@ export async function killsScenario(messages: number, hostKills: number): Promis
   const done = await waitAllAnswered(() => host.port, conversations, accepted, 120_000);
   const recoveryMs = done ? Date.now() - faultEnded : null;
   const counts = await count(host.port, conversations, accepted);
+  if (counts.duplicated > 0 && process.env.FAULT_DEBUG) {
+    const all = (await Promise.all(conversations.map(async (c) => (await replies(host.port, c)).map((t) => `${c}: ${t}`)))).flat();
+    const twice = accepted.filter((m) => all.filter((t) => t.includes(m)).length > 1);
+    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
+  }
   cpu.stop();
   await stop(host);
   killRunnersOf(home);

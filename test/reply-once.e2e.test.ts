@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
@@ -70,4 +72,30 @@ describe('a kill between the answers to a query’s pushed prompts', () => {
     stream.close();
     expect(await host.stop()).toBe(0);
   }, 60_000);
+});
+
+describe('a host killed between delivering an answer and recording it', () => {
+  it('shows the answer once: the next host delivers the row again, and the HTTP mailbox stores it once', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-once-'));
+    let host = await startHost({}, home);
+    const sent = await host.request('POST', '/v1/conversations/again/messages', { text: 'deliver me once' });
+    const sessionId = String(sent.body.sessionId);
+    const chats = async () =>
+      ((await host.request('GET', '/v1/conversations/again/events?after=0')).body.events as { type: string; text?: string }[]).filter((e) => e.type === 'chat');
+    await waitFor('the answer', async () => (await chats()).length === 1);
+    expect(await host.stop()).toBe(0);
+    // As if the host had died after storing the event and before marking the row delivered.
+    const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'));
+    expect(db.prepare('UPDATE messages_out SET delivered_at = NULL WHERE in_reply_to = ?').run(sent.body.id).changes).toBe(1);
+    db.close();
+
+    host = await startHost({}, home);
+    await host.request('POST', '/v1/conversations/again/messages', { text: 'and the next one' });
+    await waitFor('the next answer', async () => (await chats()).some((e) => e.text?.includes('and the next one')));
+    expect((await chats()).filter((e) => e.text?.includes('deliver me once'))).toHaveLength(1);
+    const check = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+    expect(check.prepare('SELECT delivered_at IS NOT NULL AS delivered FROM messages_out WHERE in_reply_to = ?').get(sent.body.id)).toEqual({ delivered: 1 });
+    check.close();
+    expect(await host.stop()).toBe(0);
+  });
 });

@@ -209,6 +209,16 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 7,
+    description: 'the outbound row each HTTP mailbox event delivers, so a row delivered again after a host crash is stored once',
+    up(db) {
+      db.exec(`
+        ALTER TABLE http_outbox ADD COLUMN message_key TEXT;
+        CREATE UNIQUE INDEX IF NOT EXISTS http_outbox_message_key ON http_outbox (message_key) WHERE message_key IS NOT NULL;
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

@@ -54,8 +54,8 @@ export class HttpChannel implements ChannelAdapter {
       threadId: conversation.threadId,
       inReplyTo: message.inReplyTo,
     };
-    const event = this.options.mailbox.append(conversation.platformId, data, files);
-    this.sse.publish(event);
+    const event = this.options.mailbox.append(conversation.platformId, data, files, message.id ? `${message.sessionId}:${message.id}` : undefined);
+    if (event.fresh) this.sse.publish(event);
     return { platformMessageId: `http-${event.id}` };
   }
 

@@ -19,13 +19,18 @@ export interface MailboxEvent {
 export class HttpMailbox {
   constructor(private readonly db: Database.Database) {}
 
-  append(conversation: string, data: Record<string, unknown>, files: string[] = []): MailboxEvent {
-    const row = prepared(this.db, 'INSERT INTO http_outbox (conversation, data, created_at) VALUES (?, ?, ?) RETURNING id').get(
-      conversation,
-      JSON.stringify({ data, files }),
-      isoNow(),
-    ) as { id: number };
-    return { id: row.id, conversation, data: { ...data, id: row.id }, files };
+  /**
+   * Store an event. `key` names the outbound row it delivers (`<session>:<row id>`): a row delivered again — the host
+   * was killed after storing it and before marking the row delivered — is stored once, and `fresh` is false.
+   */
+  append(conversation: string, data: Record<string, unknown>, files: string[] = [], key?: string): MailboxEvent & { fresh: boolean } {
+    const row = prepared(
+      this.db,
+      'INSERT INTO http_outbox (conversation, data, created_at, message_key) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id',
+    ).get(conversation, JSON.stringify({ data, files }), isoNow(), key ?? null) as { id: number } | undefined;
+    if (row) return { id: row.id, conversation, data: { ...data, id: row.id }, files, fresh: true };
+    const stored = prepared(this.db, 'SELECT id FROM http_outbox WHERE message_key = ?').get(key) as { id: number };
+    return { id: stored.id, conversation, data: { ...data, id: stored.id }, files, fresh: false };
   }
 
   after(conversation: string, afterId: number, limit = 500): MailboxEvent[] {
