@@ -141,7 +141,7 @@ export class CredentialProxy {
     const url = req.url ?? '/';
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
     const upstream = kind && this.upstreams[kind];
-    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has no key for it)`);
+    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
     if (upstream.auth && sessionId === undefined) {
