@@ -89,6 +89,12 @@ describe('which addresses a download may reach', () => {
     ['224.0.0.251', 'a multicast or broadcast address'],
     ['255.255.255.255', 'a multicast or broadcast address'],
     ['ff02::1', 'a multicast or broadcast address'],
+    ['fec0::1', 'a private address'],
+    ['192.0.0.170', 'a reserved address'],
+    ['198.18.0.1', 'a reserved address'],
+    ['198.19.255.254', 'a reserved address'],
+    ['240.0.0.1', 'a reserved address'],
+    ['::ffff:198.18.0.1', 'a reserved address'],
   ])('%s is refused as %s', (address, kind) => {
     expect(refusedAddress(address, PUBLIC_ONLY)).toBe(kind);
   });

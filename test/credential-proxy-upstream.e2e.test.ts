@@ -1,6 +1,8 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { closeServer, listenOnLoopback } from './support/fake-http.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { descendants, environOf } from './support/processes.js';
@@ -9,7 +11,8 @@ import { waitFor } from './support/wait.js';
 /**
  * A runner behind the credential proxy is told the real upstream of each proxied base URL (to pick its wire API), but
  * never credentials the host's base URL may carry (`OPENAI_BASE_URL=http://user:password@…`): through a real host and
- * the built-in runtime on a keyless server, no process under the host and no runner log holds the password.
+ * the built-in runtime on a keyless server, no process under the host and no runner log holds the password. And the
+ * proxy forwards only below the base URL's path: `/openai/../api/delete` does not reach the server's other endpoints.
  */
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
@@ -41,5 +44,33 @@ describe('the upstream a runner is told', { timeout: 120_000 }, () => {
     for (const log of fs.readdirSync(logs)) expect(fs.readFileSync(path.join(logs, log), 'utf8')).not.toContain(secret);
     expect(host.stderr()).not.toContain(secret);
     expect(await host.stop()).toBe(0);
+  });
+});
+
+describe('where the proxy forwards', { timeout: 60_000 }, () => {
+  it('only below the base URL: a path that climbs out of it is refused and never reaches the server', async () => {
+    const seen: string[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.end('{}');
+    });
+    const base = await listenOnLoopback(server);
+    try {
+      const host = await startHost({ OPENAI_BASE_URL: `${base}/v1` });
+      const port = Number(/credential proxy on 127\.0\.0\.1:(\d+)/.exec(host.stderr())?.[1]);
+      // raw paths, as a client in the sandbox can send them (fetch would resolve the dots itself)
+      const get = (rawPath: string): Promise<number> =>
+        new Promise((resolve, reject) => {
+          http.get({ host: '127.0.0.1', port, path: rawPath }, (res) => resolve(res.resume().statusCode ?? 0)).on('error', reject);
+        });
+      expect(await get('/openai/models')).toBe(200);
+      for (const climbing of ['/openai/../api/delete', '/openai/%2e%2e/api/delete', '/openai/v1/../../api/delete', '/openai/..']) {
+        expect([climbing, await get(climbing)]).toEqual([climbing, 400]);
+      }
+      expect(seen).toEqual(['/v1/models']);
+      expect(await host.stop()).toBe(0);
+    } finally {
+      await closeServer(server);
+    }
   });
 });

@@ -216,4 +216,15 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     }
     await waitFor('no mcp child', () => mcpServersOf(session).length === 0);
   });
+
+  it("fails when Pincer's own server cannot start (the agent never answers without its tools); a user's server is left out", async () => {
+    const session = createTestSession('pincer-linked-');
+    sessions.push(session);
+    const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
+    const broken: Record<string, LinkedMcpServer> = { pincer: { connect: () => Promise.reject(new Error('the session database is gone')) } };
+    await expect(McpConnections.connect({ pincer: server }, broken, createLogger('test'), 10_000)).rejects.toThrow('MCP server pincer could not start: the session database is gone');
+    const { connections, tools } = await McpConnections.connect({ mine: { command: '/nonexistent/server', args: [], env: {} } }, {}, createLogger('test'), 10_000);
+    expect(tools).toEqual([]);
+    await connections.close();
+  });
 });

@@ -141,7 +141,7 @@ export class CredentialProxy {
     const url = req.url ?? '/';
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
     const upstream = kind && this.upstreams[kind];
-    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has no key for it)`);
+    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
     if (upstream.auth && sessionId === undefined) {
@@ -149,6 +149,13 @@ export class CredentialProxy {
       return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');
     }
     const target = new URL(upstream.base.href.replace(/\/$/, '') + url.slice(kind.length + 1));
+    // Only below the base URL: `..` (written plainly or encoded) would reach the server's other endpoints — a local
+    // model server's administration, a gateway's key management — with the host's key or from inside a sandbox.
+    const basePath = upstream.base.pathname.replace(/\/$/, '');
+    if (target.origin !== upstream.base.origin || !(target.pathname === basePath || target.pathname.startsWith(`${basePath}/`))) {
+      this.log.warn(`credential proxy: refused a ${kind} request for a path outside ${upstream.base.origin}${basePath}/`);
+      return refuse(res, 400, `Pincer credential proxy: the path leads outside the upstream's base URL (${basePath || '/'})`);
+    }
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name) || name === 'host') continue;

@@ -22,7 +22,11 @@ export class McpConnections {
 
   private constructor(private readonly log: Logger) {}
 
-  /** Connect every server in order. A server that fails to start is logged and left out; the others still serve. */
+  /**
+   * Connect every server in order. A server of the user's that fails to start is logged and left out; the others still
+   * serve. Pincer's own (served in this process) is required: without it the agent would answer with no way to send
+   * messages or files, so the failure is thrown and the query fails (the host retries it).
+   */
   static async connect(
     servers: Record<string, McpServerConfig>,
     linked: Record<string, LinkedMcpServer>,
@@ -40,6 +44,10 @@ export class McpConnections {
         log.info(`MCP server ${name}: ${listed.tools.length} tools`);
       } catch (err) {
         log.error(`MCP server ${name} could not start: ${errorMessage(err)}`);
+        if (Object.hasOwn(linked, name)) {
+          await connections.close();
+          throw new Error(`MCP server ${name} could not start: ${errorMessage(err)}`);
+        }
       }
     }
     return { connections, tools };

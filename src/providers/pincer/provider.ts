@@ -155,7 +155,14 @@ export class PincerProvider implements AgentProvider {
 
   private tools(input: PrepareInput): Promise<AgentTool[]> {
     const limits = toolLimits(this.env);
-    this.mcp ??= McpConnections.connect(input.mcpServers, this.linkedMcpServers, this.log, limits.maxOutputChars);
+    if (!this.mcp) {
+      const connecting = McpConnections.connect(input.mcpServers, this.linkedMcpServers, this.log, limits.maxOutputChars);
+      this.mcp = connecting;
+      // a failed start is not kept: the next query tries again
+      connecting.catch(() => {
+        if (this.mcp === connecting) this.mcp = undefined;
+      });
+    }
     return this.mcp.then(({ tools }) => [
       ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
       bashTool(input.cwd, this.env, limits),

@@ -3,11 +3,11 @@ import net, { BlockList, type LookupFunction } from 'node:net';
 
 /**
  * Where an attachment download may connect. An attachment's `url` comes from whoever can post a message, so by default
- * the runner refuses addresses inside the machine or its network — loopback, private (RFC 1918, fc00::/7), link-local
- * (169.254/16 with the cloud metadata service, fe80::/10), unspecified, shared (100.64/10), multicast and Teredo, also
- * written as IPv4-mapped IPv6 or reached through NAT64 (64:ff9b::/96) or 6to4 (2002::/16) — unless
- * `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The check is made on the
- * address the socket actually connects to (through the connection's `lookup`), so a name that resolves to a public
+ * the runner refuses addresses inside the machine or its network — loopback, private (RFC 1918, fc00::/7, fec0::/10),
+ * link-local (169.254/16 with the cloud metadata service, fe80::/10), unspecified, shared (100.64/10), multicast,
+ * reserved (192.0.0/24, 198.18/15, 240/4) and Teredo, also written as IPv4-mapped IPv6 or reached through NAT64
+ * (64:ff9b::/96) or 6to4 (2002::/16) — unless `PINCER_ATTACHMENT_ALLOW_HOSTS` names the host or its address. The
+ * check is made on the address the socket actually connects to (through the connection's `lookup`), so a name that resolves to a public
  * address at first and to 127.0.0.1 later (DNS rebinding) gets no further than one that always did.
  */
 
@@ -39,11 +39,14 @@ const SETTING = 'PINCER_ATTACHMENT_ALLOW_HOSTS';
 /** The ranges refused by default, each with the words the refusal uses. */
 const REFUSED: ReadonlyArray<[label: string, ranges: BlockList]> = [
   ['a loopback', ranges([['127.0.0.0', 8], ['::1', 128]])],
-  ['a private', ranges([['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]])],
+  // fec0::/10: the deprecated site-local range, still routed inside some networks
+  ['a private', ranges([['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7], ['fec0::', 10]])],
   ['a link-local', ranges([['169.254.0.0', 16], ['fe80::', 10]])],
   ['an unspecified', ranges([['0.0.0.0', 8], ['::', 128]])],
   ['a shared (carrier-grade NAT)', ranges([['100.64.0.0', 10]])],
   ['a multicast or broadcast', ranges([['224.0.0.0', 4], ['255.255.255.255', 32], ['ff00::', 8]])],
+  // never a public server: protocol assignments (NAT64 discovery), benchmarking (used for internal networks), class E
+  ['a reserved', ranges([['192.0.0.0', 24], ['198.18.0.0', 15], ['240.0.0.0', 4]])],
   // Teredo hides the client's IPv4 address (inverted) in its last bits and leads through a relay: never a file server
   ['a Teredo tunnel', ranges([['2001::', 32]])],
 ];
