@@ -40,12 +40,25 @@ export async function dbFaultScenario(fault: DbFault, messages: number): Promise
   let undo: (() => void) | undefined;
   let faultAt = 0;
   let faultEnded: number | undefined;
+  // A one-off fault (deleted, damaged) has recovered once an answer comes back to the faulted conversation for a
+  // message sent after it: watched while the stream goes on.
+  let answeredAfterFault: number | undefined;
+  const firstAfter: string[] = [];
+  const watch = setInterval(() => {
+    if (firstAfter.length === 0 || answeredAfterFault !== undefined) return;
+    void replies(host.port, 'db-hit')
+      .then((texts) => {
+        if (answeredAfterFault === undefined && texts.some((t) => t.includes(firstAfter[0]!))) answeredAfterFault = Date.now();
+      })
+      .catch(() => undefined);
+  }, 50);
   try {
     for (let i = 0; i < messages; i++) {
       const marker = `[${fault}-${String(i).padStart(4, '0')}]`;
       const conversation = conversations[i % conversations.length]!;
       const sessionId = await post(host.port, conversation, `${marker} hello`);
       if (sessionId !== undefined) accepted.push(marker);
+      if (sessionId !== undefined && faultAt > 0 && !undo && conversation === 'db-hit' && firstAfter.length === 0) firstAfter.push(marker);
       if (sessionId && conversation === 'db-hit') file ??= path.join(home, 'sessions', sessionId, 'session.db');
       if (i === Math.floor(messages / 3) && file) {
         undo = apply(fault, file);
@@ -61,12 +74,15 @@ export async function dbFaultScenario(fault: DbFault, messages: number): Promise
       faultEnded = lift();
     }
     const done = await waitAllAnswered(() => host.port, conversations, accepted, 60_000);
-    const recoveryMs = done && faultEnded !== undefined ? Date.now() - faultEnded : null;
+    const allAnswered = Date.now();
+    const recoveredAt = fault === 'read-only' ? allAnswered : (answeredAfterFault ?? allAnswered);
+    const recoveryMs = done && faultEnded !== undefined ? recoveredAt - faultEnded : null;
     const counts = await count(host.port, conversations, accepted);
     if (counts.lost > 0 && process.env.FAULT_DEBUG) process.stderr.write(`${host.stderr()}\nlost: ${await lostMarkers(host.port, conversations, accepted)}\n`);
     const exited = host.child.exitCode;
     return { scenario: LABELS[fault], sent: accepted.length, ...counts, maxHostCpu: cpu.max(), recoveryMs, ...(exited !== null ? { note: `host exited ${exited}` } : {}) };
   } finally {
+    clearInterval(watch);
     if (undo) lift();
     cpu.stop();
     await stop(host);
