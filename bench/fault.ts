@@ -53,6 +53,7 @@ export async function killsScenario(messages: number, hostKills: number): Promis
   cpu.stop();
   await stop(host);
   killRunnersOf(home);
+  if (!process.env.FAULT_DEBUG) fs.rmSync(home, { recursive: true, force: true });
   return { scenario: `kills (${runnerKills} runner, ${hostKills} host SIGKILLs)`, sent: accepted.length, ...counts, maxHostCpu: cpu.max(), recoveryMs };
 }
 
