@@ -168,7 +168,7 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       ]);
       const seen = JSON.parse(probe) as { env: string[]; interfaces: string[]; net: string };
       // exactly the runner's own settings, plus what docker and the image set (HOSTNAME, PATH, HOME, the fingerprint).
-      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'TZ']);
+      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_SANDBOX_NO_NETWORK', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'TZ']);
       for (const name of ['AGENT_PROVIDER', 'TZ', 'MOCK_DELAY_MS', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE']) expect(seen.env).toContain(name);
       for (const name of ['PINCER_HTTP_TOKEN', 'HOST_DB_PASSWORD', 'ANTHROPIC_API_KEY', 'DOCKER_HOST']) expect(seen.env).not.toContain(name);
       expect(seen.interfaces).toEqual(['lo']);
