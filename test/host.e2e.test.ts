@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -207,6 +208,29 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(inboundRows(second, sent.sessionId)[0]!.status).toBe('completed');
     stream.close();
     expect(await second.stop()).toBe(0);
+  });
+
+  it('never signals a process a forged runner_state row names (the session DB is the agent\'s to write)', async () => {
+    const first = await startHost();
+    const sent = await post(first, 'forged', { text: 'hello' });
+    const stream = first.stream('forged', { lastEventId: '0' });
+    await stream.waitFor('the answer', (e) => e.event === 'chat');
+    stream.close();
+    expect(await first.stop()).toBe(0);
+    // An innocent process of the host's user, and a row claiming it is this session's live runner.
+    const innocent = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      const db = openSessionDb(path.join(first.sessionDir(sent.sessionId), 'session.db'));
+      db.prepare("UPDATE runner_state SET pid = ?, state = 'busy', heartbeat_at = ?").run(innocent.pid, new Date().toISOString());
+      expect(db.prepare('SELECT changes() AS n').get()).toEqual({ n: 1 });
+      db.close();
+      const second = await startHost({}, first.home);
+      expect(second.stderr()).not.toMatch(new RegExp(`runner ${innocent.pid} of`));
+      expect(isAlive(innocent.pid!)).toBe(true);
+      expect(await second.stop()).toBe(0);
+    } finally {
+      innocent.kill('SIGKILL');
+    }
   });
 
   it('marks a message failed after five tries and tells the chat', async () => {

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
 import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
 import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
@@ -292,7 +294,9 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
     }
     if (!state || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
     const pid = state.pid;
-    if (!isProcessAlive(pid)) continue;
+    // The row is the agent's to write: signal a pid only when it is this session's runner process. A sandboxed
+    // runner's pid is its namespace's (bubblewrap runners die with their host anyway) and never matches.
+    if (!isProcessAlive(pid) || !isRunnerOf(pid, session.folder)) continue;
     // A runner whose host died sees its stdin close and is already stopping (finishing its query): wait for it all
     // the same, so that the session never has two runners at once.
     if (state.state === 'stopping') log.warn(`waiting for runner ${pid} of ${session.id}, left by an earlier host, to stop`);
@@ -303,5 +307,20 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
     const deadline = Date.now() + config.stopGraceMs + 2000;
     while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     if (isProcessAlive(pid)) process.kill(pid, 'SIGKILL');
+  }
+}
+
+/**
+ * Whether `pid` is a Pincer runner of the session in `folder`: its command line ends in `runner` and it was started
+ * with that session as its PINCER_WORKSPACE (as the host starts process runners). Read from /proc, not from the session.
+ */
+export function isRunnerOf(pid: number, folder: string): boolean {
+  try {
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    if (args.at(-1) !== 'runner') return false;
+    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    return environ.includes(`PINCER_WORKSPACE=${folder}`) || environ.includes(`PINCER_WORKSPACE=${path.resolve(folder)}`);
+  } catch {
+    return false; // gone, or not ours to read
   }
 }
