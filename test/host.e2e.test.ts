@@ -225,6 +225,7 @@ describe('pincer host runner lifecycle and retries', () => {
       expect(db.prepare('SELECT changes() AS n').get()).toEqual({ n: 1 });
       db.close();
       const second = await startHost({}, first.home);
+      await waitFor('the host started (runners left behind are dealt with before)', () => /\[host\] ready:/.test(second.stderr()));
       expect(second.stderr()).not.toMatch(new RegExp(`runner ${innocent.pid} of`));
       expect(isAlive(innocent.pid!)).toBe(true);
       expect(await second.stop()).toBe(0);

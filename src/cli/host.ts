@@ -80,6 +80,12 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     channels.push(http.channel);
     metrics = http.metrics;
   }
+  // Run until told to stop. Listening from before the start: a stop asked while the host starts (its channels may
+  // already answer) is carried out once it has started, never the default kill.
+  const stopAsked = new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
   let host: Host;
   try {
     host = await Host.start({ config, channels, log, metrics, tracing: await startTracing('pincer-host', process.env) });
@@ -88,12 +94,6 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     throw err;
   }
   host.hideKeysFromOwnEnvironment();
-  // Run until told to stop (listening before the lines below say the host is up): the timer keeps Node alive when
-  // nothing else does (no channel listening).
-  const stopAsked = new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
   const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
