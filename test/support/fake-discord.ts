@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import { waitFor } from './wait.js';
-import { closeServer, listenOnLoopback } from './fake-http.js';
+import { closeServer, FailureQueue, listenOnLoopback, readBody } from './fake-http.js';
 
 /**
  * A fake Discord on 127.0.0.1, written from Discord's public API shape: REST (`POST /channels/{id}/messages`, `PATCH
@@ -44,15 +44,13 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
   const keys = generateKeyPairSync('ed25519');
   const publicKey = (keys.publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32).toString('hex');
   const calls: DiscordCall[] = [];
-  const failures: { remaining: number; status: number; retryAfterS?: number }[] = [];
+  const failures = new FailureQueue();
   let nextId = 1_000_000_000_000_000;
   const snowflake = (): string => String(nextId++);
 
   const server = http.createServer((req, res) => {
     void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const text = Buffer.concat(chunks).toString('utf8');
+      const text = (await readBody(req)).toString('utf8');
       const body = (text && (req.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : {}) as Record<string, unknown>;
       const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/^\/api\/v\d+/, '');
       const method = req.method ?? 'GET';
@@ -65,11 +63,10 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
         record(401);
         return answer(401, { message: '401: Unauthorized', code: 0 });
       }
-      const failure = method !== 'GET' && !path.endsWith('/typing') ? failures.find((f) => f.remaining > 0) : undefined;
+      const failure = method !== 'GET' && !path.endsWith('/typing') ? failures.take() : undefined;
       if (failure) {
-        failure.remaining -= 1;
         record(failure.status);
-        if (failure.status === 429) return answer(429, { message: 'You are being rate limited.', retry_after: failure.retryAfterS ?? 1, global: false }, { 'Retry-After': String(failure.retryAfterS ?? 1) });
+        if (failure.status === 429) return answer(429, { message: 'You are being rate limited.', retry_after: failure.retryAfterS, global: false }, { 'Retry-After': String(failure.retryAfterS) });
         return answer(failure.status, { message: 'Internal Server Error', code: 0 });
       }
       const message = (channelId: string, id = snowflake()): Record<string, unknown> => ({
@@ -126,7 +123,7 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
     publicKey,
     calls,
     fail(count, status, retryAfterS) {
-      failures.push({ remaining: count, status, retryAfterS });
+      failures.add(count, status, retryAfterS);
     },
     gatewayMessage(m, token = botToken) {
       const data = {

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { waitFor } from './wait.js';
-import { closeServer, listenOnLoopback } from './fake-http.js';
+import { closeServer, FailureQueue, listenOnLoopback, readBody } from './fake-http.js';
 
 /**
  * A fake GitHub on 127.0.0.1, written from GitHub's public REST and webhook shapes: `GET /user`, `POST
@@ -36,14 +36,12 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
   const webhookSecret = 'github-webhook-secret';
   const bot = { id: 9000, login: 'pincer-bot' };
   const calls: GitHubCall[] = [];
-  const failures: { remaining: number; status: number; retryAfterS?: number }[] = [];
+  const failures = new FailureQueue();
   let nextId = 5000;
 
   const server = http.createServer((req, res) => {
     void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const text = Buffer.concat(chunks).toString('utf8');
+      const text = (await readBody(req)).toString('utf8');
       const body = (text ? JSON.parse(text) : {}) as Record<string, unknown>;
       const { pathname } = new URL(req.url ?? '/', 'http://localhost');
       const method = req.method ?? 'GET';
@@ -57,11 +55,10 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
         record(401);
         return answer(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
       }
-      const failure = method !== 'GET' ? failures.find((f) => f.remaining > 0) : undefined;
+      const failure = method !== 'GET' ? failures.take() : undefined;
       if (failure) {
-        failure.remaining -= 1;
         record(failure.status);
-        return answer(failure.status, { message: failure.status === 429 ? 'API rate limit exceeded' : 'Server Error' }, failure.status === 429 ? { 'Retry-After': String(failure.retryAfterS ?? 1) } : {});
+        return answer(failure.status, { message: failure.status === 429 ? 'API rate limit exceeded' : 'Server Error' }, failure.status === 429 ? { 'Retry-After': String(failure.retryAfterS) } : {});
       }
       const now = new Date().toISOString();
       const comment = (id: number, commentBody: unknown): Record<string, unknown> => ({ id, body: commentBody, user: { id: bot.id, login: bot.login, type: 'User' }, created_at: now, updated_at: now, html_url: `https://github.com/x/y#issuecomment-${id}` });
@@ -94,7 +91,7 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
     bot,
     calls,
     fail(count, status, retryAfterS) {
-      failures.push({ remaining: count, status, retryAfterS });
+      failures.add(count, status, retryAfterS);
     },
     comment(c, secret = webhookSecret) {
       const [owner, name] = c.repo.split('/') as [string, string];

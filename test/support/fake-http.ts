@@ -26,3 +26,29 @@ export async function closeServer(server: http.Server): Promise<void> {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
+
+/** A failure a fake platform server answers with instead of the real thing: its status and, for 429, the wait. */
+export interface InjectedFailure {
+  status: number;
+  retryAfterS: number;
+}
+
+/**
+ * Failures a test injects into a fake platform server (`fail(…)`): the next `count` matching requests — by API method,
+ * or any with `*` — answer `status`. Each platform shapes its own error body from what `take` returns.
+ */
+export class FailureQueue {
+  private readonly queue: { method: string; remaining: number; failure: InjectedFailure }[] = [];
+
+  add(count: number, status: number, retryAfterS = 1, method = '*'): void {
+    this.queue.push({ method, remaining: count, failure: { status, retryAfterS } });
+  }
+
+  /** The failure due for a request to `method` (one of its count used), or undefined. */
+  take(method = '*'): InjectedFailure | undefined {
+    const entry = this.queue.find((f) => (f.method === '*' || f.method === method) && f.remaining > 0);
+    if (!entry) return undefined;
+    entry.remaining -= 1;
+    return entry.failure;
+  }
+}

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { waitFor } from './wait.js';
-import { closeServer, listenOnLoopback, readBody, replyJson } from './fake-http.js';
+import { closeServer, FailureQueue, listenOnLoopback, readBody, replyJson } from './fake-http.js';
 
 /**
  * A fake Slack on 127.0.0.1, written from Slack's public API shape. The Web API: `POST /api/<method>` with a form or
@@ -41,7 +41,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const botToken = 'xoxb-test-token';
   const signingSecret = 'slack-signing-secret';
   const calls: SlackCall[] = [];
-  const failures: { method: string; remaining: number; status: number; retryAfterS?: number }[] = [];
+  const failures = new FailureQueue();
   let clock = 1_700_000_000;
   const nextTs = (): string => `${clock++}.000100`;
 
@@ -75,12 +75,11 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       record(200);
       return replyJson(res, 200, { ok: false, error: 'invalid_auth' });
     }
-    const failure = failures.find((f) => (f.method === method || f.method === '*') && f.remaining > 0);
+    const failure = failures.take(method);
     if (failure) {
-      failure.remaining -= 1;
       record(failure.status);
       if (failure.status === 429) {
-        res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': String(failure.retryAfterS ?? 1) });
+        res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': String(failure.retryAfterS) });
         res.end(JSON.stringify({ ok: false, error: 'ratelimited' }));
         return;
       }
@@ -109,7 +108,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     botUserId: 'UBOT',
     calls,
     fail(method, count, status, retryAfterS) {
-      failures.push({ method, remaining: count, status, retryAfterS });
+      failures.add(count, status, retryAfterS, method);
     },
     messageEvent(message) {
       const ts = message.ts ?? nextTs();

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { waitFor } from './wait.js';
-import { closeServer, listenOnLoopback, readBody, replyJson } from './fake-http.js';
+import { closeServer, FailureQueue, listenOnLoopback, readBody, replyJson } from './fake-http.js';
 
 /**
  * A fake Telegram Bot API on 127.0.0.1, written from the Bot API's public shape: `POST /bot<token>/<method>` with a
@@ -46,7 +46,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
   const updates: { update_id: number; [k: string]: unknown }[] = [];
   const waiters = new Set<() => void>();
   const files = new Map<string, { data: Buffer; size: number }>();
-  const failures: { method: string; remaining: number; status: number; retryAfterS?: number }[] = [];
+  const failures = new FailureQueue();
   const calls: TelegramCall[] = [];
   let held: { requested: () => void; released: Promise<void> } | undefined;
   let nextUpdateId = 1000;
@@ -118,15 +118,14 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
       record(401);
       return replyJson(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
     }
-    const failure = failures.find((f) => (f.method === method || f.method === '*') && f.remaining > 0);
+    const failure = failures.take(method);
     if (failure) {
-      failure.remaining -= 1;
       record(failure.status);
       return replyJson(res, failure.status, {
         ok: false,
         error_code: failure.status,
-        description: failure.status === 429 ? `Too Many Requests: retry after ${failure.retryAfterS ?? 1}` : 'Internal Server Error',
-        ...(failure.status === 429 ? { parameters: { retry_after: failure.retryAfterS ?? 1 } } : {}),
+        description: failure.status === 429 ? `Too Many Requests: retry after ${failure.retryAfterS}` : 'Internal Server Error',
+        ...(failure.status === 429 ? { parameters: { retry_after: failure.retryAfterS } } : {}),
       });
     }
     if (method === 'getUpdates') return getUpdates(body, res, record);
@@ -226,7 +225,7 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
       return { requested: asked, release };
     },
     fail(method, count, status, retryAfterS) {
-      failures.push({ method, remaining: count, status, retryAfterS });
+      failures.add(count, status, retryAfterS, method);
     },
     sent: () => calls.filter((c) => (c.method === 'sendMessage' || c.method === 'sendDocument') && c.status === 200),
     waitForSent: (what, predicate, timeoutMs = 20_000) => waitFor(what, () => fake.sent().find(predicate), { timeoutMs, intervalMs: 10 }),

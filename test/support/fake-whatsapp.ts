@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { waitFor } from './wait.js';
-import { closeServer, listenOnLoopback } from './fake-http.js';
+import { closeServer, FailureQueue, listenOnLoopback, readBody, replyJson } from './fake-http.js';
 
 /**
  * A fake WhatsApp Cloud API on 127.0.0.1, written from Meta's public API shape: the Graph API
@@ -41,21 +41,16 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
   const appSecret = 'whatsapp-app-secret';
   const phoneNumberId = '1555000';
   const calls: GraphCall[] = [];
-  const failures: { remaining: number; status: number }[] = [];
+  const failures = new FailureQueue();
   let nextId = 1;
 
   const server = http.createServer((req, res) => {
     void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const text = Buffer.concat(chunks).toString('utf8');
+      const text = (await readBody(req)).toString('utf8');
       const body = (text ? JSON.parse(text) : {}) as Record<string, unknown>;
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       const record = (status: number, result?: Record<string, unknown>): void => void calls.push({ path, body, at: Date.now(), status, result });
-      const answer = (status: number, value: unknown): void => {
-        res.writeHead(status, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(value));
-      };
+      const answer = (status: number, value: unknown): void => replyJson(res, status, value);
       if (req.headers.authorization !== `Bearer ${accessToken}`) {
         record(401);
         return answer(401, { error: { message: 'Invalid OAuth access token.', type: 'OAuthException', code: 190 } });
@@ -64,9 +59,8 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
         record(404);
         return answer(404, { error: { message: 'Unknown path', type: 'GraphMethodException', code: 100 } });
       }
-      const failure = failures.find((f) => f.remaining > 0);
+      const failure = failures.take();
       if (failure) {
-        failure.remaining -= 1;
         record(failure.status);
         return answer(failure.status, {
           error: failure.status === 429 ? { message: 'Rate limit hit', type: 'OAuthException', code: 130429 } : { message: 'An unexpected error has occurred.', type: 'OAuthException', code: 2 },
@@ -110,7 +104,7 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
     phoneNumberId,
     calls,
     fail(count, status) {
-      failures.push({ remaining: count, status });
+      failures.add(count, status);
     },
     userSends(message, secret) {
       const id = message.id ?? `wamid.in${nextId++}`;
