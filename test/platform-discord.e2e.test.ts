@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { startFakeDiscord, type DiscordCall, type FakeDiscord } from './support/fake-discord.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
-import { inboundOf, platformRows, sessionFor } from './support/platform-host.js';
+import { stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { deliverWebhook, inboundOf, platformRows, sessionFor, startPlatformHost } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -19,21 +19,18 @@ let host: HostHandle;
 const contentOf = (call: DiscordCall): string => String(call.body.content ?? '');
 const inChannel = (channelId: string) => (call: DiscordCall) => call.path === `/channels/${channelId}/messages`;
 
-async function deliver(event: { body: string; headers: Record<string, string> }): Promise<number> {
-  return (await host.request('POST', '/webhooks/discord', undefined, { token: null, raw: event.body, headers: event.headers })).status;
-}
+const deliver = (event: { body: string; headers: Record<string, string> }): Promise<number> => deliverWebhook(host, 'discord', event);
 
 describe('Discord (forwarded gateway events and interactions)', () => {
   beforeAll(async () => {
     discord = await startFakeDiscord();
-    host = await startHost({
+    host = await startPlatformHost('discord', {
       DISCORD_BOT_TOKEN: discord.botToken,
       DISCORD_PUBLIC_KEY: discord.publicKey,
       DISCORD_APPLICATION_ID: discord.applicationId,
       DISCORD_API_URL: discord.url,
       PINCER_DELIVERY_RETRY_MS: '200',
     });
-    await waitFor('connected', () => /discord: connected/.test(host.stderr()), { timeoutMs: 20_000 });
   });
 
   afterAll(async () => {

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeGitHub, type FakeGitHub, type GitHubCall } from './support/fake-github.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
-import { inboundOf, platformRows, sessionFor } from './support/platform-host.js';
-import { waitFor } from './support/wait.js';
+import { stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { deliverWebhook, inboundOf, platformRows, sessionFor, startPlatformHost } from './support/platform-host.js';
 
 /**
  * GitHub through a real host (mock provider) and a fake GitHub: signed issue_comment webhooks in at /webhooks/github,
@@ -16,21 +15,18 @@ let host: HostHandle;
 const bodyOf = (call: GitHubCall): string => String(call.body.body ?? '');
 const onIssue = (repo: string, number: number) => (call: GitHubCall) => call.path === `/repos/${repo}/issues/${number}/comments`;
 
-async function deliver(event: { body: string; headers: Record<string, string> }): Promise<number> {
-  return (await host.request('POST', '/webhooks/github', undefined, { token: null, raw: event.body, headers: event.headers })).status;
-}
+const deliver = (event: { body: string; headers: Record<string, string> }): Promise<number> => deliverWebhook(host, 'github', event);
 
 describe('GitHub (issue comment webhooks)', () => {
   beforeAll(async () => {
     github = await startFakeGitHub();
-    host = await startHost({
+    host = await startPlatformHost('github', {
       GITHUB_TOKEN: github.token,
       GITHUB_WEBHOOK_SECRET: github.webhookSecret,
       GITHUB_API_URL: github.url,
       GITHUB_BOT_USERNAME: github.bot.login,
       PINCER_DELIVERY_RETRY_MS: '200',
     });
-    await waitFor('connected', () => /github: connected/.test(host.stderr()), { timeoutMs: 20_000 });
   });
 
   afterAll(async () => {

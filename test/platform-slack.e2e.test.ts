@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { startFakeSlack, type FakeSlack, type SlackCall } from './support/fake-slack.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
-import { inboundOf, platformRows, sessionFor } from './support/platform-host.js';
+import { stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { deliverWebhook, inboundOf, platformRows, sessionFor, startPlatformHost } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -19,15 +19,12 @@ let host: HostHandle;
 const textOf = (call: SlackCall): string => String(call.body.markdown_text ?? call.body.text ?? '');
 const inChannel = (channel: string) => (call: SlackCall) => call.body.channel === channel;
 
-async function deliver(event: { body: string; headers: Record<string, string> }): Promise<number> {
-  return (await host.request('POST', '/webhooks/slack', undefined, { token: null, raw: event.body, headers: event.headers })).status;
-}
+const deliver = (event: { body: string; headers: Record<string, string> }): Promise<number> => deliverWebhook(host, 'slack', event);
 
 describe('Slack (Events API webhook)', () => {
   beforeAll(async () => {
     slack = await startFakeSlack();
-    host = await startHost({ SLACK_BOT_TOKEN: slack.botToken, SLACK_SIGNING_SECRET: slack.signingSecret, SLACK_API_URL: slack.apiUrl, PINCER_DELIVERY_RETRY_MS: '200' });
-    await waitFor('connected', () => /slack: connected/.test(host.stderr()), { timeoutMs: 20_000 });
+    host = await startPlatformHost('slack', { SLACK_BOT_TOKEN: slack.botToken, SLACK_SIGNING_SECRET: slack.signingSecret, SLACK_API_URL: slack.apiUrl, PINCER_DELIVERY_RETRY_MS: '200' });
   });
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { startFakeTelegram, type FakeTelegram, type TelegramCall } from './support/fake-telegram.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
-import { inboundOf, outboundOf, platformRows, sessionFor } from './support/platform-host.js';
+import { inboundOf, outboundOf, platformRows, sessionFor, startPlatformHost } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -28,7 +28,7 @@ function telegramEnv(fake: FakeTelegram, extra: Record<string, string> = {}): Re
 describe('Telegram (long polling)', () => {
   beforeAll(async () => {
     telegram = await startFakeTelegram();
-    host = await startHost(telegramEnv(telegram, { PINCER_ALLOWED_USERS: '', PINCER_DELIVERY_RETRY_MS: '200' }));
+    host = await startPlatformHost('telegram', telegramEnv(telegram, { PINCER_ALLOWED_USERS: '', PINCER_DELIVERY_RETRY_MS: '200' }));
     await waitFor('polling', () => telegram.calls.some((c) => c.method === 'getUpdates'), { timeoutMs: 20_000 });
   });
 
@@ -256,7 +256,6 @@ describe('Telegram rules, failures and webhooks', () => {
     telegram = await startFakeTelegram();
     telegram.webhookUrl = 'https://pincer.example/webhooks/telegram';
     host = await startHost(telegramEnv(telegram, { TELEGRAM_WEBHOOK_SECRET_TOKEN: 'the-secret-token' }));
-    await waitFor('connected', () => /telegram: connected/.test(host.stderr()), { timeoutMs: 20_000 });
     const update = {
       update_id: 77,
       message: { message_id: 9, date: Math.floor(Date.now() / 1000), chat: { id: 701, type: 'private', first_name: 'Ada' }, from: { id: 701, is_bot: false, first_name: 'Ada' }, text: 'via webhook' },

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { startFakeWhatsApp, type FakeWhatsApp, type GraphCall } from './support/fake-whatsapp.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
-import { inboundOf, platformRows, sessionFor } from './support/platform-host.js';
+import { stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { deliverWebhook, inboundOf, platformRows, sessionFor, startPlatformHost } from './support/platform-host.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -19,14 +19,12 @@ let host: HostHandle;
 const textOf = (call: GraphCall): string => String((call.body.text as { body?: string } | undefined)?.body ?? '');
 const to = (number: string) => (call: GraphCall) => call.body.to === number;
 
-async function deliver(event: { body: string; headers: Record<string, string> }): Promise<number> {
-  return (await host.request('POST', '/webhooks/whatsapp', undefined, { token: null, raw: event.body, headers: event.headers })).status;
-}
+const deliver = (event: { body: string; headers: Record<string, string> }): Promise<number> => deliverWebhook(host, 'whatsapp', event);
 
 describe('WhatsApp (Cloud API webhook)', () => {
   beforeAll(async () => {
     whatsapp = await startFakeWhatsApp();
-    host = await startHost({
+    host = await startPlatformHost('whatsapp', {
       WHATSAPP_ACCESS_TOKEN: whatsapp.accessToken,
       WHATSAPP_APP_SECRET: whatsapp.appSecret,
       WHATSAPP_PHONE_NUMBER_ID: whatsapp.phoneNumberId,
@@ -34,7 +32,6 @@ describe('WhatsApp (Cloud API webhook)', () => {
       WHATSAPP_API_URL: whatsapp.url,
       PINCER_DELIVERY_RETRY_MS: '200',
     });
-    await waitFor('connected', () => /whatsapp: connected/.test(host.stderr()), { timeoutMs: 20_000 });
   });
 
   afterAll(async () => {

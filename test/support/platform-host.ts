@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { openSessionDb } from '../../src/db/connection.js';
 import type { InboundRow, OutboundRow } from '../../src/db/types.js';
-import type { HostHandle } from './host-harness.js';
+import { startHost, type HostHandle } from './host-harness.js';
 import { waitFor } from './wait.js';
 
 /** Reading what a real host stored for a chat platform: its sessions (over the HTTP API) and their rows. */
@@ -49,4 +49,16 @@ export async function platformRows(host: HostHandle, channelType: string): Promi
   const rows: InboundRow[] = [];
   for (const session of await platformSessions(host, channelType)) rows.push(...inboundOf(host, session.id).filter((r) => r.kind === 'chat-sdk'));
   return rows;
+}
+
+/** A real host with one chat platform configured by `env`, once that platform's adapter says it is connected. */
+export async function startPlatformHost(platform: string, env: Record<string, string>, home?: string): Promise<HostHandle> {
+  const host = await startHost(env, home);
+  await waitFor(`${platform} connected`, () => new RegExp(`${platform}: connected`).test(host.stderr()), { timeoutMs: 20_000 });
+  return host;
+}
+
+/** A platform's webhook request (as its fake made it) posted to the host, without the API token; its status. */
+export async function deliverWebhook(host: HostHandle, platform: string, event: { body: string; headers: Record<string, string> }): Promise<number> {
+  return (await host.request('POST', `/webhooks/${platform}`, undefined, { token: null, raw: event.body, headers: event.headers })).status;
 }
