@@ -54,6 +54,9 @@ describe('pincer chat on the built-in runtime', { timeout: 90_000 }, () => {
     const chat = await runPipedChat([], { AGENT_PROVIDER: 'pincer', PINCER_RUNNER: runner, PINCER_MODEL_MAX_RETRIES: '0', ...env }, 'hi there\n');
     try {
       expect(chat.code).toBe(0);
+      // the terminal is the conversation's: every log line (the sandbox launcher's too) goes to the home's host.log
+      expect(chat.stderr).toBe('');
+      if (runner === 'bwrap') expect(fs.readFileSync(path.join(chat.home, 'host.log'), 'utf8')).toContain('[container] started bwrap runner');
       expect(chat.stdout).toContain('Looking…');
       expect(chat.stdout).toContain(answer);
       expect(asked()).toContain('hi there</message>');
