@@ -34,11 +34,12 @@ export async function mcpKillsScenario(messages: number): Promise<FaultRow> {
     for (let i = 0; i < messages; i++) {
       const marker = `[mcp-${String(i).padStart(4, '0')}]`;
       if ((await post(host.port, conversations[i % conversations.length]!, `${marker} hello`)) !== undefined) accepted.push(marker);
-      // every other message on average: once a server is up, kill it at a random moment of its query
-      if (Math.random() < 0.5) {
-        const deadline = Date.now() + 3000;
+      // every other message on average: once a server is up, kill it at a random moment of its query — and the
+      // first message always, as soon as its server is up, so even a short run kills one
+      if (i === 0 || Math.random() < 0.5) {
+        const deadline = Date.now() + 10_000;
         while (mcpServers(home).length === 0 && Date.now() < deadline) await sleep(20);
-        await sleep(Math.random() * 300);
+        if (i > 0) await sleep(Math.random() * 300);
         kills += killMcpServers(home);
       } else await sleep(100);
     }
