@@ -42,11 +42,13 @@ describe('pincer mcp with a real runner', () => {
 
     expect(query!.systemPrompt).toContain('## Pincer tools');
     const server = query!.mcpServers!.pincer!;
+    if (server.type === 'http') throw new Error('Pincer\'s own server is a stdio server');
     expect(server).toEqual({
       command: process.execPath,
       // the runner's V8 flags: an idle `pincer mcp` is a session process too
       args: ['--max-semi-space-size=1', '--liftoff-only', expect.stringMatching(/dist\/src\/cli\/main\.js$/), 'mcp'],
       env: expect.objectContaining({ PINCER_WORKSPACE: s.paths.root, TZ: 'Asia/Tokyo', PINCER_STOP_GRACE_MS: '100' }),
+      required: true,
     });
 
     // Started the way the provider starts it: that command, those args, only that environment.

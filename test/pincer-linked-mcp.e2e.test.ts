@@ -6,6 +6,7 @@ import { insertInbound } from '../src/db/messages.js';
 import { pincerMcpServer } from '../src/mcp/config.js';
 import { connectLinkedPincerServer } from '../src/mcp/linked.js';
 import { McpConnections } from '../src/providers/pincer/mcp-tools.js';
+import { MCP_SETTING_DEFAULTS } from '../src/providers/mcp-settings.js';
 import type { LinkedMcpServer } from '../src/providers/types.js';
 import { createLogger } from '../src/shared/log.js';
 import { readRunnerState } from '../src/db/state.js';
@@ -195,6 +196,8 @@ describe('built-in runtime: ask_user_question in the runner process', { timeout:
 /** `pincer mcp` processes serving this session (they carry its folder in their environment). */
 const mcpServersOf = (session: TestSession): string[] => processesUsing(session.paths.root).map((p) => p.command).filter((command) => command.endsWith(' mcp'));
 
+const options = { settings: MCP_SETTING_DEFAULTS, maxOutputChars: 10_000, log: createLogger('test') };
+
 describe('the built-in runtime\'s MCP connections: in process when the runner offers it, else a child', { timeout: 60_000 }, () => {
   it.each([
     { how: 'linked', linked: true, children: 0 },
@@ -204,7 +207,8 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     sessions.push(session);
     const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
     const linkedServers: Record<string, LinkedMcpServer> = linked ? { pincer: { connect: () => connectLinkedPincerServer(server.env) } } : {};
-    const { connections, tools } = await McpConnections.connect({ pincer: server }, linkedServers, createLogger('test'), 10_000);
+    const connections = await McpConnections.connect({ pincer: server }, linkedServers, options);
+    const tools = connections.tools();
     try {
       expect(mcpServersOf(session)).toHaveLength(children);
       const send = tools.find((tool) => tool.name === 'mcp__pincer__send_message')!;
@@ -222,9 +226,10 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     sessions.push(session);
     const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
     const broken: Record<string, LinkedMcpServer> = { pincer: { connect: () => Promise.reject(new Error('the session database is gone')) } };
-    await expect(McpConnections.connect({ pincer: server }, broken, createLogger('test'), 10_000)).rejects.toThrow('MCP server pincer could not start: the session database is gone');
-    const { connections, tools } = await McpConnections.connect({ mine: { command: '/nonexistent/server', args: [], env: {} } }, {}, createLogger('test'), 10_000);
-    expect(tools).toEqual([]);
+    await expect(McpConnections.connect({ pincer: server }, broken, options)).rejects.toThrow('MCP server pincer could not start: the session database is gone');
+    const connections = await McpConnections.connect({ mine: { command: '/nonexistent/server', args: [], env: {} } }, {}, options);
+    expect(connections.tools()).toEqual([]);
+    expect(connections.takeNotices()).toEqual([expect.stringMatching(/^The MCP server "mine" could not start: command not found/)]);
     await connections.close();
   });
 });

@@ -5,6 +5,7 @@ import { requireAdmin } from '../host/channels/http/auth.js';
 import { AccessStore } from '../host/channels/http/access.js';
 import { HttpChannel } from '../host/channels/http/channel.js';
 import { HttpMailbox } from '../host/channels/http/mailbox.js';
+import { mcpServerRoutes } from '../host/channels/http/routes/mcp-servers.js';
 import { usageRoutes } from '../host/channels/http/routes/usage.js';
 import type { HttpRouteModule } from '../host/channels/http/types.js';
 import { CentralStore } from '../host/central-db/store.js';
@@ -42,6 +43,7 @@ export function createHttpChannel(options: {
   const routes = [
     usageRoutesFor(db, metrics, http.metricsToken, log),
     doctorRoutes(home),
+    mcpServerRoutes(db),
     ...(platformChannels.length > 0 ? [platformWebhookRoutes(platformChannels)] : []),
   ];
   const channel = new HttpChannel({

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { describeIssues } from './content.js';
+import { McpServersSchema } from './mcp-servers.js';
 import { ModelSettingsSchema } from './model-settings.js';
 import { sessionPaths, type SessionPaths } from './layout.js';
 import type { WakeMode } from './wake.js';
@@ -41,6 +42,8 @@ export const ConfigFileSchema = z.strictObject({
   /** provider entries: a model provider (`openai`, `anthropic`, `local`, …) → the same settings for all its models */
   modelProviders: z.record(z.string(), ModelSettingsSchema).optional(),
   timezone: z.string().optional(),
+  /** the user's own MCP servers (the agent group's, with the session's overrides), besides Pincer's own (src/db/mcp-servers.ts) */
+  mcpServers: McpServersSchema.optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
 });

@@ -103,6 +103,9 @@ export class SessionDirectory {
       ...(group.model ? { model: group.model } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
     };
+    // The session's own servers replace the group's of the same name; secret values stay references.
+    const mcpServers = { ...group.mcpServers, ...session.mcpServers };
+    if (Object.keys(mcpServers).length > 0) config.mcpServers = mcpServers;
     writeJsonAtomic(sessionPaths(session.folder).config, config);
     if (this.config.runners.kind !== 'process') return;
     try {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
-import type { McpServerConfig } from '../providers/types.js';
+import type { McpStdioServerConfig } from '../providers/types.js';
 import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import type { McpConfig } from './types.js';
 
@@ -36,7 +36,7 @@ export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
  * their own environment on to MCP servers, so the server's environment is spelled out: the workspace, the time zone,
  * and the runner's own PINCER_* settings (log level, wake mode, limits).
  */
-export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS.ProcessEnv): McpServerConfig {
+export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS.ProcessEnv): McpStdioServerConfig {
   const serverEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     // OTEL_*: the server's tool spans join the turn's trace when tracing is on.
@@ -44,5 +44,5 @@ export function pincerMcpServer(workspace: string, timeZone: string, env: NodeJS
   }
   serverEnv.PINCER_WORKSPACE = workspace;
   serverEnv.TZ = timeZone;
-  return { command: process.execPath, args: [...SESSION_NODE_FLAGS, CLI_ENTRY, 'mcp'], env: serverEnv };
+  return { command: process.execPath, args: [...SESSION_NODE_FLAGS, CLI_ENTRY, 'mcp'], env: serverEnv, required: true };
 }

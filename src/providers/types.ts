@@ -19,11 +19,32 @@ export type ContentBlock =
   | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
   | { type: 'document'; source: { type: 'base64'; media_type: 'application/pdf'; data: string } };
 
-/** An MCP server in the normalised form; each provider converts it to its SDK's configuration. */
-export interface McpServerConfig {
+/**
+ * An MCP server in the normalised form, values resolved (no secret references left); each provider converts it to its
+ * SDK's configuration. A stdio server is a child process; an HTTP server speaks MCP's Streamable HTTP.
+ */
+export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
+
+export interface McpStdioServerConfig {
+  type?: 'stdio';
   command: string;
   args: string[];
+  /** the server's whole environment (SDKs do not pass their own on) */
   env: Record<string, string>;
+  /** absolute working directory; the provider's own when absent */
+  cwd?: string;
+  /**
+   * Pincer's own server: the agent cannot work without it, so a provider waits for it (a failed start fails the turn)
+   * and leaves its call timeouts to it (`ask_user_question` may wait for days). The user's servers have the start
+   * deadline and call timeout of src/providers/mcp-settings.ts, and are left out when they cannot start.
+   */
+  required?: boolean;
+}
+
+export interface McpHttpServerConfig {
+  type: 'http';
+  url: string;
+  headers: Record<string, string>;
 }
 
 /**
@@ -92,7 +113,12 @@ export type ProviderEvent =
   /** A failure. `classification` is e.g. 'quota', 'auth', 'transport'. */
   | { type: 'error'; message: string; retryable: boolean; classification?: string }
   /** Informational; logged, never acted upon. */
-  | { type: 'progress'; message: string };
+  | { type: 'progress'; message: string }
+  /**
+   * Something the chat should know that is not an answer (an MCP server of the user's left out because it did not
+   * start): the runner writes it to the conversation as it is; it completes nothing.
+   */
+  | { type: 'notice'; text: string };
 
 export interface AgentProvider {
   /** Start a query. Synchronous: asynchronous set-up happens inside `events`. */

@@ -6,6 +6,7 @@ import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
+import type { McpServers } from '../db/mcp-servers.js';
 import { errorMessage } from '../shared/log.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { parseAllowHosts, type DownloadAllowList } from './media/download-targets.js';
@@ -47,6 +48,8 @@ export interface RunnerConfig {
   /** model and provider entries of config.json (route settings and runtime policies) */
   models: Record<string, ModelSettings>;
   modelProviders: Record<string, ModelSettings>;
+  /** the user's own MCP servers (config.json `mcpServers`), secret values still references */
+  mcpServers: McpServers;
   timeZone: string;
   /** provider session to resume when session_state has none (config.json `sessionId`, set by the host). */
   resumeSessionId: string | undefined;
@@ -82,6 +85,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     model,
     models: file.models ?? {},
     modelProviders: file.modelProviders ?? {},
+    mcpServers: file.mcpServers ?? {},
     timeZone,
     resumeSessionId: file.sessionId,
     wake,

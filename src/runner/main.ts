@@ -17,6 +17,7 @@ import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { forwardCredentialProxy } from './proxy-forward.js';
+import { resolveUserMcpServers } from './mcp-servers.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
 import { identityAt } from '../db/db-file.js';
@@ -51,6 +52,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const dbIdentity = identityAt(config.paths.db);
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
+    const userServers = resolveUserMcpServers(config.mcpServers, { agentDir: config.paths.agent, env, secret: () => undefined });
+    for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
     const provider = await createProvider(choice.name, {
       env,
       model: config.model,
@@ -62,7 +65,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
       log: (m) => log.info(m),
     });
     const pools = createRunnerPools(env, log);
-    setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer };
+    setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer, userServers: userServers.servers };
   } catch (err) {
     if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
       log.error(err.message);
@@ -70,7 +73,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw err;
   }
-  const { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer } = setup;
+  const { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer, userServers } = setup;
   for (const loaded of extensions.loaded) log.info(`extension ${loaded}`);
   for (const diagnostic of extensions.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   // Every provider decision is logged with its candidates and reason.
@@ -98,7 +101,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     log,
     systemPrompt,
     additionalDirectories: discoverExtraDirectories(config.paths),
-    mcpServers: { [MCP_SERVER_NAME]: pincerServer },
+    // Pincer's own first; a user's server never takes its name (config.json refuses it).
+    mcpServers: { [MCP_SERVER_NAME]: pincerServer, ...userServers },
     providerEnv: { ...env },
     formatter: new BatchFormatter(pools.format, pools.formatWorkerBytes, log),
     attachments: pools.attachments,

@@ -308,6 +308,9 @@ export class Runner {
           traces.fail(event.message);
           await this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
           break;
+        } else if (event.type === 'notice') {
+          log.warn(`notice: ${event.text}`);
+          await this.writeResult(batch.routing, { text: event.text });
         } else {
           log.debug(`progress: ${event.message}`);
         }

@@ -219,6 +219,16 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 8,
+    description: "the user's own MCP servers of each agent group, and a session's overrides (JSON, src/db/mcp-servers.ts)",
+    up(db) {
+      db.exec(`
+        ALTER TABLE agent_groups ADD COLUMN mcp_servers TEXT;
+        ALTER TABLE sessions ADD COLUMN mcp_servers TEXT;
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

@@ -6,6 +6,7 @@ import { restrictDatabaseFiles } from '../home.js';
 import { adoptedFolder, resolvedFolder, storedFolder } from '../home-paths.js';
 import { migrateCentral } from './schema.js';
 import { z } from 'zod';
+import { parseMcpServers, type McpServers } from '../../db/mcp-servers.js';
 import type { AgentGroup, Binding, InboundSender, PendingQuestion, SessionMode, SessionRecord, TriggerRules } from './types.js';
 
 /**
@@ -32,6 +33,7 @@ interface GroupRow {
   timezone: string;
   trigger_rules: string | null;
   config_generation: number;
+  mcp_servers: string | null;
   created_at: string;
 }
 
@@ -54,7 +56,17 @@ interface SessionRow {
   thread_key: string;
   folder: string;
   provider_session_id: string | null;
+  mcp_servers: string | null;
   created_at: string;
+}
+
+/**
+ * Stored servers, validated again on the way out: a row written by an older version (or by hand) that no longer
+ * passes is read as no servers rather than publishing something the runner would refuse to start with.
+ */
+export function storedMcpServers(text: string | null): McpServers {
+  const parsed = parseMcpServers(parseJsonOrNull(text) ?? {});
+  return parsed.ok ? parsed.servers : {};
 }
 
 export interface NewAgentGroup {
@@ -121,6 +133,22 @@ export class CentralStore {
     return this.getAgentGroup(id)!;
   }
 
+  /**
+   * Replace a group's MCP servers (already validated) and bump its configuration generation, so the next runner start
+   * publishes them; a session's own servers with `sessionId`.
+   */
+  setMcpServers(target: { agentGroupId: string } | { sessionId: string }, servers: McpServers): void {
+    const json = Object.keys(servers).length > 0 ? JSON.stringify(servers) : null;
+    if ('sessionId' in target) {
+      prepared(this.db, 'UPDATE sessions SET mcp_servers = ? WHERE id = ?').run(json, target.sessionId);
+      return;
+    }
+    prepared(this.db, 'UPDATE agent_groups SET mcp_servers = ?, config_generation = config_generation + 1 WHERE id = ?').run(
+      json,
+      target.agentGroupId,
+    );
+  }
+
   setTriggerRules(agentGroupId: string, rules: TriggerRules): void {
     prepared(this.db, 'UPDATE agent_groups SET trigger_rules = ? WHERE id = ?').run(JSON.stringify(rules), agentGroupId);
   }
@@ -176,7 +204,7 @@ export class CentralStore {
     return (prepared(this.db, 'SELECT * FROM sessions ORDER BY created_at').all() as SessionRow[]).map((row) => toSession(row, this.home));
   }
 
-  insertSession(session: Omit<SessionRecord, 'providerSessionId' | 'createdAt'>): SessionRecord {
+  insertSession(session: Omit<SessionRecord, 'providerSessionId' | 'mcpServers' | 'createdAt'>): SessionRecord {
     prepared(
       this.db,
       `INSERT INTO sessions (id, agent_group_id, channel_type, platform_id, thread_key, folder, created_at)
@@ -294,6 +322,7 @@ export class CentralStore {
       configGeneration: row.config_generation,
       admins,
       triggerRules: parseTriggerRules(parseJsonOrNull(row.trigger_rules)),
+      mcpServers: storedMcpServers(row.mcp_servers),
       createdAt: row.created_at,
     };
   }
@@ -317,6 +346,7 @@ function toSession(row: SessionRow, home: string | undefined): SessionRecord {
     threadKey: row.thread_key,
     folder: resolvedFolder(home, row.folder),
     providerSessionId: row.provider_session_id,
+    mcpServers: storedMcpServers(row.mcp_servers),
     createdAt: row.created_at,
   };
 }

@@ -1,3 +1,5 @@
+import type { McpServers } from '../../db/mcp-servers.js';
+
 /** Rows of the central DB (`pincer.db` under PINCER_HOME): what the host knows across sessions. */
 export type SessionMode = 'shared' | 'per-thread';
 
@@ -20,6 +22,8 @@ export interface AgentGroup {
   admins: string[];
   /** who the group answers on chat platforms. */
   triggerRules: TriggerRules;
+  /** the user's own MCP servers of the group, by name (secret values as references); `{}` when none. */
+  mcpServers: McpServers;
   createdAt: string;
 }
 
@@ -46,6 +50,8 @@ export interface SessionRecord {
   folder: string;
   /** the provider session id saved when its runner stopped, passed to the next runner as config.json `sessionId`. */
   providerSessionId: string | null;
+  /** the session's own MCP servers: they replace the group's of the same name; `{}` when none. */
+  mcpServers: McpServers;
   createdAt: string;
 }
 

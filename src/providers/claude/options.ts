@@ -1,4 +1,5 @@
-import type { McpStdioServerConfig, Options } from '@anthropic-ai/claude-agent-sdk';
+import type { McpServerConfig as ClaudeMcpServerConfig, Options } from '@anthropic-ai/claude-agent-sdk';
+import { mcpClientSettings, withoutCwd } from '../mcp-settings.js';
 import type { Logger } from '../../shared/log.js';
 import type { McpServerConfig, QueryInput } from '../types.js';
 import { claudeProcessEnv, type ClaudeSettings } from './config.js';
@@ -27,7 +28,7 @@ export function claudeOptions(
   log: Logger,
   onStderr: (data: string) => void,
 ): Options {
-  const mcpServers = toClaudeMcpServers(input.mcpServers);
+  const mcpServers = toClaudeMcpServers(input.mcpServers, mcpClientSettings(input.env).callMs);
   return {
     cwd: input.cwd,
     resume: input.sessionId,
@@ -54,12 +55,19 @@ export function claudeOptions(
   };
 }
 
-/** Pincer's normalised MCP servers as Claude Code stdio servers, always loaded (not hidden behind ToolSearch). */
-export function toClaudeMcpServers(servers: Record<string, McpServerConfig>): Record<string, McpStdioServerConfig> {
+/**
+ * Pincer's normalised MCP servers as Claude Code's, always loaded (not hidden behind ToolSearch). The user's get the
+ * per-call timeout; Pincer's own keeps Claude Code's (its `ask_user_question` enforces its own).
+ */
+export function toClaudeMcpServers(servers: Record<string, McpServerConfig>, callMs: number): Record<string, ClaudeMcpServerConfig> {
   return Object.fromEntries(
-    Object.entries(servers).map(([name, server]) => [
-      name,
-      { type: 'stdio', command: server.command, args: server.args, env: server.env, alwaysLoad: true },
-    ]),
+    Object.entries(servers).map(([name, server]): [string, ClaudeMcpServerConfig] => {
+      if (server.type === 'http') return [name, { type: 'http', url: server.url, headers: server.headers, alwaysLoad: true, timeout: callMs }];
+      const stdio = withoutCwd(server);
+      return [
+        name,
+        { type: 'stdio', command: stdio.command, args: stdio.args, env: stdio.env, alwaysLoad: true, ...(server.required ? {} : { timeout: callMs }) },
+      ];
+    }),
   );
 }

@@ -7,7 +7,8 @@ import { childEnv } from '../child-env.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import type { ModelRoute } from '../../runtime/model-route.js';
-import type { QueryInput } from '../types.js';
+import { mcpClientSettings } from '../mcp-settings.js';
+import type { McpServerConfig, QueryInput } from '../types.js';
 
 /**
  * Codex settings from the environment (seed "Codex Provider": sandbox mode, approval policy and network access come
@@ -116,24 +117,8 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
   }
   const servers = Object.entries(input.mcpServers);
   if (servers.length > 0) {
-    // Without an approval mode MCP calls are refused under approval policy `never`; MCP servers do not inherit the
-    // CLI's environment, so each gets its own `env`.
-    config.mcp_servers = Object.fromEntries(
-      servers.map(([name, server]) => [
-        name,
-        {
-          command: server.command,
-          args: server.args,
-          env: server.env,
-          default_tools_approval_mode: 'approve',
-          // Codex gives an optional server about a second, then starts the turn without its tools (on a busy machine
-          // `pincer mcp` takes longer); a required one it waits for, up to `startup_timeout_sec`, and a server that
-          // cannot start fails the turn (retried) instead of the agent answering without send_message & co.
-          required: true,
-          startup_timeout_sec: 30,
-        },
-      ]),
-    );
+    const timing = mcpClientSettings(input.env);
+    config.mcp_servers = Object.fromEntries(servers.map(([name, server]) => [name, codexMcpServer(server, timing)]));
   }
   const env = childEnv(settings.env, [], {
     CODEX_HOME: home,
@@ -141,6 +126,27 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
     OPENAI_API_KEY: settings.baseUrl ? (settings.apiKey ?? 'unused') : undefined,
   });
   return { config, env, apiKey: settings.baseUrl ? undefined : settings.apiKey };
+}
+
+/**
+ * One server in Codex's `mcp_servers`. Without an approval mode MCP calls are refused under approval policy `never`;
+ * MCP servers do not inherit the CLI's environment, so each gets its own `env`. Pincer's own is `required`: Codex gives
+ * an optional server about a second, then starts the turn without its tools (on a busy machine `pincer mcp` takes
+ * longer); a required one it waits for, up to `startup_timeout_sec`, and a server that cannot start fails the turn
+ * (retried) instead of the agent answering without send_message & co. The user's are optional, with the start
+ * deadline and the call timeout.
+ */
+type CodexMcpServer = Record<string, string | number | boolean | string[] | Record<string, string>>;
+
+function codexMcpServer(server: McpServerConfig, timing: { startMs: number; callMs: number }): CodexMcpServer {
+  const common = { default_tools_approval_mode: 'approve' };
+  if (server.type === 'http') {
+    return { ...common, url: server.url, http_headers: server.headers, startup_timeout_sec: timing.startMs / 1000, tool_timeout_sec: timing.callMs / 1000 };
+  }
+  const base = { ...common, command: server.command, args: server.args, env: server.env, ...(server.cwd ? { cwd: server.cwd } : {}) };
+  return server.required
+    ? { ...base, required: true, startup_timeout_sec: 30 }
+    : { ...base, startup_timeout_sec: timing.startMs / 1000, tool_timeout_sec: timing.callMs / 1000 };
 }
 
 export function threadOptions(settings: CodexSettings, input: QueryInput): ThreadOptions {

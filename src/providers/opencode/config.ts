@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { childEnv } from '../child-env.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
+import { mcpClientSettings, withoutCwd } from '../mcp-settings.js';
 import type { PrepareInput } from '../types.js';
 
 /**
@@ -101,11 +102,14 @@ export function openCodeConfig(settings: OpenCodeSettings, input: PrepareInput):
   }
   const servers = Object.entries(input.mcpServers);
   if (servers.length > 0) {
+    // `timeout` is how long OpenCode waits for a server's tools (its start deadline).
+    const { startMs } = mcpClientSettings(input.env);
     config.mcp = Object.fromEntries(
-      servers.map(([name, server]) => [
-        name,
-        { type: 'local' as const, command: [server.command, ...server.args], environment: server.env, enabled: true },
-      ]),
+      servers.map(([name, server]): [string, NonNullable<Config['mcp']>[string]] => {
+        if (server.type === 'http') return [name, { type: 'remote', url: server.url, headers: server.headers, enabled: true, timeout: startMs }];
+        const stdio = withoutCwd(server);
+        return [name, { type: 'local', command: [stdio.command, ...stdio.args], environment: stdio.env, enabled: true, ...(server.required ? {} : { timeout: startMs }) }];
+      }),
     );
   }
   return config;

@@ -1,105 +1,154 @@
 import type { AgentTool } from '@mariozechner/pi-agent-core';
-import type { ImageContent, TextContent, TSchema } from '@mariozechner/pi-ai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { TSchema } from '@mariozechner/pi-ai';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
+import type { McpClientSettings } from '../mcp-settings.js';
 import type { LinkedMcpServer, McpServerConfig } from '../types.js';
-import { truncateMiddle } from './tools/limits.js';
+import { McpServerConnection, seconds, type OpenedTransport } from './mcp-connection.js';
+import { toModelContent } from './mcp-results.js';
+import { LimitedStdioClientTransport } from './mcp-transport.js';
 
 /**
  * The MCP servers the runner configures (Pincer's own first), reached through the official MCP client: over stdio to a
- * child process, or, for a server the runner can serve in its own process (Pincer's, `linked`), over the MCP SDK's
- * in-memory transport pair. Each server's tools become agent tools named as Claude names them,
- * `mcp__<server>__<tool>`, with the server's JSON schema as parameters. The servers start once and live until the
- * runner stops (`close()`).
+ * child process, over Streamable HTTP, or, for a server the runner can serve in its own process (Pincer's, `linked`),
+ * over the MCP SDK's in-memory transport pair. Each server's tools become agent tools named as Claude names them,
+ * `mcp__<server>__<tool>`, with the server's JSON schema as parameters.
+ *
+ * All servers start at once. A required one (Pincer's) is waited for, and its failure fails the query (the host retries
+ * it): without it the agent could not send messages or files. The user's get `startMs`: one that is not up by then is
+ * left out of the turn, and the chat gets one notice naming it (with the first line of its stderr); one that comes up
+ * later joins from the next turn on. The servers live until the runner stops (`close()`).
  */
-/** `ask_user_question` may legitimately wait for days; the server enforces its own timeout. */
-const TOOL_CALL_TIMEOUT_MS = 8 * 24 * 3600 * 1000;
+
+/** `ask_user_question` may legitimately wait for days; Pincer's server enforces its own timeout. */
+const QUESTION_TIMEOUT_MS = 8 * 24 * 3600 * 1000;
+/** stderr lines per server process logged at info level (a start failure's cause); the rest at debug */
+const STDERR_INFO_LINES = 20;
+
+export interface McpToolsOptions {
+  settings: McpClientSettings;
+  maxOutputChars: number;
+  log: Logger;
+}
+
+interface Entry {
+  connection: McpServerConnection;
+  tools: AgentTool[] | undefined;
+}
 
 export class McpConnections {
-  private readonly clients: { name: string; client: Client; release?: () => Promise<void> }[] = [];
+  private readonly entries: Entry[] = [];
+  private readonly notices: string[] = [];
 
-  private constructor(private readonly log: Logger) {}
+  private constructor(private readonly options: McpToolsOptions) {}
 
-  /**
-   * Connect every server in order. A server of the user's that fails to start is logged and left out; the others still
-   * serve. Pincer's own (served in this process) is required: without it the agent would answer with no way to send
-   * messages or files, so the failure is thrown and the query fails (the host retries it).
-   */
   static async connect(
     servers: Record<string, McpServerConfig>,
     linked: Record<string, LinkedMcpServer>,
-    log: Logger,
-    maxOutputChars: number,
-  ): Promise<{ connections: McpConnections; tools: AgentTool[] }> {
-    const connections = new McpConnections(log);
-    const tools: AgentTool[] = [];
-    for (const [name, server] of Object.entries(servers)) {
-      try {
-        const { client, release } = await (Object.hasOwn(linked, name) ? connectLinked(linked[name]!) : connectChild(name, server, log));
-        connections.clients.push({ name, client, release });
-        const listed = await client.listTools();
-        for (const tool of listed.tools) tools.push(toAgentTool(name, client, tool, maxOutputChars));
-        log.info(`MCP server ${name}: ${listed.tools.length} tools`);
-      } catch (err) {
-        log.error(`MCP server ${name} could not start: ${errorMessage(err)}`);
-        if (Object.hasOwn(linked, name)) {
-          await connections.close();
-          throw new Error(`MCP server ${name} could not start: ${errorMessage(err)}`);
-        }
-      }
+    options: McpToolsOptions,
+  ): Promise<McpConnections> {
+    const connections = new McpConnections(options);
+    const { log, settings } = options;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), settings.startMs);
+    });
+    const started = Date.now();
+    try {
+      await Promise.all(
+        Object.entries(servers).map(async ([name, server]) => {
+          const own = Object.hasOwn(linked, name);
+          const required = own || (server.type !== 'http' && server.required === true);
+          const entry = connections.add(name, own ? openLinked(linked[name]!) : opener(name, server, options), required);
+          const up = entry.connection.start().then(
+            (tools) => {
+              entry.tools = tools.map((tool) => toAgentTool(name, entry.connection, tool, options));
+              log.info(`MCP server ${name}: ${tools.length} tools in ${Date.now() - started} ms`);
+              return 'up' as const;
+            },
+            (err: unknown) => ({ error: errorMessage(err) }),
+          );
+          const outcome = required ? await up : await Promise.race([up, deadline]);
+          if (outcome === 'up') return;
+          if (required && outcome !== 'late') throw new Error(`MCP server ${name} could not start: ${outcome.error}`);
+          if (outcome === 'late') {
+            const stderr = entry.connection.firstStderrLine();
+            connections.notice(
+              `The MCP server "${name}" did not start within ${seconds(settings.startMs)}; this turn goes on without its tools` +
+                (stderr ? ` (the first line of its stderr: "${stderr}")` : '') +
+                '.',
+            );
+            void up.then((late) => {
+              if (late === 'up') log.info(`MCP server ${name} started late; its tools are there from the next turn`);
+              else log.warn(`MCP server ${name} could not start: ${late.error}`);
+            });
+            return;
+          }
+          log.warn(`MCP server ${name} could not start: ${outcome.error}`);
+          connections.notice(`The MCP server "${name}" could not start: ${outcome.error}. This turn goes on without its tools.`);
+        }),
+      );
+    } catch (err) {
+      await connections.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
-    return { connections, tools };
+    return connections;
+  }
+
+  /** The tools of every server up now (a late server's join from the next turn). */
+  tools(): AgentTool[] {
+    return this.entries.flatMap((entry) => entry.tools ?? []);
+  }
+
+  /** Notices for the chat not yet given (each is given once). */
+  takeNotices(): string[] {
+    return this.notices.splice(0);
   }
 
   async close(): Promise<void> {
-    await Promise.all(
-      this.clients.splice(0).map(async ({ name, client, release }) => {
-        try {
-          await client.close();
-          await release?.();
-        } catch (err) {
-          this.log.warn(`closing MCP server ${name}: ${errorMessage(err)}`);
-        }
-      }),
-    );
+    await Promise.all(this.entries.splice(0).map((entry) => entry.connection.close()));
+  }
+
+  private add(name: string, open: () => Promise<OpenedTransport>, required: boolean): Entry {
+    const callMs = this.options.settings.callMs;
+    const timeout = required ? (tool: string) => (tool === 'ask_user_question' ? QUESTION_TIMEOUT_MS : callMs) : () => callMs;
+    const entry: Entry = { connection: new McpServerConnection(name, open, this.options.log, timeout), tools: undefined };
+    this.entries.push(entry);
+    return entry;
+  }
+
+  private notice(text: string): void {
+    this.notices.push(text);
   }
 }
 
-function newClient(): Client {
-  return new Client({ name: 'pincer-builtin', version: '1.0.0' });
+function openLinked(server: LinkedMcpServer): () => Promise<OpenedTransport> {
+  return async () => {
+    const connection = await server.connect();
+    return { transport: connection.transport, release: () => connection.close() };
+  };
 }
 
-async function connectLinked(server: LinkedMcpServer): Promise<{ client: Client; release: () => Promise<void> }> {
-  const connection = await server.connect();
-  const client = newClient();
-  try {
-    await client.connect(connection.transport);
-  } catch (err) {
-    await connection.close().catch(() => undefined);
-    throw err;
+function opener(name: string, server: McpServerConfig, options: McpToolsOptions): () => Promise<OpenedTransport> {
+  if (server.type === 'http') {
+    return () => Promise.resolve({ transport: new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } }) });
   }
-  return { client, release: () => connection.close() };
+  return () => {
+    let lines = 0;
+    const transport = new LimitedStdioClientTransport(server, options.settings.resultBytes, (line) => {
+      lines += 1;
+      if (lines <= STDERR_INFO_LINES) options.log.info(`[mcp ${name}] ${line}`);
+      else options.log.debug(`[mcp ${name}] ${line}`);
+    });
+    return Promise.resolve({ transport, stderr: transport.stderrLines, lastStderr: () => transport.lastStderrLine });
+  };
 }
 
-async function connectChild(name: string, server: McpServerConfig, log: Logger): Promise<{ client: Client; release?: () => Promise<void> }> {
-  const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, stderr: 'pipe' });
-  // The server logs to stderr; its lines go to ours with its name in front.
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) log.debug(`[mcp ${name}] ${line}`);
-  });
-  const client = newClient();
-  await client.connect(transport);
-  return { client };
-}
-
-function toAgentTool(
-  server: string,
-  client: Client,
-  tool: { name: string; description?: string; inputSchema: Record<string, unknown> },
-  maxOutputChars: number,
-): AgentTool {
+function toAgentTool(server: string, connection: McpServerConnection, tool: Tool, options: McpToolsOptions): AgentTool {
+  const limits = { maxChars: options.maxOutputChars, imageBytes: options.settings.imageBytes };
   return {
     name: `mcp__${server}__${tool.name}`,
     label: `${server}: ${tool.name}`,
@@ -107,17 +156,10 @@ function toAgentTool(
     // pi-ai validates arguments against plain JSON schema as well as TypeBox schemas.
     parameters: tool.inputSchema as unknown as TSchema,
     execute: async (_id, params, signal) => {
-      const result = (await client.callTool({ name: tool.name, arguments: params as Record<string, unknown> }, undefined, {
-        signal,
-        timeout: TOOL_CALL_TIMEOUT_MS,
-      })) as CallToolResult;
-      const content = (result.content ?? []).map((block): TextContent | ImageContent => {
-        if (block.type === 'text') return { type: 'text', text: truncateMiddle(block.text, maxOutputChars) };
-        if (block.type === 'image') return { type: 'image', data: block.data, mimeType: block.mimeType };
-        return { type: 'text', text: `[${block.type} content]` };
-      });
+      const result = await connection.call(tool.name, params as Record<string, unknown>, signal);
+      const content = toModelContent(result, limits);
       if (result.isError) throw new Error(content.map((c) => (c.type === 'text' ? c.text : '')).join('\n') || `${tool.name} failed`);
-      return { content: content.length > 0 ? content : [{ type: 'text', text: '(no output)' }], details: {} };
+      return { content, details: {} };
     },
   };
 }

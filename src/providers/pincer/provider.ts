@@ -7,6 +7,7 @@ import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, QueryInput } from '../types.js';
 import { compactionSettings, createCompactor } from './compaction.js';
+import { mcpClientSettings } from '../mcp-settings.js';
 import { McpConnections } from './mcp-tools.js';
 import { buildModel, type BuiltModel } from './model.js';
 import { PincerRun } from './run.js';
@@ -39,7 +40,7 @@ export class PincerProvider implements AgentProvider {
   private readonly log: Logger = createLogger('pincer');
   private readonly env: Record<string, string | undefined>;
   private readonly timeoutMs: number;
-  private mcp: Promise<{ connections: McpConnections; tools: AgentTool[] }> | undefined;
+  private mcp: Promise<McpConnections> | undefined;
   private conversation: Conversation | undefined;
   private readonly runs = new Set<PincerRun>();
 
@@ -84,7 +85,7 @@ export class PincerProvider implements AgentProvider {
     for (const run of this.runs) run.abort();
     const mcp = this.mcp;
     this.mcp = undefined;
-    if (mcp) await (await mcp.catch(() => undefined))?.connections.close();
+    if (mcp) await (await mcp.catch(() => undefined))?.close();
   }
 
   private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
@@ -97,6 +98,8 @@ export class PincerProvider implements AgentProvider {
       try {
         conversation.agent.state.tools = await this.tools(input);
         conversation.agent.state.systemPrompt = systemPromptFor(input);
+        // A user's MCP server left out (did not start in time, or failed): the chat is told once, the turn goes on.
+        for (const text of (await this.mcp)?.takeNotices() ?? []) run.events.push({ type: 'notice', text });
       } catch (err) {
         run.events.push({ type: 'error', message: `the built-in runtime could not start its tools: ${errorMessage(err)}`, retryable: true, classification: 'pincer' });
         run.events.end();
@@ -156,17 +159,21 @@ export class PincerProvider implements AgentProvider {
   private tools(input: PrepareInput): Promise<AgentTool[]> {
     const limits = toolLimits(this.env);
     if (!this.mcp) {
-      const connecting = McpConnections.connect(input.mcpServers, this.linkedMcpServers, this.log, limits.maxOutputChars);
+      const connecting = McpConnections.connect(input.mcpServers, this.linkedMcpServers, {
+        settings: mcpClientSettings(this.env),
+        maxOutputChars: limits.maxOutputChars,
+        log: this.log,
+      });
       this.mcp = connecting;
       // a failed start is not kept: the next query tries again
       connecting.catch(() => {
         if (this.mcp === connecting) this.mcp = undefined;
       });
     }
-    return this.mcp.then(({ tools }) => [
+    return this.mcp.then((mcp) => [
       ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
       bashTool(input.cwd, this.env, limits),
-      ...tools,
+      ...mcp.tools(),
       ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),
     ]);
   }

@@ -1,0 +1,33 @@
+import type Database from 'better-sqlite3';
+import { CentralStore } from '../../../central-db/store.js';
+import { findGroup, setGroupMcpServers } from '../../../mcp-servers.js';
+import { requireAdmin } from '../auth.js';
+import { HttpError, readJson } from '../io.js';
+import type { HttpRouteModule } from '../types.js';
+
+/**
+ * `GET /v1/groups/<group>/mcp-servers` and `PUT` (the whole list, `{"mcpServers": {…}}`): an agent group's own MCP
+ * servers, admin tokens only (a server runs commands as the agent). A change reaches each session at its next runner
+ * start. Built by whoever starts the HTTP channel, on the channel's own connection to the central DB.
+ */
+export function mcpServerRoutes(db: Database.Database): HttpRouteModule {
+  const store = new CentralStore(db);
+  return ({ api }) => {
+    api.get('/v1/groups/:group/mcp-servers', (c) => {
+      requireAdmin(c);
+      const group = findGroup(store, c.req.param('group'));
+      return c.json({ group: group.name, mcpServers: group.mcpServers });
+    });
+
+    api.put('/v1/groups/:group/mcp-servers', async (c) => {
+      requireAdmin(c);
+      const group = findGroup(store, c.req.param('group'));
+      const body = await readJson(c);
+      if (typeof body !== 'object' || body === null || !('mcpServers' in body)) {
+        throw new HttpError(400, 'the body is {"mcpServers": {"<name>": {"command": …} | {"type": "http", "url": …}}}', 'mcpServers');
+      }
+      const servers = setGroupMcpServers(store, group, body.mcpServers);
+      return c.json({ group: group.name, mcpServers: servers });
+    });
+  };
+}

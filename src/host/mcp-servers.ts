@@ -1,0 +1,47 @@
+import { parseMcpServerName, parseMcpServers, type McpServers, type McpServerSpec } from '../db/mcp-servers.js';
+import type { CentralStore } from './central-db/store.js';
+import type { AgentGroup } from './central-db/types.js';
+import { HostError } from './errors.js';
+
+/**
+ * The user's own MCP servers of an agent group, as `pincer mcp-server`, `PUT /v1/groups/<group>/mcp-servers` and an
+ * approved `add_mcp_server` change them: validated once here (a name of Pincer's own server is refused), stored in the
+ * central DB with the group's generation bumped, published into each session's `config.json` at its next runner start.
+ */
+
+export function findGroup(store: CentralStore, nameOrId: string): AgentGroup {
+  const group = store.findAgentGroup(nameOrId);
+  if (!group) {
+    const known = store.listAgentGroups().map((g) => g.name);
+    throw new HostError('unknown-group', `unknown agent group "${nameOrId}" (known: ${known.length ? known.join(', ') : 'none yet; start the host once'})`);
+  }
+  return group;
+}
+
+/** Replace every server of the group with `value` (validated). */
+export function setGroupMcpServers(store: CentralStore, group: AgentGroup, value: unknown): McpServers {
+  const parsed = parseMcpServers(value);
+  if (!parsed.ok) throw new HostError('invalid-input', `invalid mcpServers: ${parsed.error}`, 'mcpServers');
+  store.setMcpServers({ agentGroupId: group.id }, parsed.servers);
+  return parsed.servers;
+}
+
+/** Add one server (or replace the one of that name when `replace`). */
+export function addGroupMcpServer(store: CentralStore, group: AgentGroup, name: string, spec: McpServerSpec | unknown, replace = false): McpServers {
+  const named = parseMcpServerName(name);
+  if (!named.ok) throw new HostError('invalid-input', `invalid server name "${name}": ${named.error}`, 'name');
+  if (Object.hasOwn(group.mcpServers, name) && !replace) {
+    throw new HostError('invalid-input', `agent group ${group.name} already has an MCP server "${name}" (remove it first, or pass --replace)`, 'name');
+  }
+  return setGroupMcpServers(store, group, { ...group.mcpServers, [name]: spec });
+}
+
+export function removeGroupMcpServer(store: CentralStore, group: AgentGroup, name: string): McpServers {
+  if (!Object.hasOwn(group.mcpServers, name)) {
+    const known = Object.keys(group.mcpServers);
+    throw new HostError('not-found', `agent group ${group.name} has no MCP server "${name}" (it has: ${known.length ? known.join(', ') : 'none'})`);
+  }
+  const rest = Object.fromEntries(Object.entries(group.mcpServers).filter(([key]) => key !== name));
+  store.setMcpServers({ agentGroupId: group.id }, rest);
+  return rest;
+}

@@ -1,0 +1,61 @@
+import path from 'node:path';
+import type { McpServers, McpServerSpec, McpValue } from '../db/mcp-servers.js';
+import type { McpServerConfig } from '../providers/types.js';
+
+/**
+ * The user's MCP servers of `config.json` as the providers take them: values resolved, a stdio server's working
+ * directory made absolute (relative to the agent's folder), and its environment spelled out (SDKs give a server no
+ * environment of their own): the basics a command needs to run (`PATH`, `HOME`, `LANG`, `TZ`, …) plus the server's
+ * `env`. Nothing else of the runner's environment reaches a user's server.
+ *
+ * A secret reference is resolved by `secret(name)`; a server whose secret cannot be had is left out, with the reason.
+ */
+
+/** The runner's variables a user's stdio server inherits. */
+const INHERITED = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'TMPDIR'] as const;
+
+export interface UserServerContext {
+  /** the agent's folder (the session's `agent/`): relative `cwd`s are resolved against it */
+  agentDir: string;
+  env: NodeJS.ProcessEnv;
+  /** the value of a secret of the host's store, or undefined when it has none by that name */
+  secret: (name: string) => string | undefined;
+}
+
+export function resolveUserMcpServers(
+  specs: McpServers,
+  context: UserServerContext,
+): { servers: Record<string, McpServerConfig>; leftOut: { name: string; reason: string }[] } {
+  const servers: Record<string, McpServerConfig> = {};
+  const leftOut: { name: string; reason: string }[] = [];
+  for (const [name, spec] of Object.entries(specs)) {
+    const missing: string[] = [];
+    const value = (v: McpValue): string => {
+      if (typeof v === 'string') return v;
+      const found = context.secret(v.secret);
+      if (found === undefined) missing.push(v.secret);
+      return found ?? '';
+    };
+    const server = resolveOne(spec, value, context);
+    if (missing.length > 0) leftOut.push({ name, reason: `no secret named ${missing.map((m) => `"${m}"`).join(', ')} in the host's secrets store` });
+    else servers[name] = server;
+  }
+  return { servers, leftOut };
+}
+
+function resolveOne(spec: McpServerSpec, value: (v: McpValue) => string, context: UserServerContext): McpServerConfig {
+  const map = (values: Record<string, McpValue> | undefined): Record<string, string> =>
+    Object.fromEntries(Object.entries(values ?? {}).map(([key, v]) => [key, value(v)]));
+  if (spec.type === 'http') return { type: 'http', url: spec.url, headers: map(spec.headers) };
+  const base: Record<string, string> = {};
+  for (const name of INHERITED) {
+    const v = context.env[name];
+    if (v !== undefined) base[name] = v;
+  }
+  return {
+    command: spec.command,
+    args: spec.args ?? [],
+    env: { ...base, ...map(spec.env) },
+    ...(spec.cwd ? { cwd: path.resolve(context.agentDir, spec.cwd) } : {}),
+  };
+}
