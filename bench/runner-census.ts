@@ -4,48 +4,50 @@ import path from 'node:path';
 /**
  * Which runner processes are alive, per session folder, read from /proc (not from anything a host or a runner says):
  * the fault suite samples it to prove a session never has two runners, and that none outlives its host. A runner is
- * a Node process whose command line ends in `runner`. A process runner names its session in PINCER_WORKSPACE; a
- * sandboxed one sees `/workspace`, so its session is the folder its bwrap binds there.
+ * a Node process whose command line ends in `runner`, in any mode (a container's processes are the kernel's too). A
+ * process runner names its session in PINCER_WORKSPACE; a sandboxed one sees `/workspace`, and its session is the
+ * folder mounted there (its mount table's root of `/workspace` is the end of that folder's path).
  */
 export function liveRunners(home: string): Map<string, number[]> {
-  const procs = new Map<number, { ppid: number; args: string[] }>();
+  const root = fs.realpathSync(path.resolve(home));
+  const found = new Map<string, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
     try {
-      const args = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      if (args.length === 0) continue; // a zombie or a kernel thread
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      procs.set(Number(entry), { ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), args });
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (args.at(-1) !== 'runner' || !/node/.test(path.basename(args[0] ?? ''))) continue; // (a zombie has no args)
+      const folder = workspaceOf(pid, root);
+      if (folder === undefined || !(folder === root || folder.startsWith(`${root}${path.sep}`))) continue;
+      found.set(folder, [...(found.get(folder) ?? []), pid]);
     } catch {
       // it ended while we looked
     }
   }
-  const root = path.resolve(home);
-  const found = new Map<string, number[]>();
-  for (const [pid, proc] of procs) {
-    if (proc.args.at(-1) !== 'runner' || !/node/.test(path.basename(proc.args[0]!))) continue;
-    const folder = workspaceOf(pid, procs);
-    if (folder === undefined || !(folder === root || folder.startsWith(`${root}${path.sep}`))) continue;
-    found.set(folder, [...(found.get(folder) ?? []), pid]);
-  }
   return found;
 }
 
-function workspaceOf(pid: number, procs: Map<number, { ppid: number; args: string[] }>): string | undefined {
-  let environ = '';
-  try {
-    environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
-  } catch {
-    return undefined;
-  }
+function workspaceOf(pid: number, home: string): string | undefined {
+  const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
   const own = /(?:^|\0)PINCER_WORKSPACE=([^\0]*)/.exec(environ)?.[1];
-  if (own !== undefined && own !== '/workspace') return path.resolve(own);
-  // inside bwrap: bwrap (outside) → bwrap (the sandbox's init) → node; the outer one's arguments bind the session
-  for (let up = procs.get(pid)?.ppid, depth = 0; up !== undefined && depth < 4; up = procs.get(up)?.ppid, depth++) {
-    const args = procs.get(up)?.args ?? [];
-    for (let i = 0; i + 2 < args.length; i++) if (args[i] === '--bind' && args[i + 2] === '/workspace') return args[i + 1];
+  if (own !== undefined && own !== '/workspace') return fs.realpathSync(path.resolve(own));
+  // mountinfo: "id parent major:minor root mountpoint …"; the root is the bound folder's path inside its filesystem
+  const mount = fs
+    .readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+    .split('\n')
+    .map((line) => line.split(' '))
+    .find((fields) => fields[4] === '/workspace');
+  const bound = mount?.[3]?.replace(/\\(\d{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+  if (bound === undefined) return undefined;
+  // the home's session folders, or the home itself when it is one session's folder (the launcher tests)
+  const sessions = path.join(home, 'sessions');
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(sessions).map((name) => path.join(sessions, name));
+  } catch {
+    // no sessions/ folder
   }
-  return undefined;
+  return [home, ...names].map((folder) => fs.realpathSync(folder)).find((folder) => folder.endsWith(bound));
 }
 
 /** Samples `liveRunners` every `intervalMs` and keeps the most runners any one session had at once. */
