@@ -57,7 +57,7 @@ describe.each(kinds)('one runner per session ($kind)', ({ kind, launcher, skip }
     await second.ready();
     expect(second.stderr()).toContain('[launcher] the previous runner ended');
     expect(await second.handle.stop()).toBe(0);
-  });
+  }, 120_000);
 
   it.skipIf(skip !== undefined)('a runner whose host is SIGKILLed at any moment of its start ends by itself, and holds the lock until then', async () => {
     const s = createTestSession();
@@ -72,9 +72,9 @@ describe.each(kinds)('one runner per session ($kind)', ({ kind, launcher, skip }
       await waitFor('launched', () => /launched \d+/.test(out));
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       host.kill('SIGKILL');
-      await waitFor(`no runner left (host killed ${delayMs} ms after the launch)`, () => liveRunners(s.paths.root).size === 0 && !locked(lock), { timeoutMs: 20_000 });
+      await waitFor(`no runner left (host killed ${delayMs} ms after the launch)`, () => liveRunners(s.paths.root).size === 0 && !locked(lock), { timeoutMs: 30_000 });
     }
-  });
+  }, 240_000);
 });
 
 /** Whether someone holds the lock (`flock -n` cannot take it). */

@@ -128,7 +128,7 @@ describe('usage ledger, reports and metrics through a real host', () => {
     }
     for (const s of Object.values(streams)) s.close();
     expect(await host.stop()).toBe(0);
-  });
+  }, 90_000);
 
   it('/metrics has its own authentication: a metrics token when set, loopback only otherwise', async () => {
     const token = 'metrics-token-0123456789';
