@@ -9,6 +9,7 @@ import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
 import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
+import { registerSecretCommands } from './secret.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -45,6 +46,7 @@ registerHostCommand(program);
 registerContainerCommands(program);
 registerAccessCommands(program);
 registerUsageCommands(program);
+registerSecretCommands(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.

@@ -19,8 +19,9 @@ import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { firstTryNotices } from './retry-notice.js';
 import { HomeLock } from './home-lock.js';
-import { CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
+import { SecretsStore } from './secrets.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
@@ -87,8 +88,9 @@ export class Host implements HostApi {
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
-    // Reads only the environment, and may refuse it (a base URL it cannot forward to): before the home is locked.
-    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
+    // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
+    // file that is not 0600): before the home is locked.
+    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, new SecretsStore(config.home).read()), this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
