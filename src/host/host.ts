@@ -18,7 +18,7 @@ import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { firstTryNotices } from './retry-notice.js';
-import { HomeLock } from './home-lock.js';
+import { HomeLock, type LockInfo } from './home-lock.js';
 import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { SecretsStore } from './secrets.js';
@@ -185,6 +185,11 @@ export class Host implements HostApi {
     this.store.db.close();
     this.lock.release();
     this.log.info('stopped');
+  }
+
+  /** What `pincer host status` (and a `pincer chat` looking for this host) reads in the home's lock. */
+  announce(details: Omit<LockInfo, 'pid' | 'since' | 'channels'>): void {
+    this.lock.describe({ channels: [...this.channels.keys()], ...details });
   }
 
   /**
