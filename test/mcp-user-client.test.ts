@@ -118,7 +118,7 @@ describe("the built-in runtime's client of the user's MCP servers", { timeout: 9
         missing: { command: '/nonexistent/mcp-server', args: [], env },
         odd: node(MISBEHAVING),
       },
-      { startMs: 4000 },
+      { startMs: 10_000 },
     );
     expect(Date.now() - started).toBeLessThan(60_000); // the SDK's own request timeout: the deadline, not that, ended the wait
     const notices = connections.takeNotices();
@@ -126,7 +126,10 @@ describe("the built-in runtime's client of the user's MCP servers", { timeout: 9
     expect(notices).toEqual(
       expect.arrayContaining([
         'The MCP server "crash" could not start: it exited before it was ready (its stderr: "misbehaving: cannot open /nonexistent/state.db"). This turn goes on without its tools.',
-        'The MCP server "hang" did not start within 4 s; this turn goes on without its tools (the first line of its stderr: "misbehaving: waiting for a lock that never comes").',
+        // (on a loaded machine the server may not have written its line yet when the deadline comes)
+        expect.stringMatching(
+          /^The MCP server "hang" did not start within 10 s; this turn goes on without its tools( \(the first line of its stderr: "misbehaving: waiting for a lock that never comes"\))?\.$/,
+        ),
         expect.stringMatching(/^The MCP server "missing" could not start: command not found/),
       ]),
     );
