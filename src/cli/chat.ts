@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import fs from 'node:fs';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig } from '../host/config.js';
