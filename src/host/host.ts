@@ -439,6 +439,7 @@ export class Host implements HostApi {
           agentDir: this.sessions.groupDir(group),
           globalDir: path.join(config.home, 'global'),
           logFile: this.runnerLog(id),
+          lockFile: this.runnerLock(id),
         });
         slot.runnerWanted = false;
       }
@@ -503,6 +504,13 @@ export class Host implements HostApi {
     const dir = path.join(this.options.config.home, 'logs');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     return path.join(dir, `${sessionId}.log`);
+  }
+
+  /** `<home>/locks/<session id>.lock`: the launch lock (one runner per session, held by the OS; src/container/handle.ts). */
+  private runnerLock(sessionId: string): string {
+    const dir = path.join(this.options.config.home, 'locks');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return path.join(dir, `${sessionId}.lock`);
   }
 
   private onRunnerExit(exit: RunnerExit): void {
