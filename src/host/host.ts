@@ -25,7 +25,8 @@ import { Inbox } from './inbox.js';
 import { SessionEngine } from './session/engine.js';
 import { LocalSessionPort } from './session/local-port.js';
 import { SessionPipeline } from './session/pipeline.js';
-import type { InboxRow, SessionEvent } from './session/port.js';
+import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort } from './session/port.js';
+import { ServedSessionPort } from './session/served-port.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -332,28 +333,39 @@ export class Host implements HostApi {
     const known = this.pipelines.get(session.id);
     if (known) return known;
     const { config } = this.options;
-    let engine: SessionEngine;
-    try {
-      engine = new SessionEngine({
+    const launch = { agentDir: this.sessions.groupDirOf(session), globalDir: path.join(config.home, 'global'), logFile: this.runnerLog(session.id) };
+    let port: SessionPort;
+    let engine: SessionEngine | undefined;
+    if (config.sessionPort.kind === 'session-serve') {
+      port = new ServedSessionPort({
         session: { id: session.id, folder: session.folder },
         config,
-        supervisor: this.supervisor,
-        launch: { agentDir: this.sessions.groupDirOf(session), globalDir: path.join(config.home, 'global'), logFile: this.runnerLog(session.id) },
+        launch,
+        nextEpoch: () => this.store.nextEpoch(session.id),
+        credentials: this.credentialProxy,
+        filesDir: path.join(config.home, 'tmp', 'outbox'),
+        orphanMs: config.sessionPort.orphanMs,
         log: this.log,
-        restoreFolder: () => this.sessions.restoreFolder(session),
+        onLaunchFailures: (failures, why) =>
+          void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`),
       });
-    } catch (err) {
-      if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
-      // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
-      this.quarantine(session, errorMessage(err));
-      throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
+    } else {
+      try {
+        engine = new SessionEngine({ session: { id: session.id, folder: session.folder }, config, supervisor: this.supervisor, launch, log: this.log, restoreFolder: () => this.sessions.restoreFolder(session) });
+      } catch (err) {
+        if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
+        // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
+        this.quarantine(session, errorMessage(err));
+        throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
+      }
+      port = new LocalSessionPort(engine);
     }
     const again = this.pipelines.get(session.id);
     if (again) {
-      await engine.close();
+      await port.close();
       return again;
     }
-    const pipeline = new SessionPipeline(session, new LocalSessionPort(engine), {
+    const pipeline = new SessionPipeline(session, port, {
       store: this.store,
       inbox: this.inbox,
       delivery: this.delivery,
@@ -365,10 +377,13 @@ export class Host implements HostApi {
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);
-    this.engines.set(session.id, engine);
+    if (engine) this.engines.set(session.id, engine);
     this.sessions.keepLinks(session);
-    await pipeline.publish(undefined, true);
-    engine.run();
+    await pipeline.publish(undefined, true).catch((err: unknown) => {
+      // A served session that cannot be launched now: the pipeline publishes on its first turn that reaches it.
+      if (!isSessionPortError(err)) throw err;
+    });
+    engine?.run();
     if (this.running) pipeline.run();
     return pipeline;
   }

@@ -38,7 +38,10 @@ export class SessionSlot {
     readonly session: { readonly id: string; readonly folder: string },
     private readonly log: Logger,
     opened: OpenedSessionDb,
+    /** `synchronous=FULL` on every connection it uses (a served session: what it acknowledges survives a power loss). */
+    private readonly durable = false,
   ) {
+    if (durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.waker = new Waker(sessionPaths(session.folder).root, 'watch');
@@ -53,6 +56,7 @@ export class SessionSlot {
   /** Use a new database (the old file was lost and set up afresh); the old connection is closed. */
   replaceDb(opened: OpenedSessionDb): void {
     if (this.db.open) this.db.close();
+    if (this.durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.sweeper = new Sweeper(this.db);

@@ -35,6 +35,8 @@ export interface EngineDeps {
   log: Logger;
   /** make the session folder again as at provisioning (it was deleted); default: the bare layout. */
   restoreFolder?: () => void;
+  /** every commit reaches the disk before it returns (`synchronous=FULL`): what a served session acknowledges is kept. */
+  durable?: boolean;
 }
 
 /**
@@ -63,7 +65,7 @@ export class SessionEngine {
       restoreFolder: deps.restoreFolder,
       emit: (event) => this.emit(event),
     });
-    this.slot = new SessionSlot(deps.session, deps.log, this.keeper.open(deps.session));
+    this.slot = new SessionSlot(deps.session, deps.log, this.keeper.open(deps.session), deps.durable);
   }
 
   get id(): string {
