@@ -48,14 +48,15 @@ export interface ServedSession {
 export async function serveSession(folder: string, doc: LaunchDocument, log: Logger): Promise<ServedSession> {
   const runners = doc.runners as unknown as HostConfig['runners'];
   const sweep = doc.sweep as unknown as HostConfig['sweep'];
-  let engine: SessionEngine | undefined;
-  const supervisor = new RunnerSupervisor(runners, log, (exit) => engine?.onRunnerExit(exit), undefined, {
+  const exits: { engine?: SessionEngine } = {};
+  const supervisor = new RunnerSupervisor(runners, log, (exit) => exits.engine?.onRunnerExit(exit), undefined, {
     // The host's credential proxy gave this launch its placeholders already (in `runners.env`).
     runnerEnv: (_id, env) => env,
     revoke: () => undefined,
     socketPath: () => doc.credentialProxySocket,
   });
-  engine = new SessionEngine({ session: { id: doc.sessionId, folder }, config: { runners, sweep }, supervisor, launch: doc.launch, log, durable: true });
+  const engine = new SessionEngine({ session: { id: doc.sessionId, folder }, config: { runners, sweep }, supervisor, launch: doc.launch, log, durable: true });
+  exits.engine = engine;
   const port = new LocalSessionPort(engine, doc.epoch);
   engine.run();
 
