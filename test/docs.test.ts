@@ -53,7 +53,7 @@ describe('user documentation', () => {
   it('README starts with what Pincer is for, the two commands and a table of contents', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const firstScreen = readme.split('\n').slice(0, 20).join('\n');
-    expect(firstScreen).toContain('npm ci && npx pincer chat');
+    expect(firstScreen).toContain('npm ci && node bin/pincer.js chat');
     expect(firstScreen).toContain('npm ci && npm test');
     expect(readme).toMatch(/## Contents\n\n- \[Getting started/);
     expect(readme.length).toBeLessThan(12_000);

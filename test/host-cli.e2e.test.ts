@@ -107,8 +107,37 @@ describe('pincer host', () => {
     await waitFor('ready', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
     const second = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home], { env: { ...ENV, HOME: home }, encoding: 'utf8', timeout: 20_000 });
     expect(second.status).toBe(2);
-    expect(second.stderr).toMatch(/^pincer: another host \(pid \d+\) is using .*; stop it first or use another PINCER_HOME \(see pincer host --help\)\n$/);
+    expect(second.stderr).toMatch(/^pincer: another host \(pid \d+\) is using .*; stop it first \(pincer host stop\) or use another PINCER_HOME \(see pincer host --help\)\n$/);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
   });
+
+  it('host status and host stop find a host started in the background of a script, by the home lock', async () => {
+    const home = makeHome();
+    const cli = (...args: string[]) => spawnSync(process.execPath, [BUILT_CLI, ...args], { env: { ...ENV, HOME: home, PINCER_HOME: home }, encoding: 'utf8', timeout: 120_000 });
+    // The script that started it is gone at once: no shell job or $! to kill, as in a walkthrough pasted twice.
+    const log = path.join(home, 'host.log');
+    const script = spawnSync('bash', ['-c', `${JSON.stringify(process.execPath)} ${JSON.stringify(BUILT_CLI)} host --http 0 --provider mock 2> ${JSON.stringify(log)} &`], {
+      env: { ...ENV, HOME: home, PINCER_HOME: home },
+      timeout: 20_000,
+    });
+    expect(script.status).toBe(0);
+    await waitFor('the host to listen', () => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('http channel listening'), { timeoutMs: 60_000 });
+    await waitFor('the lock to name the URL', () => fs.readFileSync(path.join(home, 'host.lock'), 'utf8').includes('"url"'), { timeoutMs: 30_000 });
+    const status = cli('host', 'status');
+    expect(status.status).toBe(0);
+    const port = /http:\/\/127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(log, 'utf8'))![1];
+    expect(status.stdout).toMatch(new RegExp(`^host running: pid (\\d+) since \\d{4}-\\d{2}-\\d{2}T[^ ]+Z \\(\\d+ (s|min)\\)\\nhome ${home}\\nchannels: http\\nurl http://127\\.0\\.0\\.1:${port}/\\n$`));
+    const pid = Number(/pid (\d+)/.exec(status.stdout)![1]);
+    const stop = cli('host', 'stop');
+    expect(stop.status).toBe(0);
+    expect(stop.stdout).toBe(`stopped the host (pid ${pid}) on ${home}\n`);
+    // stopped, not only signalled: the process is gone, the lock released, the log ends with its last line
+    expect(() => process.kill(pid, 0)).toThrow();
+    expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+    expect(fs.readFileSync(log, 'utf8')).toMatch(/\[host\] stopped\n$/);
+    // nothing to stop: said, and not an error; status says none runs with exit 3
+    expect(cli('host', 'stop')).toMatchObject({ status: 0, stdout: `no host is running on ${home}\n` });
+    expect(cli('host', 'status', '--home', home)).toMatchObject({ status: 3, stdout: `no host is running on ${home}\n` });
+  }, 180_000);
 });

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { BUILT_CLI } from './support/runner-harness.js';
 
 /**
- * docs/http-api.md's walkthrough runs as written: its first shell block, with `npx pincer` as the built CLI and port
+ * docs/http-api.md's walkthrough runs as written: its first shell block, with `node bin/pincer.js` as the built CLI and port
  * 0 instead of 8080, under `bash -e -o pipefail` in a temp folder; a trap stops its host however the script ends.
  */
 const DOC = path.resolve(import.meta.dirname, '..', 'docs', 'http-api.md');
@@ -37,9 +37,10 @@ function run(script: string, cwd: string): Promise<{ code: number | null; stdout
 describe('docs/http-api.md walkthrough', () => {
   it('runs top to bottom against a real host and shows what the text says', async () => {
     const block = walkthrough();
-    expect(block).toContain('npx pincer host --http 8080');
-    const script = `trap 'kill $STREAM $HOST 2>/dev/null || true' EXIT\ntrap 'exit 143' TERM\n${block
-      .replaceAll('npx pincer', `node ${JSON.stringify(BUILT_CLI)}`)
+    expect(block).toContain('node bin/pincer.js host --http 8080');
+    const cli = `node ${JSON.stringify(BUILT_CLI)}`;
+    const script = `trap 'kill $STREAM 2>/dev/null || true; ${cli} host stop >/dev/null 2>&1 || true' EXIT\ntrap 'exit 143' TERM\n${block
+      .replaceAll('node bin/pincer.js', cli)
       .replace('--http 8080', '--http 0')}`;
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-walkthrough-'));
     const { code, stdout, stderr } = await run(script, cwd);
@@ -65,7 +66,9 @@ describe('docs/http-api.md walkthrough', () => {
     expect(lines).toContain('no such file (curl exit 22)');
     expect(fs.existsSync(path.join(cwd, 'report.pdf'))).toBe(false);
     expect(stderr).toContain('token "ann-bridge" created for conversations ann');
-    // the host stopped cleanly when the walkthrough killed it
+    // `pincer host stop` stopped the host cleanly, and the walkthrough left nothing but its log in the folder
     expect(fs.readFileSync(path.join(cwd, 'host.log'), 'utf8')).toMatch(/stopped\s*$/);
+    expect(stdout).toMatch(/^stopped the host \(pid \d+\) on /m);
+    expect(fs.readdirSync(cwd)).toEqual(['host.log']);
   }, 120_000);
 });

@@ -7,7 +7,7 @@ import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { runPipedChat } from './support/chat-process.js';
 
 /**
- * `AGENT_PROVIDER=pincer PINCER_MODEL=… npx pincer chat` through the whole system: the in-process host with the
+ * `AGENT_PROVIDER=pincer PINCER_MODEL=… pincer chat` through the whole system: the in-process host with the
  * terminal channel, a runner child process on the built-in runtime, its `pincer mcp` child, and a fake model server
  * (any OpenAI-compatible server for `local/…`, the Anthropic Messages API for `anthropic/…`). With bubblewrap installed
  * (the default runner then) each case also runs in a sandbox without a network of its own: the model server is reached

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,9 +14,10 @@ import { waitFor } from './support/wait.js';
 /**
  * The control page in a real Chromium against a real `pincer host` with the mock provider: log in, chat live,
  * answer a question with its buttons, see edits and reactions, manage tasks and runners, read usage and the doctor.
- * Screenshots go to docs/screenshots/ (the README shows them).
+ * Screenshots go to a temp folder; with PINCER_SCREENSHOTS=1 to docs/screenshots/ (the README shows them), so a
+ * test run never rewrites tracked files.
  */
-const SHOTS = path.resolve(import.meta.dirname, '..', 'docs', 'screenshots');
+const SHOTS = process.env.PINCER_SCREENSHOTS === '1' ? path.resolve(import.meta.dirname, '..', 'docs', 'screenshots') : fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-shots-'));
 let browser: Browser;
 
 beforeAll(async () => {
@@ -23,6 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await closeBrowsers();
+  if (process.env.PINCER_SCREENSHOTS !== '1') fs.rmSync(SHOTS, { recursive: true, force: true });
 });
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });

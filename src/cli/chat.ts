@@ -81,6 +81,7 @@ async function chat(options: ChatOptions): Promise<number> {
 
   const host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
   host.hideKeysFromOwnEnvironment();
+  host.announce({ command: 'chat' });
   started.host = host;
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
   const { pipeline, group } = await host.sessionOf(terminal.conversation);

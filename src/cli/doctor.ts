@@ -4,6 +4,9 @@ import path from 'node:path';
 import { resolveHome } from '../host/config.js';
 import { describePlatforms } from '../host/platforms/catalog.js';
 import { CliError } from './errors.js';
+import { credentialEnvironment } from '../host/credential-proxy.js';
+import { SecretsStore } from '../host/secrets.js';
+import { errorMessage } from '../shared/log.js';
 import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
@@ -25,12 +28,22 @@ export function registerDoctorCommand(program: Command): void {
       if (explicit && !options.workspace && !fs.existsSync(home)) throw new CliError(`no Pincer home at ${home} (${options.home ? '--home' : 'PINCER_HOME'}); pincer chat or pincer host creates one`);
       for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new CliError(`--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
-      const report = runDoctor(dirs, process.env, options.workspace ? undefined : home);
+      // The host's credentials: its environment with the secrets store's keys on top, as the credential proxy has them.
+      let secretsProblem: string | undefined;
+      let secrets: ReadonlyMap<string, string> = new Map();
+      try {
+        secrets = new SecretsStore(home).read();
+      } catch (err) {
+        secretsProblem = errorMessage(err);
+      }
+      const env = credentialEnvironment(process.env, secrets);
+      const report = runDoctor(dirs, env, options.workspace ? undefined : home);
       const platforms = describePlatforms(process.env);
-      process.stdout.write(renderCommands(report, process.env));
+      process.stdout.write(renderCommands(report, env));
       process.stdout.write(await describeRunners(process.env));
+      if (secretsProblem) process.stdout.write(`✗ secrets: ${secretsProblem} (pincer host does not start with it)\n`);
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
-      process.exitCode = report.failures > 0 || platforms.incomplete > 0 ? 1 : 0;
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem ? 1 : 0;
     });
 }
 

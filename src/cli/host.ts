@@ -11,6 +11,7 @@ import { platformsIn } from '../host/platforms/catalog.js';
 import { createLogger } from '../shared/log.js';
 import { startTracing } from '../shared/tracing.js';
 import type { HttpSetup } from './host-http.js';
+import { registerHostControl } from './host-control.js';
 import { hostSelection } from './provider-views.js';
 
 /**
@@ -18,7 +19,7 @@ import { hostSelection } from './provider-views.js';
  * PINCER_HTTP_HOST (default 127.0.0.1); its bearer token is PINCER_HTTP_TOKEN, else `<home>/http-token` (created once).
  */
 export function registerHostCommand(program: Command): void {
-  program
+  const host = program
     .command('host')
     .description('run the host: sessions, channels, sweep, delivery, runners')
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
@@ -28,6 +29,7 @@ export function registerHostCommand(program: Command): void {
     .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
       process.exitCode = await runHost(options);
     });
+  registerHostControl(host);
 }
 
 async function runHost(options: { http?: number; httpHost?: string; home?: string; provider?: string }): Promise<number> {
@@ -74,11 +76,13 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   channels.push(...platformChannels);
   // The HTTP channel, its routes and the metrics it serves (hono, prom-client) are loaded only when it is on.
   let metrics: HttpSetup['metrics'] | undefined;
+  let httpChannel: HttpSetup['channel'] | undefined;
   if (config.http && mailboxDb && token !== undefined) {
     const { createHttpChannel } = await import('./host-http.js');
     const http = createHttpChannel({ http: config.http, home: config.home, token, db: mailboxDb, platformChannels, log });
     channels.push(http.channel);
     metrics = http.metrics;
+    httpChannel = http.channel;
   }
   // Run until told to stop. Listening from before the start: a stop asked while the host starts (its channels may
   // already answer) is carried out once it has started, never the default kill.
@@ -94,6 +98,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     throw err;
   }
   host.hideKeysFromOwnEnvironment();
+  host.announce({ command: 'host', url: httpChannel?.url() });
   const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);

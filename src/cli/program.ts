@@ -10,6 +10,7 @@ import { registerSessionCommands } from './session.js';
 import { registerSessionServeCommand } from './session-serve.js';
 import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
+import { registerSecretCommands } from './secret.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -47,6 +48,7 @@ registerHostCommand(program);
 registerContainerCommands(program);
 registerAccessCommands(program);
 registerUsageCommands(program);
+registerSecretCommands(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.

@@ -41,6 +41,20 @@ export const PROXY_SOCKET_ENV = 'PINCER_CREDENTIAL_PROXY_SOCKET';
 
 const PLACEHOLDER_PREFIX = 'pincer-placeholder-';
 
+/**
+ * The variables the proxy reads its upstreams from: the host's environment with the secrets store's values of the
+ * credential names on top (a key set with `pincer secret set ANTHROPIC_API_KEY` wins over the environment's, so a
+ * rotation there takes effect even when the host was started with a key). Other secrets are not credentials of the proxy.
+ */
+export function credentialEnvironment(env: NodeJS.ProcessEnv, secrets: ReadonlyMap<string, string>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  for (const name of PROXIED_CREDENTIALS) {
+    const value = secrets.get(name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
 export class CredentialProxy {
   private readonly placeholders = new Map<string, string>(); // placeholder → session id
   private readonly bySession = new Map<string, string>(); // session id → placeholder

@@ -14,9 +14,10 @@ import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionS
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
-import { HomeLock } from './home-lock.js';
-import { CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { HomeLock, type LockInfo } from './home-lock.js';
+import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
+import { SecretsStore } from './secrets.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
@@ -83,8 +84,9 @@ export class Host implements HostApi {
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
-    // Reads only the environment, and may refuse it (a base URL it cannot forward to): before the home is locked.
-    this.credentialProxy = CredentialProxy.fromEnvironment(config.runners.env, this.log);
+    // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
+    // file that is not 0600): before the home is locked.
+    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, new SecretsStore(config.home).read()), this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -171,6 +173,11 @@ export class Host implements HostApi {
     this.store.db.close();
     this.lock.release();
     this.log.info('stopped');
+  }
+
+  /** What `pincer host status` (and a `pincer chat` looking for this host) reads in the home's lock. */
+  announce(details: Omit<LockInfo, 'pid' | 'since' | 'channels'>): void {
+    this.lock.describe({ channels: [...this.channels.keys()], ...details });
   }
 
   /**

@@ -2,6 +2,8 @@ import { Agent, type AgentMessage, type AgentTool } from '@mariozechner/pi-agent
 import { streamSimple } from '@mariozechner/pi-ai';
 import path from 'node:path';
 import { describeRoute } from '../../runtime/model-route.js';
+import type { FileTasks } from '../../runtime/tasks/file-edit.js';
+import { WorkerTaskPool } from '../../runtime/worker-pool/pool.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
@@ -14,6 +16,7 @@ import { SessionStore } from './session-store.js';
 import { bashTool } from './tools/bash.js';
 import { Confinement } from './tools/confine.js';
 import { extensionTool } from './tools/extension.js';
+import { MutationQueue, poolPlanner, type FilePlanner } from './tools/edit.js';
 import { fileTools } from './tools/files.js';
 import { toolLimits } from './tools/limits.js';
 
@@ -42,6 +45,10 @@ export class PincerProvider implements AgentProvider {
   private mcp: Promise<{ connections: McpConnections; tools: AgentTool[] }> | undefined;
   private conversation: Conversation | undefined;
   private readonly runs = new Set<PincerRun>();
+  /** file-tool planning (matching, normalisation, diffs) runs on this pool; the per-file queue stays here */
+  private readonly filePool = new WorkerTaskPool<FileTasks>({ name: 'files', tasks: new URL('../../runtime/tasks/file-edit.js', import.meta.url) });
+  private readonly planner: FilePlanner = poolPlanner(this.filePool);
+  private readonly fileQueue = new MutationQueue();
 
   private readonly extensionTools: ProviderConfig['extensionTools'];
   private readonly linkedMcpServers: NonNullable<ProviderConfig['linkedMcpServers']>;
@@ -85,6 +92,7 @@ export class PincerProvider implements AgentProvider {
     const mcp = this.mcp;
     this.mcp = undefined;
     if (mcp) await (await mcp.catch(() => undefined))?.connections.close();
+    await this.filePool.close();
   }
 
   private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
@@ -164,7 +172,7 @@ export class PincerProvider implements AgentProvider {
       });
     }
     return this.mcp.then(({ tools }) => [
-      ...fileTools(new Confinement(input.cwd, input.additionalDirectories), limits),
+      ...fileTools({ confinement: new Confinement(input.cwd, input.additionalDirectories), limits, planner: this.planner, queue: this.fileQueue }),
       bashTool(input.cwd, this.env, limits),
       ...tools,
       ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),

@@ -39,6 +39,12 @@ export class HttpChannel implements ChannelAdapter {
     this.options.log.info(`http channel listening on http://${this.options.host}:${this.port()}`);
   }
 
+  /** The address it serves, with the port actually bound (what the log line and `pincer host status` say). */
+  url(): string {
+    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
+    return `http://${host}:${this.port()}/`;
+  }
+
   /** The port actually bound (useful with --http 0). */
   port(): number {
     return (this.server?.address() as AddressInfo | null)?.port ?? this.options.port;

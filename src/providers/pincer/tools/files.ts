@@ -1,18 +1,18 @@
 import type { AgentTool } from '@mariozechner/pi-agent-core';
 import { Type } from '@mariozechner/pi-ai';
 import fs from 'node:fs/promises';
-import path from 'node:path';
-import type { Confinement } from './confine.js';
 import { defineTool } from './define.js';
-import { truncateMiddle, type ToolLimits } from './limits.js';
+import { editTool, writeTool, type FileToolDeps } from './edit.js';
+import { truncateMiddle } from './limits.js';
 
 /**
- * The built-in runtime's file tools: `read`, `write` and `edit`, confined to the agent folder (confine.ts) and
- * size-limited (limits.ts). Failures throw: pi-agent-core reports a thrown error to the model as a tool error.
+ * The built-in runtime's file tools: `read` here, `write` and `edit` in edit.ts (planned on a worker), confined to the
+ * agent folder (confine.ts) and size-limited (limits.ts). Failures throw: pi-agent-core reports a thrown error to the model as a tool error.
  */
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }], details: {} });
 
-export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTool[] {
+export function fileTools(deps: FileToolDeps): AgentTool[] {
+  const { confinement, limits } = deps;
   const read = defineTool({
     name: 'read',
     label: 'Read file',
@@ -40,51 +40,5 @@ export function fileTools(confinement: Confinement, limits: ToolLimits): AgentTo
     },
   });
 
-  const write = defineTool({
-    name: 'write',
-    label: 'Write file',
-    description: 'Create or overwrite a file in the agent folder with the given content (folders are created).',
-    parameters: Type.Object({
-      path: Type.String({ description: 'file path, relative to the agent folder' }),
-      content: Type.String({ description: 'the complete new content' }),
-    }),
-    executionMode: 'sequential',
-    execute: async (_id, params) => {
-      const file = confinement.resolve(params.path);
-      const bytes = Buffer.byteLength(params.content);
-      if (bytes > limits.maxWriteBytes) throw new Error(`content is ${bytes} bytes; at most ${limits.maxWriteBytes} per write`);
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      // Resolve again now the folders exist: a link created meanwhile must not lead out.
-      confinement.resolve(params.path);
-      await fs.writeFile(file, params.content);
-      return text(`wrote ${bytes} bytes to ${confinement.display(file)}`);
-    },
-  });
-
-  const edit = defineTool({
-    name: 'edit',
-    label: 'Edit file',
-    description: 'Replace one exact occurrence of oldText with newText in a file of the agent folder. oldText must match exactly once.',
-    parameters: Type.Object({
-      path: Type.String({ description: 'file path, relative to the agent folder' }),
-      oldText: Type.String({ description: 'the exact text to replace (must occur exactly once)' }),
-      newText: Type.String({ description: 'the replacement text' }),
-    }),
-    executionMode: 'sequential',
-    execute: async (_id, params) => {
-      const file = confinement.resolve(params.path);
-      const before = await fs.readFile(file, 'utf8');
-      if (params.oldText === '') throw new Error('oldText is empty');
-      const first = before.indexOf(params.oldText);
-      if (first < 0) throw new Error(`oldText not found in ${confinement.display(file)}`);
-      if (before.indexOf(params.oldText, first + 1) >= 0) throw new Error(`oldText occurs more than once in ${confinement.display(file)}; include more context`);
-      const after = before.slice(0, first) + params.newText + before.slice(first + params.oldText.length);
-      if (Buffer.byteLength(after) > limits.maxWriteBytes) throw new Error(`the edited file would exceed ${limits.maxWriteBytes} bytes`);
-      await fs.writeFile(file, after);
-      const line = before.slice(0, first).split('\n').length;
-      return text(`edited ${confinement.display(file)} at line ${line}`);
-    },
-  });
-
-  return [read, write, edit];
+  return [read, writeTool(deps), editTool(deps)];
 }
