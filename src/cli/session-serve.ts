@@ -64,5 +64,6 @@ function refusedFilesystems(): Map<number, string> {
 
 function fail(message: string): number {
   process.stderr.write(`pincer session-serve: ${message}\n`);
+  process.stdin.destroy(); // the lifeline is not needed: nothing was started
   return 2;
 }
