@@ -1,18 +1,34 @@
+import { spawn } from 'node:child_process';
 import { MODES, RunnerSession, type ByMode } from './runner-session.js';
 
 /**
  * Cold start: spawn → the runner logs `[runner] ready`, and spawn → the reply to a message that was already pending
  * when it started (what a user waits for when the host starts a runner for their message). The two modes take turns,
- * so both see the same machine.
+ * so both see the same machine, and so does Node's own floor: a bare `node -e ''` from spawn to exit, with the
+ * runner's V8 flags, between them.
  */
 export interface ColdStartSamples {
   toReady: number[];
   toFirstReply: number[];
 }
 
-export async function measureColdStart(samples: number): Promise<ByMode<ColdStartSamples>> {
-  const result: ByMode<ColdStartSamples> = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] } };
+export interface ColdStartResult extends ByMode<ColdStartSamples> {
+  /** spawn → exit of a bare `node -e ''` (ms), taking turns with the runners. */
+  bare: number[];
+}
+
+/** Spawn → exit of `node -e ''`: what any Node program pays on this machine at this moment. */
+export async function bareNodeMs(args: string[] = []): Promise<number> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...args, '-e', ''], { stdio: 'ignore' });
+  await new Promise((resolve) => child.once('exit', resolve));
+  return performance.now() - started;
+}
+
+export async function measureColdStart(samples: number): Promise<ColdStartResult> {
+  const result: ColdStartResult = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] }, bare: [] };
   for (let i = 0; i < samples; i++) {
+    result.bare.push(await bareNodeMs());
     // Which mode goes first alternates too: the first start after a stop is the slower one.
     for (const mode of i % 2 === 0 ? MODES : [...MODES].reverse()) {
       const session = await RunnerSession.start({ mode, pendingText: 'cold-start-end' });

@@ -15,6 +15,8 @@ export interface FaultRow {
   answered: number;
   lost: number;
   duplicated: number;
+  /** the most live runners one session had at once (counted from /proc; kills scenarios only): never more than 1. */
+  mostRunners?: number;
   maxHostCpu: number;
   recoveryMs: number | null;
   note?: string;
@@ -28,8 +30,7 @@ export interface RunningHost {
 
 /**
  * `env` adds to (or overrides) the suite's settings: another provider, its fake model server. Runners are plain
- * processes (as in the test harness; `PINCER_RUNNER=bwrap` in `env` for the sandbox): the suite kills the runner
- * process itself.
+ * processes unless `env` says otherwise (PINCER_RUNNER; the kills scenario runs in each mode).
  */
 export async function startHost(home: string, env: Record<string, string> = {}): Promise<RunningHost> {
   const child = spawn(process.execPath, [CLI, 'host', '--http', '0'], {
@@ -177,8 +178,8 @@ export function sleep(ms: number): Promise<void> {
 }
 
 export function formatFaultTable(rows: FaultRow[]): string {
-  const header = ['scenario', 'sent', 'answered', 'lost', 'duplicated', 'max host CPU', 'recovery'];
-  const body = rows.map((r) => [r.scenario, String(r.sent), String(r.answered), String(r.lost), String(r.duplicated), `${Math.round(r.maxHostCpu * 100)} %`, r.note ?? (r.recoveryMs === null ? 'not recovered' : `${(r.recoveryMs / 1000).toFixed(1)} s`)]);
+  const header = ['scenario', 'sent', 'answered', 'lost', 'duplicated', 'most runners', 'max host CPU', 'recovery'];
+  const body = rows.map((r) => [r.scenario, String(r.sent), String(r.answered), String(r.lost), String(r.duplicated), r.mostRunners === undefined ? '' : String(r.mostRunners), `${Math.round(r.maxHostCpu * 100)} %`, r.note ?? (r.recoveryMs === null ? 'not recovered' : `${(r.recoveryMs / 1000).toFixed(1)} s`)]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');

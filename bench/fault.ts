@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 export { formatFaultTable } from './fault-host.js';
 import { dbFaultScenario } from './fault-db.js';
 import { mcpKillsScenario } from './fault-mcp.js';
+import { runnerUnder } from '../src/container/bwrap.js';
+import { liveRunners, runnerCensus } from './runner-census.js';
 import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersOf, post, skipped, startHost, stop, waitAllAnswered, sleep, type FaultRow } from './fault-host.js';
 
 /**
@@ -15,10 +17,21 @@ import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersO
  * lost, duplicated, the host's highest CPU share, and the time from the last fault's end until every accepted message
  * was answered. docs/reliability.md explains the columns and the at-least-once window.
  */
-/** Messages at a steady pace while runners (and, with `hostKills`, the host) are SIGKILLed at random moments. */
-export async function killsScenario(messages: number, hostKills: number): Promise<FaultRow> {
+/** The runner kinds the kills scenario runs in (`npm run fault -- --runner=process|bwrap|docker`). */
+export type FaultRunner = 'process' | 'bwrap' | 'docker';
+
+/**
+ * Messages at a steady pace while runners (and, with `hostKills`, the host) are SIGKILLed at random moments. A runner
+ * kill is what a real failure kills in that mode: the runner process; the sandbox's bwrap or the runner inside it; the
+ * container or its `docker run` client. Throughout, the live runners of every session are counted from /proc: the row's
+ * `runners` column is the most one session ever had at once (the invariant: 1), and none may outlive the last host.
+ * `env` adds the mode's settings (Docker: DOCKER_HOST, PINCER_CONTAINER_IMAGE).
+ */
+export async function killsScenario(messages: number, hostKills: number, runner: FaultRunner = 'process', env: Record<string, string> = {}): Promise<FaultRow> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-fault-'));
-  let host = await startHost(home);
+  const hostEnv = { ...env, PINCER_RUNNER: runner };
+  let host = await startHost(home, hostEnv);
+  const census = runnerCensus(home);
   const conversations = ['f1', 'f2', 'f3', 'f4'];
   const accepted: string[] = [];
   const cpu = cpuSampler(() => host.child.pid);
@@ -27,34 +40,57 @@ export async function killsScenario(messages: number, hostKills: number): Promis
   for (let i = 0; i < messages; i++) {
     const marker = `[msg-${String(i).padStart(5, '0')}]`;
     if ((await post(host.port, conversations[i % conversations.length]!, `${marker} hello`)) !== undefined) accepted.push(marker);
-    if (Math.random() < 0.08) {
-      const pids = [...host.stderr().matchAll(/runner started for \S+: pid (\d+)/g)].map((m) => Number(m[1]));
-      const pid = pids[Math.floor(Math.random() * pids.length)];
-      if (pid && alive(pid)) {
-        process.kill(pid, 'SIGKILL');
-        runnerKills++;
-      }
-    }
+    if (Math.random() < 0.08 && killOneRunner(host.stderr(), runner, env)) runnerKills++;
     if (hostKillAt.has(i)) {
       host.child.kill('SIGKILL');
       await new Promise((resolve) => host.child.once('exit', resolve));
-      host = await startHost(home);
+      host = await startHost(home, hostEnv);
     }
   }
   const faultEnded = Date.now();
   const done = await waitAllAnswered(() => host.port, conversations, accepted, 120_000);
   const recoveryMs = done ? Date.now() - faultEnded : null;
   const counts = await count(host.port, conversations, accepted);
-  if (counts.duplicated > 0 && process.env.FAULT_DEBUG) {
+  if ((counts.duplicated > 0 || census.most() > 1) && process.env.FAULT_DEBUG) {
     const all = (await Promise.all(conversations.map(async (c) => (await replies(host.port, c)).map((t) => `${c}: ${t}`)))).flat();
     const twice = accepted.filter((m) => all.filter((t) => t.includes(m)).length > 1);
-    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
+    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
   }
   cpu.stop();
   await stop(host);
+  // the last host stopped its runners; those of the hosts it replaced must be gone by themselves
+  const deadline = Date.now() + 15_000;
+  while (liveRunners(home).size > 0 && Date.now() < deadline) await sleep(100);
+  const left = [...liveRunners(home).values()].flat().length;
+  census.stop();
   killRunnersOf(home);
   if (!process.env.FAULT_DEBUG) fs.rmSync(home, { recursive: true, force: true });
-  return { scenario: `kills (${runnerKills} runner, ${hostKills} host SIGKILLs)`, sent: accepted.length, ...counts, maxHostCpu: cpu.max(), recoveryMs };
+  return {
+    scenario: `kills, ${runner} runners (${runnerKills} runner, ${hostKills} host SIGKILLs)`,
+    sent: accepted.length,
+    ...counts,
+    mostRunners: census.most(),
+    maxHostCpu: cpu.max(),
+    recoveryMs,
+    ...(left > 0 ? { note: `${left} runner(s) outlived the host` } : {}),
+  };
+}
+
+/** SIGKILL one of the host's runners, as a failure in that mode would; whether one was killed. */
+function killOneRunner(hostLog: string, runner: FaultRunner, env: Record<string, string>): boolean {
+  const started = [...hostLog.matchAll(/runner started for (\S+): pid (\d+)/g)].map((m) => ({ session: m[1]!, pid: Number(m[2]) }));
+  const pick = started[Math.floor(Math.random() * started.length)];
+  if (!pick || !alive(pick.pid)) return false;
+  const inner = Math.random() < 0.5;
+  if (runner === 'docker' && inner) {
+    // the container itself (the docker client the host started then exits)
+    const killed = spawnSync('docker', ['kill', `pincer-runner-${pick.session}`], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    return killed.status === 0;
+  }
+  const pid = runner === 'bwrap' && inner ? runnerUnder(pick.pid) : pick.pid; // the runner inside the sandbox, or bwrap
+  if (pid === undefined) return false;
+  process.kill(pid, 'SIGKILL');
+  return true;
 }
 
 /** A full disk (a small tmpfs home; root only): messages during the fault, then space returns. */
@@ -93,16 +129,21 @@ export async function diskFullScenario(messages: number): Promise<FaultRow> {
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
-  const rows = [
-    await killsScenario(quick ? 100 : 1000, quick ? 1 : 6),
+  const runners = (process.argv.find((arg) => arg.startsWith('--runner='))?.slice('--runner='.length) ?? 'process').split(',');
+  for (const runner of runners) if (!['process', 'bwrap', 'docker'].includes(runner)) throw new Error(`unknown runner "${runner}" (known: process, bwrap, docker)`);
+  // Docker runners use the daemon and image of this environment (`pincer container image` builds it)
+  const dockerEnv = Object.fromEntries(['DOCKER_HOST', 'PINCER_CONTAINER_IMAGE'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
+  const rows: FaultRow[] = [];
+  for (const runner of runners) rows.push(await killsScenario(quick ? 100 : 1000, quick ? 1 : 6, runner as FaultRunner, runner === 'docker' ? dockerEnv : {}));
+  rows.push(
     await mcpKillsScenario(quick ? 10 : 40),
     await diskFullScenario(quick ? 5 : 20),
     await dbFaultScenario('read-only', quick ? 60 : 200),
     await dbFaultScenario('deleted', quick ? 60 : 200),
     await dbFaultScenario('damaged', quick ? 60 : 200),
-  ];
+  );
   process.stdout.write(`${formatFaultTable(rows)}\n`);
-  process.exitCode = rows.some((r) => r.lost > 0 || r.recoveryMs === null && !r.note) ? 1 : 0;
+  process.exitCode = rows.some((r) => r.lost > 0 || (r.mostRunners ?? 0) > 1 || (r.recoveryMs === null && !r.note)) ? 1 : 0;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

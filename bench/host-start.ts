@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CLI_ENTRY } from '../src/shared/cli-entry.js';
 import { waitFor } from '../test/support/wait.js';
+import { bareNodeMs } from './cold-start.js';
 import { cpuTimeMs } from './proc.js';
 
 /**
@@ -48,19 +49,12 @@ async function hostStart(http: boolean): Promise<{ ms: number; cpuMs: number }> 
   }
 }
 
-async function bareNode(): Promise<number> {
-  const started = performance.now();
-  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
-  await new Promise((resolve) => child.once('exit', resolve));
-  return performance.now() - started;
-}
-
 export async function measureHostStart(samples: number): Promise<HostStartSamples> {
   const result: HostStartSamples = { none: [], http: [], noneCpu: [], httpCpu: [], bare: [] };
   for (let i = 0; i < samples; i++) {
     const none = await hostStart(false);
     const http = await hostStart(true);
-    result.bare.push(await bareNode());
+    result.bare.push(await bareNodeMs());
     result.none.push(none.ms);
     result.noneCpu.push(none.cpuMs);
     result.http.push(http.ms);

@@ -1,6 +1,6 @@
 import type { BuiltinResult } from './builtin.js';
 import type { BurstResult } from './burst.js';
-import type { ColdStartSamples } from './cold-start.js';
+import type { ColdStartResult } from './cold-start.js';
 import type { FollowUpSamples } from './followup.js';
 import type { HostStartSamples } from './host-start.js';
 import type { FleetResult, IdleResult } from './idle.js';
@@ -22,7 +22,7 @@ export interface BenchResults {
   idle?: ByMode<IdleResult>;
   throughput?: ByMode<ThroughputResult>;
   fleet?: ByMode<FleetResult>;
-  coldStart?: ByMode<ColdStartSamples>;
+  coldStart?: ColdStartResult;
   hostStart?: HostStartSamples;
   mcp?: McpSamples;
   platform?: PlatformSamples;
@@ -144,9 +144,12 @@ export function buildRows(results: BenchResults): Row[] {
   if (coldStart) {
     const [wr, pr] = [summarize(coldStart.watch.toReady), summarize(coldStart.poll.toReady)];
     const [wf, pf] = [summarize(coldStart.watch.toFirstReply), summarize(coldStart.poll.toFirstReply)];
+    const bare = summarize(coldStart.bare);
     rows.push(
       { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
       { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
+      { metric: "  for comparison: a bare node -e '' (spawn → exit), taking turns with them, p50", unit: 'ms', pincer: bare.p50, better: 'lower' },
+      { metric: "  spawn → reply ÷ bare node -e '' (p50 over p50, same run)", unit: 'ratio', pincer: wf.p50 / bare.p50, baseline: pf.p50 / bare.p50, better: 'lower', target: atMost(1.3, '≤ ×1.3') },
     );
   }
   if (hostStart) {

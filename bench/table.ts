@@ -2,7 +2,7 @@
  * The printed table: one row per number, Pincer (wake-on-change) beside the baseline (the seed's fixed-interval
  * polling) measured in the same run, how many times better Pincer is, and the SPEC §8 target with PASS/MISS.
  */
-export type Unit = 'ms' | 's' | 'msg/s' | '%' | 'MiB' | 'count';
+export type Unit = 'ms' | 's' | 'msg/s' | '%' | 'MiB' | 'count' | 'ratio';
 
 export interface Row {
   /** what was measured. */
@@ -42,6 +42,8 @@ export function formatValue(value: number | undefined, unit: Unit): string {
       return `${value.toFixed(1)} MiB`;
     case 'count':
       return String(Math.round(value));
+    case 'ratio':
+      return `×${value.toFixed(2)}`;
   }
 }
 

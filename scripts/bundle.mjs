@@ -1,6 +1,7 @@
 // Bundles the compiled CLI (dist/src) into dist/bundle with esbuild, so a runner loads a few files instead of ~200
 // modules (see docs/performance.md). Run by `npm run build` after tsc; the bundle is never checked in.
 import fs from 'node:fs';
+import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -42,9 +43,18 @@ const externals = {
   name: 'externals',
   setup(build) {
     build.onResolve({ filter: /^[^./]/ }, (args) => {
-      if (args.path.startsWith('node:') || !BUNDLED_PACKAGES.has(packageName(args.path))) return { path: args.path, external: true };
+      if (isBuiltin(args.path)) {
+        // A dynamic import() of one stays an import (it loads on first use anyway, and keeps its named exports).
+        const external = args.namespace === 'node-builtin' || args.kind === 'dynamic-import';
+        return external ? { path: args.path, external: true } : { path: args.path, namespace: 'node-builtin' };
+      }
+      if (!BUNDLED_PACKAGES.has(packageName(args.path))) return { path: args.path, external: true };
       return undefined;
     });
+    // Node's own modules through require(), not import: an ES import of a built-in builds its ES module facade, which
+    // reads every export — for node:fs that means loading the stream modules (fs.ReadStream's getter), ≈ 18 built-in
+    // modules a runner never uses (docs/performance.md, "Cold start").
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
   },
 };
 

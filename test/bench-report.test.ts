@@ -32,7 +32,7 @@ describe('bench report', () => {
     const memory = buildRows({
       idle: { watch: idle, poll: idle },
       fleet: { watch: fleet, poll: fleet },
-      coldStart: { watch: { toReady: [60, 70, 200], toFirstReply: [80, 95, 300] }, poll: { toReady: [1], toFirstReply: [1] } },
+      coldStart: { watch: { toReady: [60, 70, 200], toFirstReply: [80, 95, 300] }, poll: { toReady: [1], toFirstReply: [1] }, bare: [70, 80, 90] },
     }).map(toPrintedRow);
     const find = (start: string) => memory.find((r) => r.metric.startsWith(start))!;
     expect(find('runner RSS (VmRSS), idle')).toMatchObject({ target: '≤ 54 MiB', verdict: 'PASS' });
@@ -41,6 +41,8 @@ describe('bench report', () => {
     expect(find('20 idle runners: total CPU')).toMatchObject({ target: '≤ 1 % (0.05 % each)', verdict: 'MISS' });
     expect(find('cold start: spawn → ready')).toMatchObject({ verdict: 'PASS' });
     expect(find('cold start: spawn → reply')).toMatchObject({ pincer: '95.0 ms', verdict: 'MISS' });
+    // 95 ms over a bare node's 80 ms, in the same run: within ×1.3
+    expect(find('  spawn → reply ÷ bare node')).toMatchObject({ pincer: '×1.19', target: '≤ ×1.3', verdict: 'PASS' });
   });
 
   it('reports the host start with and without the HTTP channel, beside a bare node start', () => {

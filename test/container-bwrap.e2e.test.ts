@@ -62,7 +62,7 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
       .filter(Boolean);
     expect(interfaces).toEqual(['lo']);
     const names = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => e.split('=')[0]).sort();
-    expect(names).toEqual(['AGENT_PROVIDER', 'HOME', 'PATH', 'PINCER_POLL_IDLE_MS', 'PINCER_SANDBOX_NO_NETWORK', 'PINCER_WORKSPACE', 'PWD', 'TZ']);
+    expect(names).toEqual(['AGENT_PROVIDER', 'HOME', 'PATH', 'PINCER_POLL_IDLE_MS', 'PINCER_SANDBOX_NO_NETWORK', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'PWD', 'TZ']);
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     expect(/^CapEff:\s*(\w+)$/m.exec(status)?.[1]).toBe('0000000000000000');
     expect(/^NoNewPrivs:\s*(\d)$/m.exec(status)?.[1]).toBe('1');

@@ -113,6 +113,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
       if (session.chatFallbackNote) out.push('    (`pincer chat` sets PINCER_AUTO_FALLBACK=mock, so chat sessions run on mock)');
       if (selection.code === 'unknown' && resources && resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     }
+    if (session.model) out.push(`  model: ${session.model}`);
     if (resources) {
       out.push(`  ${describeResources(resources)}`);
       for (const diagnostic of resources.diagnostics) out.push(`  ! ${diagnostic.message}`);

@@ -1,5 +1,15 @@
-import fs from 'node:fs';
+import module from 'node:module';
 import { fileURLToPath } from 'node:url';
+
+/**
+ * Node's own modules through require(): an ES import of node:fs builds its ES module facade, which reads every export
+ * and so loads the stream modules (fs.ReadStream's getter) that a runner never uses (docs/performance.md).
+ */
+const fs = module.createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+
+// On Node 22+, V8's compiled code is kept on disk (in the temp folder, or NODE_COMPILE_CACHE) and reused by the next
+// start of the same files: every runner after the first compiles nothing it compiled before.
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 /**
  * The CLI entry (`bin/pincer.js`, and what the host starts a runner with: `node <this file> runner`). The processes

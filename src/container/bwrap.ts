@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createLogger } from '../shared/log.js';
 import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
-import { launchedRunner, runnerStdio } from './handle.js';
+import { LIFELINE_ENV, launchedRunner, lockedCommand, onPath, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
@@ -15,8 +15,8 @@ const log = createLogger('container');
 /**
  * Runners in a bubblewrap sandbox (CONTAINER-NOTES.md): no daemon, ~0.14 s to start, works as non-root. A tmpfs root
  * with the host's /usr and a few files of /etc read-only, the session at /workspace, the app read-only at /app, new namespaces
- * (only loopback inside unless PINCER_BWRAP_NETWORK=host), no capabilities, a clean environment, and `--die-with-parent` so a runner
- * never outlives its host. bwrap does not forward SIGTERM, so `stop()` signals the runner's Node process directly.
+ * (only loopback inside unless PINCER_BWRAP_NETWORK=host), no capabilities, a clean environment, and `--die-with-parent` plus
+ * the stdin lifeline so a runner never outlives its host. bwrap does not forward SIGTERM, so `stop()` signals the runner's Node process directly.
  */
 export class BwrapLauncher implements RunnerLauncher {
   readonly kind = 'bwrap' as const;
@@ -27,23 +27,26 @@ export class BwrapLauncher implements RunnerLauncher {
   ) {}
 
   async check(): Promise<void> {
-    const found = (process.env.PATH ?? '').split(path.delimiter).some((dir) => fs.existsSync(path.join(dir, 'bwrap')));
-    if (!found) throw new ContainerError('bwrap-unavailable', 'bwrap not found on PATH (install bubblewrap)');
+    if (onPath('bwrap') === undefined) throw new ContainerError('bwrap-unavailable', 'bwrap not found on PATH (install bubblewrap)');
   }
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env = sandboxEnvironment(options, this.settings.extraEnv);
+    // the lifeline too, not only --die-with-parent: bwrap arms that only once its sandbox is set up, so a host killed
+    // in the first milliseconds of a start left the sandbox running with no parent (and a second runner beside the
+    // next host's); a runner whose stdin closes stops by itself
+    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
     if (this.settings.isolateNetwork) env[NO_NETWORK_ENV] = 'PINCER_BWRAP_NETWORK=host';
     const stdio = runnerStdio(options);
-    const child = spawn('bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env), { env: {}, stdio: stdio.stdio });
+    const command = lockedCommand(options.lockFile, onPath('bwrap') ?? 'bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env));
+    const child = spawn(command.file, command.args, { env: {}, stdio: stdio.stdio });
     stdio.close();
     log.info(`started bwrap runner for ${folders.workspace} (${Object.keys(env).length} variables)`);
     return launchedRunner('bwrap', child, {
       terminate: () => {
         const runner = child.pid === undefined ? undefined : runnerUnder(child.pid);
         if (runner !== undefined) signal(runner, 'SIGTERM');
-        else child.kill('SIGKILL'); // not started yet: nothing to lose
+        else child.kill('SIGKILL'); // not started yet (or still waiting for the launch lock): nothing to lose
       },
       forceKill: () => child.kill('SIGKILL'), // --die-with-parent takes the sandbox down with bwrap
       killMarginMs: 0,

@@ -6,7 +6,7 @@ import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL, runnerUser
 import { sandboxEnvironment } from './env.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { ContainerError } from './errors.js';
-import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
+import { LIFELINE_ENV, launchedRunner, lockedCommand, runnerStdio } from './handle.js';
 import { identityFiles } from './identity.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
@@ -50,7 +50,9 @@ export class DockerLauncher implements RunnerLauncher {
     const stdio = runnerStdio(options);
     // One container per name: a leftover of the same name (a host that died, a run cut short between create and
     // start) is removed first. `exec` keeps the pid: the child is the docker CLI itself, so signals reach it.
-    const child = spawn('/bin/sh', ['-c', 'docker rm -f "$0" >/dev/null 2>&1; exec docker "$@"', containerName, ...args], {
+    // The launch lock is held by the CLI only; the container itself is kept single by its name.
+    const command = lockedCommand(options.lockFile, '/bin/sh', ['-c', 'docker rm -f "$0" >/dev/null 2>&1; exec docker "$@"', containerName, ...args]);
+    const child = spawn(command.file, command.args, {
       env: { ...cliEnv, ...env },
       stdio: stdio.stdio,
     });

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { LaunchedRunner, LaunchOptions, RunnerKind } from './types.js';
 
 /** How one kind of launcher asks its runner to end; `launchedRunner` adds the shared bookkeeping. */
@@ -31,6 +32,47 @@ export function runnerStdio(options: LaunchOptions): { stdio: ['pipe', 'ignore',
     return { stdio: ['pipe', 'ignore', fd], close: () => fs.closeSync(fd) };
   }
   return { stdio: ['pipe', 'ignore', options.stderr ?? 'inherit'], close: () => undefined };
+}
+
+/** How long a start waits for the session's previous runner to end before it gives up (and the host backs off). */
+export const LAUNCH_LOCK_WAIT_S = 60;
+
+/**
+ * The launch lock (docs/containers.md "One runner per session"): `/bin/sh` opens the host-owned lock file as fd 9, takes
+ * an exclusive flock(2) on it — waiting while the previous runner of the session still holds it — and execs the
+ * launcher's command, which keeps the pid (so a bwrap's `--die-with-parent` still watches the host) and inherits fd 9.
+ * The lock is the open file's, so it is held until the last process holding fd 9 has ended: the runner (process), or
+ * the sandbox's own bwrap processes (bwrap), or the docker CLI (docker; there the container's name is the lock). Node
+ * does not pass fd 9 on to what the runner spawns, so an agent can neither release it nor keep it after the runner.
+ * Without `flock(1)` on PATH the command runs unlocked (and the host's own bookkeeping is all there is).
+ */
+export function lockedCommand(lockFile: string | undefined, command: string, args: string[]): { file: string; args: string[] } {
+  const flock = onPath('flock');
+  if (lockFile === undefined || flock === undefined) return { file: command, args };
+  // `command` must be a path: the launched environment may have no PATH (bwrap runs with an empty one)
+  return { file: '/bin/sh', args: ['-c', LOCKED_SCRIPT, lockFile, flock, command, ...args] };
+}
+
+/** $0 the lock file, $1 flock(1), then the command. Exit 75 (EX_TEMPFAIL): the host counts it as a failed start. */
+const LOCKED_SCRIPT = [
+  'exec 9>>"$0" || exit 75',
+  'flock=$1; shift',
+  'if ! "$flock" -n 9; then',
+  '  echo "[launcher] waiting for the previous runner of this session to end" >&2',
+  `  "$flock" -w ${LAUNCH_LOCK_WAIT_S} 9 || { echo "[launcher] the previous runner of this session still runs after ${LAUNCH_LOCK_WAIT_S} s; not starting" >&2; exit 75; }`,
+  '  echo "[launcher] the previous runner ended" >&2',
+  'fi',
+  'exec "$@"',
+].join('\n');
+
+const found = new Map<string, string | undefined>();
+/** The absolute path of `name` on the host's PATH (looked up once). */
+export function onPath(name: string): string | undefined {
+  if (!found.has(name)) {
+    const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((dir) => path.isAbsolute(dir));
+    found.set(name, dirs.map((dir) => path.join(dir, name)).find((file) => fs.existsSync(file)));
+  }
+  return found.get(name);
 }
 
 export function launchedRunner(kind: RunnerKind, child: ChildProcess, hooks: EndHooks): LaunchedRunner {

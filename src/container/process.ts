@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
-import { LIFELINE_ENV, launchedRunner, runnerStdio } from './handle.js';
+import { LIFELINE_ENV, launchedRunner, lockedCommand, runnerStdio } from './handle.js';
 import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 
 /**
@@ -16,7 +16,8 @@ export class ProcessLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const stdio = runnerStdio(options);
-    const child = spawn(process.execPath, [...SESSION_NODE_FLAGS, this.cliEntry, 'runner'], {
+    const command = lockedCommand(options.lockFile, process.execPath, [...SESSION_NODE_FLAGS, this.cliEntry, 'runner']);
+    const child = spawn(command.file, command.args, {
       env: { ...options.env, ...LIFELINE_ENV, PINCER_WORKSPACE: options.workspace },
       stdio: stdio.stdio,
     });

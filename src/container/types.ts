@@ -33,6 +33,12 @@ export interface LaunchOptions {
    */
   credentialProxySocket?: string;
   /**
+   * a host-owned lock file, outside anything a runner can see: the launcher holds an exclusive lock on it for the life
+   * of the runner's processes, and a start waits until the previous holder has ended (`lockedCommand`), so a session
+   * never has two runners even when a host died and its runner is still finishing.
+   */
+  lockFile?: string;
+  /**
    * a short name for the runner (e.g. the session id); the container is named `pincer-runner-<name>` so a host can
    * find one left behind by a host that died. Absent: a random name.
    */

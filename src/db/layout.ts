@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from '../shared/uuid.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openSessionDb } from './connection.js';
@@ -50,7 +50,7 @@ export function writeJsonAtomic(file: string, value: unknown): void {
  * follows it). A crash leaves the old file or the new one, never an empty or half one.
  */
 export function writeFileAtomic(file: string, data: string, mode = 0o644): void {
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  const tmp = `${file}.${randomUUID().slice(0, 12)}.tmp`;
   const fd = fs.openSync(tmp, 'wx', mode);
   try {
     fs.writeFileSync(fd, data);

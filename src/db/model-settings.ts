@@ -20,5 +20,16 @@ export const ModelSettingsSchema = z.strictObject({
   headers: z.record(z.string(), z.string()).optional(),
   contextWindow: z.number().int().positive().optional(),
   maxTokens: z.number().int().positive().optional(),
+  /** request parameters the built-in runtime passes to every model request of this model */
+  params: z
+    .strictObject({
+      temperature: z.number().min(0).max(2).optional(),
+      /** output tokens per answer at most */
+      maxTokens: z.number().int().positive().optional(),
+      /** reasoning effort, where the API has it (OpenAI reasoning_effort, Anthropic thinking budgets) */
+      reasoning: z.enum(['minimal', 'low', 'medium', 'high', 'xhigh']).optional(),
+    })
+    .optional(),
 });
+export type ModelParams = NonNullable<z.infer<typeof ModelSettingsSchema>['params']>;
 export type ModelSettings = z.infer<typeof ModelSettingsSchema>;

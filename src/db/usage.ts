@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../shared/uuid.js';
 import type { TurnUsage } from '../shared/usage.js';
 import { isoNow } from '../shared/time.js';
 import { prepared } from './connection.js';

@@ -6,6 +6,7 @@ import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
 import { RUNNER_COMMANDS } from '../runner/commands.js';
 import { loadRunnerConfig } from '../runner/config.js';
+import { describeParams } from '../runtime/model-route.js';
 import { loadResources } from '../runtime/resources/load.js';
 import type { LoadedResources } from '../runtime/resources/types.js';
 import type { ProviderProbe, Selection } from '../runtime/selection.js';
@@ -24,6 +25,8 @@ export interface SessionReport {
   /** auto failed, but `pincer chat` sessions fall back to mock */
   chatFallbackNote?: boolean;
   resources?: LoadedResources;
+  /** the configured model and the request parameters its entries give it (`, params temperature 0.2, …`) */
+  model?: string;
 }
 
 /** An agent group of the host's central DB: its provider policy decides for every session of the group. */
@@ -106,6 +109,10 @@ function diagnoseSession(dir: string, env: NodeJS.ProcessEnv): SessionReport {
     env,
   );
   if (!report.selection.ok && report.selection.message.startsWith('auto')) report.chatFallbackNote = true;
+  if (config.model) {
+    const provider = config.model.split('/')[0]?.toLowerCase() ?? '';
+    report.model = config.model + describeParams({ ...config.modelProviders[provider]?.params, ...config.models[config.model]?.params });
+  }
   // Reserved names: the runner's commands (provider-native ones depend on the provider and are not known here).
   report.resources = loadResources(config.paths.agent, RUNNER_COMMANDS);
   return report;

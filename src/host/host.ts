@@ -340,7 +340,12 @@ export class Host implements HostApi {
     const known = this.pipelines.get(session.id);
     if (known) return known;
     const { config } = this.options;
-    const launch = { agentDir: this.sessions.groupDirOf(session), globalDir: path.join(config.home, 'global'), logFile: this.runnerLog(session.id) };
+    const launch = {
+      agentDir: this.sessions.groupDirOf(session),
+      globalDir: path.join(config.home, 'global'),
+      logFile: this.runnerLog(session.id),
+      lockFile: this.runnerLock(session.id),
+    };
     let port: SessionPort;
     let engine: SessionEngine | undefined;
     if (config.sessionPort.kind === 'session-serve') {
@@ -446,6 +451,13 @@ export class Host implements HostApi {
     const dir = path.join(this.options.config.home, 'logs');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     return path.join(dir, `${sessionId}.log`);
+  }
+
+  /** `<home>/locks/<session id>.lock`: the launch lock (one runner per session, held by the OS; src/container/handle.ts). */
+  private runnerLock(sessionId: string): string {
+    const dir = path.join(this.options.config.home, 'locks');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return path.join(dir, `${sessionId}.lock`);
   }
 
   /** A `channel_type: 'agent'` row: a chat message into the target group's session, answered back the same way. */

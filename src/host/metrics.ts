@@ -35,6 +35,9 @@ export class HostMetrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'pincer_host_' });
+    // prom-client's totals of these three are gauges named `…_total`, which Prometheus reserves for counters
+    // (`promtool check metrics` rejects them); the per-type gauges beside them sum to the same.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(`pincer_host_${name}`);
     const gauges = (): HostGaugeSource | undefined => this.source;
     new Gauge({
       name: 'pincer_runners',

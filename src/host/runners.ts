@@ -27,6 +27,8 @@ export interface RunnerLaunch {
   globalDir: string;
   /** where the runner's stderr goes: under the host's home, never in the session folder the agent writes. */
   logFile: string;
+  /** the session's launch lock, under the host's home (`LaunchOptions.lockFile`). */
+  lockFile?: string;
 }
 
 export interface RunnerExit {
@@ -112,6 +114,7 @@ export class RunnerSupervisor {
         env: this.runnerEnv(launch),
         credentialProxySocket: this.credentials?.socketPath(),
         logFile: launch.logFile,
+        lockFile: launch.lockFile,
         name: launch.sessionId,
       });
     } catch (err) {
@@ -295,7 +298,7 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
     if (!state || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
     const pid = state.pid;
     // The row is the agent's to write: signal a pid only when it is this session's runner process. A sandboxed
-    // runner's pid is its namespace's (bubblewrap runners die with their host anyway) and never matches.
+    // runner's pid is its namespace's and never matches: its launch lock makes the next start wait for it instead.
     if (!isProcessAlive(pid) || !isRunnerOf(pid, session.folder)) continue;
     // A runner whose host died sees its stdin close and is already stopping (finishing its query): wait for it all
     // the same, so that the session never has two runners at once.

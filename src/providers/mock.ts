@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../shared/uuid.js';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AsyncQueue } from '../shared/async-queue.js';

@@ -1,4 +1,4 @@
-import net from 'node:net';
+import type net from 'node:net';
 
 /**
  * Inside a sandbox with its own network namespace the host's credential proxy (127.0.0.1 on the host) is out of
@@ -12,6 +12,7 @@ export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (messa
   if (!socket) return undefined;
   const port = proxyPort(env);
   if (port === undefined) return undefined;
+  const net = await import('node:net'); // only in a sandbox with its own network
   const server = net.createServer((client) => {
     const upstream = net.connect(socket);
     client.pipe(upstream).pipe(client);

@@ -8,7 +8,7 @@
  * from a model entry (config.json `models`) or a provider entry (config.json `modelProviders`); the model entry wins.
  * With OPENAI_BASE_URL pointing at a custom server the route is Chat Completions unless an entry says otherwise.
  */
-import type { ModelApi, ModelSettings } from '../db/model-settings.js';
+import type { ModelApi, ModelParams, ModelSettings } from '../db/model-settings.js';
 import { upstreamBaseUrl, type ProxiedBaseUrl } from '../shared/proxy-env.js';
 
 export type { ModelApi, ModelSettings } from '../db/model-settings.js';
@@ -46,6 +46,8 @@ export interface ModelRoute {
   keyOptional: boolean;
   contextWindow: number | undefined;
   maxTokens: number | undefined;
+  /** request parameters of the model entry over those of the provider entry (temperature, max output, reasoning) */
+  params: ModelParams;
   /** the runtime policy of the model entry, then of the provider entry */
   policy: { model?: string; provider?: string };
 }
@@ -148,6 +150,7 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
     keyOptional,
     contextWindow: entry.contextWindow,
     maxTokens: entry.maxTokens,
+    params: { ...providerEntry.params, ...modelEntry.params },
     policy: { model: modelEntry.provider, provider: providerEntry.provider },
   };
 }
@@ -169,7 +172,13 @@ export function describeRoute(route: ModelRoute): string {
     route.authored ? 'authored headers' : undefined,
     route.via ? `through the host's credential proxy at ${route.via}` : undefined,
   ].filter(Boolean);
-  return `${route.ref} via ${route.api ?? 'the catalogue API'} at ${where}${tags.length ? ` (${tags.join(', ')})` : ''}`;
+  return `${route.ref} via ${route.api ?? 'the catalogue API'} at ${where}${tags.length ? ` (${tags.join(', ')})` : ''}${describeParams(route.params)}`;
+}
+
+/** `, params temperature 0.2, maxTokens 512, reasoning low`, or nothing. */
+export function describeParams(params: ModelParams): string {
+  const set = Object.entries(params).filter(([, v]) => v !== undefined);
+  return set.length ? `, params ${set.map(([k, v]) => `${k} ${String(v)}`).join(', ')}` : '';
 }
 
 function checkUrl(ref: string, baseUrl: string): void {

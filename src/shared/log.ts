@@ -52,7 +52,22 @@ export function createLogger(area: string, write: (line: string) => void = (line
  * pipe), the line is lost, not the host.
  */
 let stderrGuarded = false;
+/** whether lines go to fd 2 directly (false once that failed, e.g. EAGAIN on a non-blocking pipe). */
+let direct = true;
 function writeStderr(line: string): void {
+  // Straight to the file descriptor: creating `process.stderr` loads a stream (and, for a pipe, node:net) that a
+  // runner's start-up has no other use for; writes to a file or a pipe on Linux are synchronous either way.
+  if (direct) {
+    try {
+      const bytes = Buffer.from(line);
+      const written = fs.writeSync(2, bytes);
+      if (written === bytes.length) return;
+      line = bytes.subarray(written).toString(); // a non-blocking pipe took part of it: the stream writes the rest
+    } catch {
+      // EAGAIN on a non-blocking pipe, or a closed descriptor: the stream below decides
+    }
+    direct = false;
+  }
   if (!stderrGuarded) {
     stderrGuarded = true;
     process.stderr.on('error', () => undefined);

@@ -25,6 +25,8 @@ export interface EngineLaunch {
   globalDir: string;
   /** the runner's stderr: outside the session folder the agent writes. */
   logFile: string;
+  /** the launch lock the runner's process tree holds (one runner per session, enforced by the OS). */
+  lockFile?: string;
 }
 
 export interface EngineDeps {

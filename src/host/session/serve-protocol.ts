@@ -91,7 +91,7 @@ export const LaunchDocumentSchema = z.strictObject({
   orphanMs: z.number().int().positive(),
   sweep: z.record(z.string(), z.unknown()),
   runners: z.record(z.string(), z.unknown()),
-  launch: z.strictObject({ agentDir: z.string(), globalDir: z.string(), logFile: z.string() }),
+  launch: z.strictObject({ agentDir: z.string(), globalDir: z.string(), logFile: z.string(), lockFile: z.string().optional() }),
   /** the host's credential proxy socket, bound into sandboxes. */
   credentialProxySocket: z.string().optional(),
 });

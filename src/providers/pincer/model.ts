@@ -44,7 +44,8 @@ export function buildModel(
     api,
     provider: route.provider === 'local' ? 'local' : route.provider,
     baseUrl,
-    reasoning: catalogue?.reasoning ?? false,
+    // a reasoning level in the model entry says the model reasons, whatever the catalogue knows
+    reasoning: (catalogue?.reasoning ?? false) || route.params.reasoning !== undefined,
     input: catalogue?.input ?? ['text'],
     cost: catalogue?.cost ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
     contextWindow,
@@ -56,7 +57,7 @@ export function buildModel(
     (model as Model<'openai-completions'>).compat = {
       supportsStore: false,
       supportsDeveloperRole: false,
-      supportsReasoningEffort: false,
+      supportsReasoningEffort: route.params.reasoning !== undefined,
       maxTokensField: 'max_tokens',
     };
   }

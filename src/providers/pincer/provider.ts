@@ -1,7 +1,10 @@
 import { Agent, type AgentMessage, type AgentTool } from '@mariozechner/pi-agent-core';
 import { streamSimple } from '@mariozechner/pi-ai';
 import path from 'node:path';
+import type { ModelParams } from '../../db/model-settings.js';
 import { describeRoute } from '../../runtime/model-route.js';
+import { readRuntimeSettings, type RuntimeSettings } from '../../runtime/resources/manifest.js';
+import type { CompactionTasks } from '../../runtime/tasks/compaction-plan.js';
 import type { FileTasks } from '../../runtime/tasks/file-edit.js';
 import { WorkerTaskPool } from '../../runtime/worker-pool/pool.js';
 import { createLogger, errorMessage, type Logger } from '../../shared/log.js';
@@ -49,6 +52,8 @@ export class PincerProvider implements AgentProvider {
   private readonly filePool = new WorkerTaskPool<FileTasks>({ name: 'files', tasks: new URL('../../runtime/tasks/file-edit.js', import.meta.url) });
   private readonly planner: FilePlanner = poolPlanner(this.filePool);
   private readonly fileQueue = new MutationQueue();
+  /** compaction planning (token estimation, pruning, the cut, the summary request) runs on this one */
+  private readonly compactionPool = new WorkerTaskPool<CompactionTasks>({ name: 'compaction', tasks: new URL('../../runtime/tasks/compaction-plan.js', import.meta.url) });
 
   private readonly extensionTools: ProviderConfig['extensionTools'];
   private readonly linkedMcpServers: NonNullable<ProviderConfig['linkedMcpServers']>;
@@ -92,7 +97,7 @@ export class PincerProvider implements AgentProvider {
     const mcp = this.mcp;
     this.mcp = undefined;
     if (mcp) await (await mcp.catch(() => undefined))?.connections.close();
-    await this.filePool.close();
+    await Promise.all([this.filePool.close(), this.compactionPool.close()]);
   }
 
   private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
@@ -136,20 +141,26 @@ export class PincerProvider implements AgentProvider {
 
   private createAgent(store: SessionStore, messages: AgentMessage[], input: QueryInput): Agent {
     const { model, apiKey } = this.built;
-    const maxRetries = Number(this.env.PINCER_MODEL_MAX_RETRIES ?? 2);
+    const configuredRetries = Number(this.env.PINCER_MODEL_MAX_RETRIES ?? 2);
+    const maxRetries = Number.isInteger(configuredRetries) && configuredRetries >= 0 ? configuredRetries : 2;
     const agent = new Agent({
       initialState: { systemPrompt: systemPromptFor(input), model, messages, tools: [] },
       getApiKey: () => apiKey,
       // Retries and the request timeout are the SDK clients' own; pi-agent-core passes only what it knows.
-      streamFn: (m, context, options) => streamSimple(m, context, { ...options, maxRetries: Number.isInteger(maxRetries) && maxRetries >= 0 ? maxRetries : 2, timeoutMs: this.timeoutMs }),
+      // The model entry's request parameters (temperature, max output tokens, reasoning effort) go on every request.
+      streamFn: (m, context, options) =>
+        streamSimple(m, context, { ...options, ...requestParams(this.built.route.params), maxRetries, timeoutMs: this.timeoutMs }),
       steeringMode: 'all',
       followUpMode: 'all',
       sessionId: store.id,
     });
+    const settings = this.runtimeSettings(input.cwd);
     const compactor = createCompactor({
-      settings: compactionSettings(model.contextWindow),
+      settings: compactionSettings(model.contextWindow, settings),
+      plan: (planInput, inputBytes, signal) => this.compactionPool.run('planCompaction', { input: planInput, inputBytes, signal }),
       model: () => model,
       apiKey: () => apiKey,
+      request: { maxRetries, timeoutMs: this.timeoutMs },
       state: agent.state,
       persist: (summary, kept) => store.appendCompaction(summary, kept),
       agentDir: input.cwd,
@@ -159,6 +170,16 @@ export class PincerProvider implements AgentProvider {
     // pi-agent-core's context hook: compaction happens before any model call, inside a long tool loop too.
     agent.transformContext = (all, signal) => compactor.transform(all, signal);
     return agent;
+  }
+
+  /**
+   * The group's runtime settings (package.json `"pincer": {"runtime": …}` of the agent folder), read once; the runner
+   * already logs their problems with the other resource diagnostics.
+   */
+  private settings: RuntimeSettings | undefined;
+  private runtimeSettings(agentDir: string): RuntimeSettings {
+    this.settings ??= readRuntimeSettings(agentDir);
+    return this.settings;
   }
 
   private tools(input: PrepareInput): Promise<AgentTool[]> {
@@ -178,6 +199,14 @@ export class PincerProvider implements AgentProvider {
       ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),
     ]);
   }
+}
+
+function requestParams(params: ModelParams): { temperature?: number; maxTokens?: number; reasoning?: ModelParams['reasoning'] } {
+  return {
+    ...(params.temperature !== undefined ? { temperature: params.temperature } : {}),
+    ...(params.maxTokens !== undefined ? { maxTokens: params.maxTokens } : {}),
+    ...(params.reasoning !== undefined ? { reasoning: params.reasoning } : {}),
+  };
 }
 
 function systemPromptFor(input: PrepareInput): string {

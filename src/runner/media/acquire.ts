@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import type http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import type { Attachment } from '../../db/content.js';
 import { errorMessage } from '../../shared/log.js';
@@ -97,7 +96,7 @@ async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
         return { ok: false, reason: hop > 0 ? `it redirected to a ${current.protocol} url` : `its url scheme ${current.protocol} is not http or https` };
       }
       const literal = unbracket(current.hostname);
-      const kind = net.isIP(literal) && !nameAllowed(literal, options.allow) ? refusedAddress(literal, options.allow) : undefined;
+      const kind = (await import('node:net')).isIP(literal) && !nameAllowed(literal, options.allow) ? refusedAddress(literal, options.allow) : undefined;
       if (kind) return refused(literal, kind);
       const response = await get(current, options, signal);
       const location = response.headers.location;

@@ -1,5 +1,12 @@
 import type dns from 'node:dns';
-import net, { BlockList, type LookupFunction } from 'node:net';
+import { createRequire } from 'node:module';
+import type { BlockList, LookupFunction } from 'node:net';
+
+/** node:net on first use: a runner whose messages carry no URL (most of them) never loads it. */
+let netModule: typeof import('node:net') | undefined;
+function net(): typeof import('node:net') {
+  return (netModule ??= createRequire(import.meta.url)('node:net') as typeof import('node:net'));
+}
 
 /**
  * Where an attachment download may connect. An attachment's `url` comes from whoever can post a message, so by default
@@ -15,7 +22,8 @@ import net, { BlockList, type LookupFunction } from 'node:net';
 export interface DownloadAllowList {
   any: boolean;
   names: ReadonlySet<string>;
-  addresses: BlockList;
+  /** the addresses and ranges allowed; undefined when none are. */
+  addresses: BlockList | undefined;
 }
 
 /** How a host name becomes addresses (dns.lookup by default; tests inject their own). */
@@ -36,8 +44,9 @@ export class RefusedTargetError extends Error {
 
 const SETTING = 'PINCER_ATTACHMENT_ALLOW_HOSTS';
 
-/** The ranges refused by default, each with the words the refusal uses. */
-const REFUSED: ReadonlyArray<[label: string, ranges: BlockList]> = [
+/** The ranges refused by default, each with the words the refusal uses (built on first use, as node:net is loaded). */
+let refusedRanges: ReadonlyArray<[label: string, ranges: BlockList]> | undefined;
+const refused = (): ReadonlyArray<[label: string, ranges: BlockList]> => (refusedRanges ??= [
   ['a loopback', ranges([['127.0.0.0', 8], ['::1', 128]])],
   // fec0::/10: the deprecated site-local range, still routed inside some networks
   ['a private', ranges([['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7], ['fec0::', 10]])],
@@ -49,18 +58,18 @@ const REFUSED: ReadonlyArray<[label: string, ranges: BlockList]> = [
   ['a reserved', ranges([['192.0.0.0', 24], ['198.18.0.0', 15], ['240.0.0.0', 4]])],
   // Teredo hides the client's IPv4 address (inverted) in its last bits and leads through a relay: never a file server
   ['a Teredo tunnel', ranges([['2001::', 32]])],
-];
+]);
 
 function ranges(list: Array<[string, number]>): BlockList {
-  const block = new BlockList();
-  for (const [network, prefix] of list) block.addSubnet(network, prefix, net.isIPv6(network) ? 'ipv6' : 'ipv4');
+  const block = new (net().BlockList)();
+  for (const [network, prefix] of list) block.addSubnet(network, prefix, net().isIPv6(network) ? 'ipv6' : 'ipv4');
   return block;
 }
 
 /** Parse the setting; a malformed entry fails with a line naming it (explicit configuration fails closed). */
 export function parseAllowHosts(value: string): DownloadAllowList {
   const names = new Set<string>();
-  const addresses = new BlockList();
+  let addresses: BlockList | undefined;
   let any = false;
   for (const raw of value.split(',').map((entry) => entry.trim()).filter(Boolean)) {
     if (raw === '*') {
@@ -69,14 +78,15 @@ export function parseAllowHosts(value: string): DownloadAllowList {
     }
     const [bracketed, prefixText, extra] = raw.split('/');
     const network = unbracket(bracketed ?? '');
-    const family = net.isIP(network);
+    // Only an entry that looks like an address needs node:net to tell (a name has no ':' and does not end in a digit).
+    const family = /:|\d$/.test(network) ? net().isIP(network) : 0;
     if (family !== 0) {
       const max = family === 4 ? 32 : 128;
       const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
       if (extra !== undefined || !(prefix >= 0 && prefix <= max)) {
         throw new Error(`${SETTING}: "${raw}" is not an address or CIDR range (e.g. 10.0.0.0/8)`);
       }
-      addresses.addSubnet(network, prefix, family === 4 ? 'ipv4' : 'ipv6');
+      (addresses ??= new (net().BlockList)()).addSubnet(network, prefix, family === 4 ? 'ipv4' : 'ipv6');
     } else if (/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw)) {
       names.add(raw.toLowerCase());
     } else {
@@ -103,15 +113,15 @@ export function nameAllowed(hostname: string, allow: DownloadAllowList): boolean
 
 /** What kind of address `address` is when the runner may not connect to it (`a loopback address`), else undefined. */
 export function refusedAddress(address: string, allow: DownloadAllowList): string | undefined {
-  const type = net.isIPv6(address) ? 'ipv6' : 'ipv4';
-  if (allow.any || allow.addresses.check(address, type)) return undefined;
-  const hit = REFUSED.find(([, block]) => block.check(address, type));
+  const type = net().isIPv6(address) ? 'ipv6' : 'ipv4';
+  if (allow.any || allow.addresses?.check(address, type)) return undefined;
+  const hit = refused().find(([, block]) => block.check(address, type));
   if (hit) return `${hit[0]} address`;
   if (type !== 'ipv6') return undefined;
   // IPv6 addresses that lead to an IPv4 address inside them are judged by it: on an IPv6-only network with DNS64, a
   // name whose A record is 10.0.0.5 resolves to 64:ff9b::a00:5 too and the NAT64 gateway connects to 10.0.0.5; a
   // 6to4 address 2002:a00:5:: is routed to the 6to4 relay of 10.0.0.5.
-  for (const [label, block, group] of EMBEDDING) {
+  for (const [label, block, group] of embedding()) {
     if (!block.check(address, 'ipv6')) continue;
     const embedded = ipv4At(address, group);
     const inner = refusedAddress(embedded, allow);
@@ -121,10 +131,11 @@ export function refusedAddress(address: string, allow: DownloadAllowList): strin
 }
 
 /** IPv6 ranges that carry an IPv4 address, and at which 16-bit group it starts. */
-const EMBEDDING: ReadonlyArray<[label: string, ranges: BlockList, group: number]> = [
+let embeddingRanges: ReadonlyArray<[label: string, ranges: BlockList, group: number]> | undefined;
+const embedding = (): ReadonlyArray<[label: string, ranges: BlockList, group: number]> => (embeddingRanges ??= [
   ['NAT64', ranges([['64:ff9b::', 96]]), 6],
   ['6to4', ranges([['2002::', 16]]), 1],
-];
+]);
 
 /** The IPv4 address in the two 16-bit groups of `address` starting at `group`. */
 function ipv4At(address: string, group: number): string {

@@ -7,10 +7,26 @@ import type { ResourceDiagnostic } from './types.js';
 /** The `"pincer"` key of an agent group's package.json: each kind is a path or glob, or a list of them. */
 const Entries = z.union([z.string(), z.array(z.string())]).transform((value) => (typeof value === 'string' ? [value] : value));
 
+/**
+ * The built-in runtime's settings for the group (`"pincer": {"runtime": {…}}`): code mode, what a compaction summary
+ * must keep, and the budget of old tool results before they are pruned. The folder is the agent's own: nothing here
+ * widens what the agent may do.
+ */
+export const RuntimeSettingsSchema = z.strictObject({
+  /** the model sees only `exec` and `wait`; every other tool is reachable from the program */
+  codeMode: z.boolean().optional(),
+  /** added to the summary request of every compaction, e.g. "keep decisions, open tasks and file names" */
+  compactionInstructions: z.string().max(2000).optional(),
+  /** estimated tokens of older tool results kept before the oldest are replaced by a stub; 0 turns pruning off */
+  pruneToolResultsTokens: z.number().int().nonnegative().optional(),
+});
+export type RuntimeSettings = z.infer<typeof RuntimeSettingsSchema>;
+
 const PincerManifestSchema = z.looseObject({
   skills: Entries.optional(),
   prompts: Entries.optional(),
   extensions: Entries.optional(),
+  runtime: z.unknown().optional(),
 });
 
 const PackageJsonSchema = z.looseObject({ pincer: z.unknown().optional() });
@@ -19,9 +35,10 @@ export interface PincerManifest {
   skills?: string[];
   prompts?: string[];
   extensions?: string[];
+  runtime?: RuntimeSettings;
 }
 
-const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions']);
+const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions', 'runtime']);
 
 /** The manifest of `root`, or undefined when there is no package.json or it has no `"pincer"` key. */
 export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): PincerManifest | undefined {
@@ -43,8 +60,19 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
   }
   for (const key of Object.keys(manifest.data)) {
     if (!KNOWN_KEYS.has(key)) {
-      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions)` });
+      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, runtime)` });
     }
   }
-  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions };
+  let runtime: RuntimeSettings | undefined;
+  if (manifest.data.runtime !== undefined) {
+    const parsed = RuntimeSettingsSchema.safeParse(manifest.data.runtime);
+    if (parsed.success) runtime = parsed.data;
+    else diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.runtime": ${describeIssues(parsed.error)}` });
+  }
+  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions, runtime };
+}
+
+/** The group's runtime settings (empty when none or invalid; problems go to `diagnostics`). */
+export function readRuntimeSettings(root: string, diagnostics: ResourceDiagnostic[] = []): RuntimeSettings {
+  return readManifest(root, diagnostics)?.runtime ?? {};
 }
