@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, stopAllHosts, type SseEvent } from './support/host-harness.js';
+import { startHost, stopAllHosts, TEST_TOKEN, type SseEvent } from './support/host-harness.js';
 import { cpuTimeMs, mountTmpfs, tmpfsSkip, type Tmpfs } from './support/tmpfs.js';
 import { waitFor } from './support/wait.js';
 
@@ -30,8 +30,17 @@ describe.skipIf(tmpfsSkip !== undefined)(`a full disk${tmpfsSkip ? ` (skipped: $
     for (let i = 0; i < 5; i++) {
       const res = await host.request('POST', '/v1/conversations/full/messages', { text: `during ${i} ${'x'.repeat(300_000)}` });
       if (res.status === 202) accepted.push(`during ${i}`);
-      else expect(res.status).toBeGreaterThanOrEqual(500);
+      else expect(res).toEqual({ status: 507, body: { error: "the host's disk is full; the message was not stored", code: 'disk-full' } });
     }
+    // the refusal says when to try again
+    const refused = await fetch(`http://127.0.0.1:${host.port}/v1/conversations/full/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: `refused ${'x'.repeat(300_000)}` }),
+    });
+    if (refused.status === 202) accepted.push('refused');
+    else expect([refused.status, refused.headers.get('retry-after')]).toEqual([507, '30']);
+    expect(host.stderr()).toContain('http: refused, the disk is full'); // some message really met the full disk
     const linesBefore = host.stderr().split('\n').length;
     const cpuBefore = cpuTimeMs(host.child.pid!);
     const started = Date.now();

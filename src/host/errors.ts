@@ -27,3 +27,15 @@ export class HostError extends Error {
 export function isHostError(err: unknown, code?: HostErrorCode): err is HostError {
   return err instanceof HostError && (code === undefined || err.code === code);
 }
+
+/** What a client is told when a message cannot be stored because the host's disk is full (HTTP 507, Retry-After). */
+export const DISK_FULL_MESSAGE = "the host's disk is full; the message was not stored";
+
+/** Seconds a client should wait before it sends again after a full disk. */
+export const DISK_FULL_RETRY_AFTER_S = 30;
+
+/** Whether `err` is a write that failed for want of space: SQLite's SQLITE_FULL (better-sqlite3) or ENOSPC. */
+export function isDiskFull(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
+  return code === 'SQLITE_FULL' || code === 'ENOSPC';
+}

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { describeIssues } from '../../../db/content.js';
 import { errorMessage, type Logger } from '../../../shared/log.js';
-import { isHostError } from '../../errors.js';
+import { DISK_FULL_MESSAGE, DISK_FULL_RETRY_AFTER_S, isDiskFull, isHostError } from '../../errors.js';
 
 /**
  * Request and response helpers of the HTTP channel: reading a JSON body with a size limit, validating it with zod,
@@ -112,6 +112,12 @@ export function errorResponse(c: Context, err: unknown, log: Logger): Response {
               ? 429
               : 500;
     return c.json({ error: err.message, code: err.code, ...(err.field ? { field: err.field } : {}) }, status);
+  }
+  if (isDiskFull(err)) {
+    // refused, with a reason the client can show and a time to try again: nothing was stored, so nothing is lost
+    log.warn(`http: refused, the disk is full (${errorMessage(err)})`);
+    c.header('Retry-After', String(DISK_FULL_RETRY_AFTER_S));
+    return c.json({ error: DISK_FULL_MESSAGE, code: 'disk-full' }, 507);
   }
   log.error(`http: ${errorMessage(err)}`);
   return c.json({ error: 'internal error' }, 500);
