@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -50,7 +51,6 @@ describe('pincer command errors', () => {
     ['a bad time', ['send', session, 'hi', '--process-after', 'tomorrow'], /^pincer: --process-after: not a time: "tomorrow" \(see pincer send --help\)$/],
     ['a bad seq', ['outbox', session, '--after', 'x'], /^pincer: option '--after <seq>' argument 'x' is invalid\. must be a message seq .*\(see pincer outbox --help\)$/],
     ['a bad port', ['host', '--http', 'abc'], /^pincer: option '--http <port>' argument 'abc' is invalid\. must be a port number .*\(see pincer host --help\)$/],
-    ['a home that does not exist', ['doctor', '--home', missing], /^pincer: no Pincer home at .*nonexistent \(--home\); pincer chat or pincer host creates one \(see pincer doctor --help\)$/],
     ['a workspace that does not exist', ['doctor', '--workspace', missing], /^pincer: --workspace .*nonexistent: no such folder \(see pincer doctor --help\)$/],
     ['OpenCode without a model', ['chat', '--provider', 'opencode'], /^pincer: provider "opencode" \(session policy "opencode"\) has no credentials: set OPENCODE_MODEL .*\(see pincer chat --help\)$/],
     ['Codex without a key', ['chat', '--provider', 'codex'], /^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/],
@@ -77,6 +77,39 @@ describe('pincer command errors', () => {
 });
 
 describe('the default home', () => {
+  // Start-up refusals: one line before any banner or prompt, exit 2, nothing typed is kept for a later provider.
+  const file = path.join(root, 'a-file');
+  fs.writeFileSync(file, '');
+  it.each<[string, string[], Record<string, string>, RegExp]>([
+    ['the built-in runtime with no model', ['chat', '--provider', 'pincer'], {}, /^pincer: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model> .*\(see pincer chat --help\)$/],
+    ['a local model with no base URL', ['chat'], { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/x' }, /^pincer: provider "pincer" \(session policy "pincer"\): model "local\/x": local models need OPENAI_BASE_URL .*\(see pincer chat --help\)$/],
+    ['a home under /proc', ['chat', '--provider', 'mock', '--home', '/proc/pincer'], {}, /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc, a kernel file system; choose a folder you can write with --home or PINCER_HOME \(the default is .*\.pincer\) \(see pincer chat --help\)$/],
+    ['a home under a file', ['chat', '--provider', 'mock'], { PINCER_HOME: path.join(file, 'home') }, /^pincer: cannot use .*a-file\/home as the Pincer home: it, or a folder on its path, is a file; choose a folder .*\(see pincer chat --help\)$/],
+    ['a host home under /proc', ['host', '--home', '/proc/pincer'], {}, /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc.*\(see pincer host --help\)$/],
+  ])('%s: refused in one line, exit 2, before the prompt', (_case, args, env, line) => {
+    const result = spawnSync(process.execPath, [BUILT_CLI, ...args], {
+      cwd: root,
+      input: 'hello\n',
+      env: { PATH: process.env.PATH, HOME: root, TZ: 'UTC', CLAUDE_CONFIG_DIR: path.join(root, 'no-claude-login'), PINCER_RUNNER: 'process', ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr.trim().split('\n').filter((l) => !/^\d{4}-\d{2}-\d{2}T/.test(l))).toEqual([expect.stringMatching(line)]);
+    expect(result.stdout).toBe('');
+  });
+
+  it('a built-in-runtime chat whose model server does not answer is refused naming OPENAI_BASE_URL', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const result = cli(['chat'], { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, PINCER_HOME: path.join(root, 'probe-home') });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toBe(`pincer: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL (see pincer chat --help)\n`);
+    expect(result.stdout).toBe('');
+  });
+
   it('is ~/.pincer wherever the command is typed, and doctor says what chat and host would run there', () => {
     const elsewhere = fs.mkdtempSync(path.join(root, 'cwd-'));
     const first = spawnSync(process.execPath, [BUILT_CLI, 'chat', '--provider', 'mock'], {

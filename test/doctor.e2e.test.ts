@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -101,4 +102,47 @@ describe('pincer doctor with a host home', () => {
     expect(out).toMatch(/1 agent group and 1 session cannot start\n$/);
     expect(code).toBe(1);
   });
+
+  it('counts a pincer chat session that ran on the mock as working', () => {
+    const home = makeHome();
+    const env = { PATH: process.env.PATH!, HOME: home, PINCER_HOME: home, CLAUDE_CONFIG_DIR: path.join(home, 'no-claude-login'), PINCER_RUNNER: 'process' };
+    const chat = spawnSync(process.execPath, [BUILT_CLI, 'chat'], { env, input: 'hello\n', encoding: 'utf8', timeout: 120_000 });
+    expect(chat.status).toBe(0);
+    expect(chat.stdout).toContain('agent> echo: ');
+    const { code, out } = doctor([], { HOME: home, PINCER_HOME: home });
+    expect(out).toMatch(/^home .*\n/);
+    expect(out).toContain(`session chat (${path.join(home, 'sessions', 'chat')})\n  provider: mock — auto (session policy "auto"): no provider is usable, falling back to mock (a pincer chat session)\n`);
+    // pincer host would still need a key for a new conversation: said, not counted as a failure of this home
+    expect(out).toMatch(/agent group main \(.*\)\n {2}! pincer host could not start its agent: auto/);
+    expect(out).toMatch(/all agent groups and sessions can start\n$/);
+    expect(code).toBe(0);
+  }, 150_000);
+
+  it('works with no home yet: says what the first chat or host creates, and creates nothing', () => {
+    const parent = makeHome();
+    const home = path.join(parent, 'not-yet');
+    const { code, out, err } = doctor(['--home', home]);
+    expect(err).toBe('');
+    expect(out.split('\n')[0]).toBe(`home ${home} does not exist yet: the first pincer chat or pincer host creates it (pincer.db, sessions/, groups/main/, logs/) and the agent group main with the provider below`);
+    expect(out).toContain('pincer chat would run: mock — auto');
+    expect(out).toContain('providers in this environment:');
+    expect(code).toBe(0);
+    expect(fs.existsSync(home)).toBe(false);
+  });
+
+  it('names OPENAI_BASE_URL when no model server answers there', async () => {
+    const port = await closedPort();
+    const { code, out } = doctor(['--home', makeHome()], { PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
+    expect(out).toContain(`✗ model server: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL\n`);
+    expect(code).toBe(1);
+  });
 });
+
+/** A loopback port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
+import { createSessionFolder } from '../src/db/layout.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { closeBrowsers, launchBrowser, NO_CHROMIUM } from './support/browser.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
@@ -176,8 +177,14 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await page.getByRole('button', { name: 'Restart the runner of ops' }).click();
     await expect.poll(runnerOf, { timeout: 20_000 }).not.toBeNull();
 
+    // A session that cannot start: its line is the first thing the Doctor view shows, above the full report.
+    const broken = createSessionFolder(path.join(host.home, 'sessions', 'broken'));
+    fs.writeFileSync(broken.config, JSON.stringify({ provider: 'claud' }));
     await page.getByRole('button', { name: 'Doctor' }).click();
     await page.getByText('providers in this environment').waitFor();
+    const problems = page.getByRole('list', { name: 'Problems' });
+    expect(await problems.textContent()).toContain('session broken: unknown provider "claud"');
+    expect((await problems.boundingBox())!.y).toBeLessThan((await page.locator('pre.log').boundingBox())!.y);
     await page.context().close();
     expect(await host.stop()).toBe(0);
   });

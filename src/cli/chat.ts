@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import fs from 'node:fs';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig } from '../host/config.js';
 import { Host } from '../host/host.js';
+import { prepareHome } from '../host/home.js';
+import { probeModelServer } from '../runtime/model-server-probe.js';
 import { createLogger, fileSink, setLogSink } from '../shared/log.js';
 import { CliError } from './errors.js';
 import { defaultSender } from './messages.js';
@@ -36,10 +37,15 @@ async function chat(options: ChatOptions): Promise<number> {
   // Decide the provider first, the way the runner will: one line and exit 2 if it cannot start (no key, no model).
   const selection = chatSelection(options.provider, process.env);
   if (!selection.ok) throw new CliError(selection.message);
+  // A built-in-runtime chat on a server of the user's: a wrong address is said now, not after the first message.
+  if (selection.provider === 'pincer') {
+    const probe = await probeModelServer(process.env);
+    if (probe?.problem) throw new CliError(probe.problem);
+  }
   // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
   Object.assign(process.env, chatEnv(process.env));
   const config = loadHostConfig(process.env, { provider: options.provider, home: options.home });
-  fs.mkdirSync(config.home, { recursive: true });
+  prepareHome(config.home); // an unusable home is one line with advice, before anything else
   // Every log line (host, launcher) goes to a file, so none interleaves with the conversation (PINCER_LOG_LEVEL=debug:
   // stderr). A line that cannot be written is dropped, never the chat.
   const logFile = path.join(config.home, 'host.log');

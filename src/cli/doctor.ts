@@ -11,6 +11,7 @@ import { chatSelection, describeChoice, hostSelection } from './provider-views.j
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
+import { probeModelServer } from '../runtime/model-server-probe.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are
@@ -24,8 +25,6 @@ export function registerDoctorCommand(program: Command): void {
     .option('--workspace <dir...>', 'check these session folders instead')
     .action(async (options: { home?: string; workspace?: string[] }) => {
       const home = resolveHome(process.env, options.home);
-      const explicit = options.home ?? process.env.PINCER_HOME;
-      if (explicit && !options.workspace && !fs.existsSync(home)) throw new CliError(`no Pincer home at ${home} (${options.home ? '--home' : 'PINCER_HOME'}); pincer chat or pincer host creates one`);
       for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new CliError(`--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       // The host's credentials: its environment with the secrets store's keys on top, as the credential proxy has them.
@@ -39,12 +38,33 @@ export function registerDoctorCommand(program: Command): void {
       const env = credentialEnvironment(process.env, secrets);
       const report = runDoctor(dirs, env, options.workspace ? undefined : home);
       const platforms = describePlatforms(process.env);
+      if (!options.workspace) process.stdout.write(describeHome(home));
       process.stdout.write(renderCommands(report, env));
       process.stdout.write(await describeRunners(process.env));
+      const server = await probeModelServer(env);
+      if (server) process.stdout.write(server.problem ? `✗ model server: ${server.problem}\n` : `model server: ${server.url} (${server.source}) answers\n`);
       if (secretsProblem) process.stdout.write(`✗ secrets: ${secretsProblem} (pincer host does not start with it)\n`);
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
-      process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem ? 1 : 0;
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem || server?.problem ? 1 : 0;
     });
+}
+
+/** The home checked, and on a fresh machine what the first `pincer chat` or `pincer host` will create there. */
+export function describeHome(home: string): string {
+  if (fs.existsSync(path.join(home, 'pincer.db'))) return `home ${home}\n`;
+  const what = fs.existsSync(home) ? 'has no central DB yet' : 'does not exist yet';
+  return `home ${home} ${what}: the first pincer chat or pincer host creates it (pincer.db, sessions/, groups/main/, logs/) and the agent group main with the provider below\n`;
+}
+
+/** The failing lines alone, each naming what it is about: what the control page's Doctor view shows first. */
+export function problemLines(report: DoctorReport): string[] {
+  const lines: string[] = [];
+  for (const group of report.groups) if (!group.selection.ok && !group.chatOnly) lines.push(`agent group ${group.name}: ${group.selection.message}`);
+  for (const session of report.sessions) {
+    if (session.configError) lines.push(`session ${session.name}: config: ${session.configError}`);
+    else if (session.selection && !session.selection.ok) lines.push(`session ${session.name}: ${session.selection.message}`);
+  }
+  return lines;
 }
 
 /**
@@ -92,7 +112,9 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
   for (const group of report.groups) {
     out.push(`agent group ${group.name} (${group.id}, ${group.dir})`);
     const { selection } = group;
-    out.push(selection.ok ? `  provider: ${selection.provider} — ${selection.reason}` : `  ✗ provider: ${selection.message}`);
+    if (selection.ok) out.push(`  provider: ${selection.provider} — ${selection.reason}`);
+    else if (group.chatOnly) out.push(`  ! pincer host could not start its agent: ${selection.message}`, '    (its sessions are pincer chat ones, which fall back to mock; a new conversation through pincer host would fail)');
+    else out.push(`  ✗ provider: ${selection.message}`);
     if (!selection.ok && selection.code === 'unknown' && group.resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     out.push(`  ${describeResources(group.resources)}`);
     for (const diagnostic of group.resources.diagnostics) out.push(`  ! ${diagnostic.message}`);
@@ -107,7 +129,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
       continue;
     }
     const { selection, resources } = session;
-    if (selection?.ok) out.push(`  provider: ${selection.provider} — ${selection.reason}`);
+    if (selection?.ok) out.push(`  provider: ${selection.provider} — ${selection.reason}${session.chat ? ' (a pincer chat session)' : ''}`);
     else if (selection) {
       out.push(`  ✗ provider: ${selection.message}`);
       if (session.chatFallbackNote) out.push('    (`pincer chat` sets PINCER_AUTO_FALLBACK=mock, so chat sessions run on mock)');
@@ -127,7 +149,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
 
 function summary(report: DoctorReport): string {
   const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
-  const groups = report.groups.filter((g) => !g.selection.ok).length;
+  const groups = report.groups.filter((g) => !g.selection.ok && !g.chatOnly).length;
   const sessions = report.failures - groups;
   if (report.failures === 0) return report.groups.length > 0 ? 'all agent groups and sessions can start' : 'all sessions can start';
   return [groups ? count(groups, 'agent group') : '', sessions ? count(sessions, 'session') : ''].filter(Boolean).join(' and ') + ' cannot start';

@@ -16,7 +16,7 @@ import { Budgets } from '../host/usage/budgets.js';
 import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
 import type { Logger } from '../shared/log.js';
-import { renderReport } from './doctor.js';
+import { problemLines, renderReport } from './doctor.js';
 
 /**
  * The host's HTTP channel with everything only it needs: hono and its Node server, the routes, and the Prometheus
@@ -80,7 +80,7 @@ export function doctorRoutes(home: string): HttpRouteModule {
         provider: s.selection?.ok ? s.selection.provider : null,
         reason: s.configError ?? (s.selection?.ok ? s.selection.reason : s.selection?.message) ?? null,
       }));
-      return c.json({ text: renderReport(report, home), failures: report.failures, sessions });
+      return c.json({ text: renderReport(report, home), failures: report.failures, problems: problemLines(report), sessions });
     });
   };
 }

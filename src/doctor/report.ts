@@ -24,6 +24,8 @@ export interface SessionReport {
   selection?: Selection;
   /** auto failed, but `pincer chat` sessions fall back to mock */
   chatFallbackNote?: boolean;
+  /** a `pincer chat` session (terminal channel): decided as `pincer chat` starts its runners, `auto` falling back to mock */
+  chat?: boolean;
   resources?: LoadedResources;
   /** the configured model and the request parameters its entries give it (`, params temperature 0.2, …`) */
   model?: string;
@@ -39,6 +41,8 @@ export interface GroupReport {
   selection: Selection;
   resources: LoadedResources;
   sessions: string[];
+  /** every session of the group is a `pincer chat` one: a failing selection only concerns `pincer host`, not a failure */
+  chatOnly?: boolean;
 }
 
 export interface DoctorReport {
@@ -54,9 +58,11 @@ export interface DoctorReport {
 export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string): DoctorReport {
   registerBuiltInProviders();
   const groups = home ? diagnoseGroups(home, env) : [];
-  const sessions = dirs.map((dir) => diagnoseSession(dir, env));
+  const chatFolders = home ? terminalSessionFolders(home) : new Set<string>();
+  const sessions = dirs.map((dir) => diagnoseSession(dir, env, chatFolders.has(path.resolve(dir))));
+  for (const group of groups) group.chatOnly = group.sessions.length > 0 && group.sessions.every((folder) => chatFolders.has(path.resolve(home!, folder)));
   const failures =
-    groups.filter((g) => !g.selection.ok).length +
+    groups.filter((g) => !g.selection.ok && !g.chatOnly).length +
     sessions.filter((s) => s.configError !== undefined || (s.selection && !s.selection.ok)).length;
   return { probes: probeProviders(env), groups, sessions, failures };
 }
@@ -91,8 +97,23 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
   }
 }
 
-function diagnoseSession(dir: string, env: NodeJS.ProcessEnv): SessionReport {
-  const report: SessionReport = { name: path.basename(dir), dir };
+/** The folders of the home's `pincer chat` sessions (terminal channel), from the central DB when there is one. */
+function terminalSessionFolders(home: string): Set<string> {
+  const file = path.join(home, 'pincer.db');
+  if (!fs.existsSync(file)) return new Set();
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const store = new CentralStore(db, home);
+    return new Set(store.listSessions().filter((s) => s.channelType === 'terminal').map((s) => path.resolve(home, s.folder)));
+  } finally {
+    db.close();
+  }
+}
+
+function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean): SessionReport {
+  const report: SessionReport = { name: path.basename(dir), dir, ...(chat ? { chat } : {}) };
+  // `pincer chat` lets `auto` fall back to the mock (src/cli/provider-views.ts chatEnv): its sessions run on it.
+  const env = chat ? { ...baseEnv, PINCER_AUTO_FALLBACK: baseEnv.PINCER_AUTO_FALLBACK || 'mock' } : baseEnv;
   let config;
   try {
     config = loadRunnerConfig({ ...env, PINCER_WORKSPACE: dir });
@@ -108,7 +129,7 @@ function diagnoseSession(dir: string, env: NodeJS.ProcessEnv): SessionReport {
     },
     env,
   );
-  if (!report.selection.ok && report.selection.message.startsWith('auto')) report.chatFallbackNote = true;
+  if (!chat && !report.selection.ok && report.selection.message.startsWith('auto')) report.chatFallbackNote = true;
   if (config.model) {
     const provider = config.model.split('/')[0]?.toLowerCase() ?? '';
     report.model = config.model + describeParams({ ...config.modelProviders[provider]?.params, ...config.models[config.model]?.params });

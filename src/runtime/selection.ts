@@ -66,7 +66,7 @@ export interface CandidateReport {
   status: string;
 }
 
-export type SelectionErrorCode = 'unknown' | 'not-installed' | 'no-credentials' | 'insecure-route';
+export type SelectionErrorCode = 'unknown' | 'not-installed' | 'no-credentials' | 'insecure-route' | 'config';
 
 export type Selection =
   | { ok: true; provider: string; source: PolicySource; reason: string; candidates: CandidateReport[] }
@@ -115,6 +115,14 @@ function checkExplicit(
   }
   if (!probe.installed) {
     return { ok: false, code: 'not-installed', source, candidates, message: `provider "${name}" (${why}) is not installed: ${probe.notInstalled}` };
+  }
+  if (name === BUILTIN_PROVIDER) {
+    // The built-in runtime runs a model, so no model (or one it cannot reach) is refused here, in one line, instead
+    // of a runner that starts only to fail and be retried with back-off.
+    if (!input.model) {
+      return { ok: false, code: 'config', source, candidates, message: `provider "${name}" (${why}) has no model: set PINCER_MODEL=<provider>/<model> (anthropic/claude-sonnet-4-5, openai/gpt-5, local/qwen3:8b) or "model" in config.json` };
+    }
+    if (input.routeError) return { ok: false, code: 'config', source, candidates, message: `provider "${name}" (${why}): ${input.routeError}` };
   }
   if (!probe.credentials) {
     return { ok: false, code: 'no-credentials', source, candidates, message: `provider "${name}" (${why}) has no credentials: ${probe.noCredentials}` };
