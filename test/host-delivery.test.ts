@@ -9,7 +9,11 @@ import { CENTRAL_SCHEMA_VERSION } from '../src/host/central-db/schema.js';
 import type { ChannelAdapter, OutboundDelivery } from '../src/host/channels/types.js';
 import { loadHostConfig } from '../src/host/config.js';
 import { Delivery, type SessionHandle } from '../src/host/delivery.js';
+import { RunnerSupervisor } from '../src/host/runners.js';
+import { SessionEngine } from '../src/host/session/engine.js';
+import { LocalSessionPort } from '../src/host/session/local-port.js';
 import { SessionDirectory } from '../src/host/sessions.js';
+import { writeJsonAtomic } from '../src/db/layout.js';
 import { loadRunnerConfig } from '../src/runner/config.js';
 import { createLogger } from '../src/shared/log.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
@@ -18,7 +22,10 @@ import { cleanupSessions, createTestSession } from './support/session.js';
 const silent = createLogger('host', () => undefined);
 const homes: string[] = [];
 
-afterEach(() => {
+const engines: SessionEngine[] = [];
+
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
   cleanupSessions();
   for (const home of homes.splice(0)) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -46,19 +53,30 @@ function setup(channel: ChannelAdapter) {
   const group = sessions.ensureDefaultGroup()!;
   const test = createTestSession();
   const session = store.insertSession({ id: 's-1', agentGroupId: group.id, channelType: 'http', platformId: 'c1', threadKey: '', folder: test.paths.root });
-  const handle: SessionHandle = { db: test.db, session, group };
+  // The session's own port (its engine not running: nothing but delivery happens here).
+  const engine = new SessionEngine({
+    session: { id: session.id, folder: session.folder },
+    config: { ...config, runners: { ...config.runners, kind: 'process' } },
+    supervisor: new RunnerSupervisor({ ...config.runners, kind: 'process' }, silent, () => undefined),
+    launch: { agentDir: path.join(home, 'agent'), globalDir: path.join(home, 'global'), logFile: path.join(home, 'runner.log') },
+    log: silent,
+  });
+  engines.push(engine);
+  const port = new LocalSessionPort(engine);
+  const handle: SessionHandle = { port, session, group };
   const delivery = new Delivery({
     channels: new Map([['http', channel]]),
     store,
     actions: new ActionHandlers({ store, sessions, globalAdmins: [] }),
-    toAgent: () => undefined,
+    toAgent: async () => undefined,
+    write: (_handle, row) => port.accept(row),
     config: { maxAttempts: 3, retryBaseMs: 1 },
     log: silent,
   });
   /** deliver until nothing waits for a retry. */
   const drain = async (): Promise<void> => {
     for (let i = 0; i < 100; i++) {
-      const wait = await delivery.deliverSession(handle);
+      const wait = await delivery.deliverSession(handle, (await port.sync(0, 0, 0)).outbound);
       if (wait === undefined) return;
       await new Promise((r) => setTimeout(r, wait));
     }
@@ -153,9 +171,10 @@ describe('central DB', () => {
     const sessions = new SessionDirectory(store, config, silent);
     const group = sessions.ensureDefaultGroup()!;
     const session = sessions.sessionFor(group, { channelType: 'http', platformId: 'c', threadId: null });
+    writeJsonAtomic(path.join(session.folder, 'config.json'), sessions.configFor(session, group));
     const read = () => JSON.parse(fs.readFileSync(path.join(session.folder, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(read()).toMatchObject({ provider: 'mock', timezone: 'Europe/Berlin', generation: 1 });
-    sessions.publishConfig(session, store.updateAgentGroup(group.id, { provider: 'echo', model: 'm1' }));
+    writeJsonAtomic(path.join(session.folder, 'config.json'), sessions.configFor(session, store.updateAgentGroup(group.id, { provider: 'echo', model: 'm1' })));
     expect(read()).toEqual({ provider: 'echo', model: 'm1', timezone: 'Europe/Berlin', assistantName: 'main', generation: 2 });
     expect(loadRunnerConfig({ PINCER_WORKSPACE: session.folder })).toMatchObject({ provider: 'echo', model: 'm1', timeZone: 'Europe/Berlin' });
     expect(fs.readdirSync(session.folder).filter((f) => f.endsWith('.tmp'))).toEqual([]);

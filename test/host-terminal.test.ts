@@ -14,13 +14,13 @@ function setup() {
   const inbound: InboundEnvelope[] = [];
   const answers: { questionId: string; selectedOption: string; userId?: string }[] = [];
   const host: HostApi = {
-    acceptInbound: (m) => (inbound.push(m), { sessionId: 's', id: `i${inbound.length}`, seq: inbound.length }),
-    answerQuestion: (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
-    scheduleTask: () => ({ sessionId: 's', id: 't', seq: 1 }),
-    listSessions: () => [],
+    acceptInbound: async (m) => (inbound.push(m), { sessionId: 's', id: `i${inbound.length}`, seq: inbound.length }),
+    answerQuestion: async (_c, a) => (answers.push(a), { sessionId: 's', id: 'a', seq: 99 }),
+    scheduleTask: async () => ({ sessionId: 's', id: 't', seq: 1 }),
+    listSessions: async () => [],
     stopRunner: async () => undefined,
     restartRunner: async () => undefined,
-    runnerLogTail: () => [],
+    runnerLogTail: async () => [],
     tasks: new TaskBoard(() => []),
     groupOf: () => {
       throw new Error('not used by the terminal');

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { insertTurnResult } from '../src/db/usage.js';
+import { turnUsageAfter, insertTurnResult } from '../src/db/usage.js';
 import { migrateCentral, CENTRAL_SCHEMA_VERSION } from '../src/host/central-db/schema.js';
 import { CentralStore, openCentralDb } from '../src/host/central-db/store.js';
 import { budgetWindow, Budgets } from '../src/host/usage/budgets.js';
@@ -50,7 +50,7 @@ describe('usage ledger', () => {
     store.db.close();
   });
 
-  it('copies each turn once, per model, pricing only what the provider did not', () => {
+  it('copies each turn once, per model, pricing only what the provider did not', async () => {
     const { s, session, ledger, store } = setup();
     const task = s.insert({ kind: 'task', content: { prompt: 'p' }, seriesId: 'daily-report' });
     insertTurnResult(s.db, { routing, text: 'a', provider: 'claude', usage: { ...base, model: 'claude-sonnet-4-5', costUsd: 0.25 } });
@@ -77,8 +77,8 @@ describe('usage ledger', () => {
       },
     });
     insertTurnResult(s.db, { routing, text: 'd', provider: 'opencode', usage: { ...base, model: 'some-local-model' } });
-    expect(ledger.collect(session, s.db)).toHaveLength(4);
-    expect(ledger.collect(session, s.db)).toHaveLength(0); // the cursor moved: nothing twice
+    expect(await ledger.collect(session, async (after) => turnUsageAfter(s.db, after))).toHaveLength(4);
+    expect(await ledger.collect(session, async (after) => turnUsageAfter(s.db, after))).toHaveLength(0); // the cursor moved: nothing twice
 
     const byModel = usageReport(store.db, { by: 'model' });
     const row = (key: string) => byModel.rows.find((r) => r.key === key);
@@ -100,7 +100,7 @@ describe('usage ledger', () => {
     ]);
   });
 
-  it('skips rows an agent forged in its session DB, with a warning, and still copies the good ones', () => {
+  it('skips rows an agent forged in its session DB, with a warning, and still copies the good ones', async () => {
     const { s, session, ledger, store, warnings } = setup();
     const insert = s.db.prepare(
       `INSERT INTO turn_usage (turn_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, duration_ms, by_model, created_at)
@@ -110,7 +110,7 @@ describe('usage ledger', () => {
     insert.run('free', 'm', 10, -5, null, '2026-01-01T00:00:00.000Z');
     insert.run('junk', 'm', 10, null, 'not json', '2026-01-01T00:00:00.000Z');
     insert.run('future', 'm', 10, null, null, '2999-01-01T00:00:00.000Z');
-    expect(ledger.collect(session, s.db)).toHaveLength(1);
+    expect(await ledger.collect(session, async (after) => turnUsageAfter(s.db, after))).toHaveLength(1);
     expect(warnings.filter((w) => /usage row \d+ of session s-1 skipped: not valid/.test(w))).toHaveLength(3);
     // A row dated in the future counts now, not in a window nobody checks.
     const at = (store.db.prepare('SELECT at FROM usage_ledger').get() as { at: string }).at;
@@ -136,7 +136,7 @@ describe('usage ledger', () => {
 });
 
 describe('budgets', () => {
-  it('windows are the day and the month in the group time zone', () => {
+  it('windows are the day and the month in the group time zone', async () => {
     const now = new Date('2026-11-30T23:30:00.000Z');
     expect(budgetWindow('daily', 'UTC', now)).toEqual({ start: '2026-11-30T00:00:00.000Z', end: '2026-12-01T00:00:00.000Z' });
     expect(budgetWindow('daily', 'Asia/Tokyo', now)).toEqual({ start: '2026-11-30T15:00:00.000Z', end: '2026-12-01T15:00:00.000Z' });
@@ -147,12 +147,12 @@ describe('budgets', () => {
   it.each([
     ['daily', 'tokens', 1100, /daily budget of 1,100 tokens \(1,100 tokens used today\)/],
     ['monthly', 'usd', 0.5, /monthly budget of \$0\.50 \(\$0\.50 used this month\)/],
-  ] as const)('a %s %s limit refuses once reached and says so', (period, unit, amount, notice) => {
+  ] as const)('a %s %s limit refuses once reached and says so', async (period, unit, amount, notice) => {
     const { s, session, ledger, group, budgets } = setup();
     budgets.set(group.id, period, unit, amount);
     expect(budgets.check(group).over).toBe(false);
     insertTurnResult(s.db, { routing, text: 'a', provider: 'mock', usage: { ...base, model: 'm', costUsd: 0.5 } });
-    ledger.collect(session, s.db);
+    await ledger.collect(session, async (after) => turnUsageAfter(s.db, after));
     const verdict = budgets.check(group);
     expect(verdict.over).toBe(true);
     if (!verdict.over) return;

@@ -67,8 +67,10 @@ async function chat(options: ChatOptions): Promise<number> {
     if (quitAsked) return quitNow();
     quitAsked = true;
     terminal.leave();
-    const open = started.host && started.sessionId ? started.host.openMessages(started.sessionId) : 0;
-    if (open > 0 && interactive) terminal.say(`waiting for ${open} answer${open === 1 ? '' : 's'} — Ctrl-C again to quit`);
+    const open = started.host && started.sessionId ? started.host.openMessages(started.sessionId) : Promise.resolve(0);
+    void open.then((n) => {
+      if (n > 0 && interactive) terminal.say(`waiting for ${n} answer${n === 1 ? '' : 's'} — Ctrl-C again to quit`);
+    });
     leave();
   };
   const terminal = new TerminalChannel({
@@ -88,14 +90,14 @@ async function chat(options: ChatOptions): Promise<number> {
   host.announce({ command: 'chat' });
   started.host = host;
   // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
-  const { slot, group } = host.sessionOf(terminal.conversation);
-  started.sessionId = slot.session.id;
+  const { pipeline, group } = await host.sessionOf(terminal.conversation);
+  started.sessionId = pipeline.id;
   if (group.provider !== options.provider) host.store.updateAgentGroup(group.id, { provider: options.provider });
 
   // Once the user leaves, wait until everything typed has been answered and delivered (or given up on).
   const settled = left.then(async () => {
     await terminal.drained(); // a line read before leaving (a file being attached) is still sent
-    while (!host.isSettled(slot.session.id)) await new Promise((r) => setTimeout(r, 50));
+    while (!(await host.isSettled(pipeline.id))) await new Promise((r) => setTimeout(r, 50));
   });
   await Promise.race([settled, forced]);
   process.off('SIGINT', quit);

@@ -7,6 +7,7 @@ import { registerContainerCommands } from './container.js';
 import { registerHostCommand } from './host.js';
 import { registerMessageCommands } from './messages.js';
 import { registerSessionCommands } from './session.js';
+import { registerSessionServeCommand } from './session-serve.js';
 import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
 import { registerMcpServerCommands } from './mcp-servers.js';
@@ -40,6 +41,7 @@ program
   });
 
 registerSessionCommands(program);
+registerSessionServeCommand(program);
 registerMessageCommands(program);
 registerChatCommand(program);
 registerDoctorCommand(program);

@@ -1,16 +1,14 @@
-import type Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { insertInbound } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError, isHostError } from './errors.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
-import { applyTaskCommand } from './tasks.js';
+import type { InboxRow, SessionPort } from './session/port.js';
 import type { SessionDirectory } from './sessions.js';
-import { taskLimitProblem } from '../db/task-limit.js';
 
 /**
  * System actions: `messages_out` rows of kind `system` with `{action, …}` content, written by the MCP tools. Each is
@@ -20,7 +18,9 @@ import { taskLimitProblem } from '../db/task-limit.js';
 export type ActionAnswer = { status: 'success'; result: unknown } | { status: 'error'; error: string };
 
 export interface ActionContext {
-  db: Database.Database;
+  port: SessionPort;
+  /** write an inbound message into the session as the host does (kept in its inbox until done). */
+  write(row: InboxRow): Promise<{ id: string; seq: number }>;
   session: SessionRecord;
   group: AgentGroup;
   row: OutboundRow;
@@ -60,19 +60,19 @@ export class ActionHandlers {
   constructor(private readonly deps: ActionDeps) {}
 
   /** Carry out one action. Never throws for bad input: the answer says what was wrong. */
-  run(ctx: ActionContext): ActionAnswer {
+  async run(ctx: ActionContext): Promise<ActionAnswer> {
     try {
       switch (ctx.content.action) {
         case 'register_agent_group':
           return this.registerAgentGroup(ctx);
         case 'update_task':
-          return this.updateTask(ctx);
+          return await this.updateTask(ctx);
         case 'schedule_task':
-          return this.scheduleTask(ctx);
+          return await this.scheduleTask(ctx);
         case 'cancel_task':
         case 'pause_task':
         case 'resume_task':
-          return this.setTaskStatus(ctx, ctx.content.action);
+          return await this.setTaskStatus(ctx, ctx.content.action);
         default:
           return { status: 'error', error: `unknown action "${String(ctx.content.action)}"` };
       }
@@ -103,24 +103,23 @@ export class ActionHandlers {
     return { status: 'success', result: { agent_group_id: created.id, name: created.name } };
   }
 
-  private updateTask(ctx: ActionContext): ActionAnswer {
+  private async updateTask(ctx: ActionContext): Promise<ActionAnswer> {
     const { taskId, ...change } = parse(UpdateTask, ctx.content);
-    const row = applyTaskCommand(ctx.db, taskId, { op: 'update', ...change }, ctx.group.timezone)!;
+    const row = (await ctx.port.changeTask(taskId, { op: 'update', ...change }, ctx.group.timezone))!;
     const prompt = (JSON.parse(row.content) as { prompt?: unknown }).prompt;
     return { status: 'success', result: { taskId: row.id, prompt, recurrence: row.recurrence, processAfter: row.process_after } };
   }
 
-  private scheduleTask(ctx: ActionContext): ActionAnswer {
+  private async scheduleTask(ctx: ActionContext): Promise<ActionAnswer> {
     const input = parse(ScheduleTask, ctx.content);
     if (input.recurrence) validateCron(input.recurrence, ctx.group.timezone);
-    const full = taskLimitProblem(ctx.db);
-    if (full) throw new HostError('invalid-input', full);
     const processAfter = input.processAfter
       ? this.time(input.processAfter, ctx.group.timezone)
       : input.recurrence
         ? nextOccurrence(input.recurrence, ctx.group.timezone).toISOString()
         : null;
-    const written = insertInbound(ctx.db, {
+    const written = await ctx.write({
+      id: randomUUID(),
       kind: 'task',
       content: { prompt: input.prompt, ...(input.script ? { script: input.script } : {}) },
       processAfter,
@@ -132,10 +131,10 @@ export class ActionHandlers {
     return { status: 'success', result: { taskId: written.id, processAfter, recurrence: input.recurrence ?? null } };
   }
 
-  private setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): ActionAnswer {
+  private async setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): Promise<ActionAnswer> {
     const { taskId } = parse(TaskRef, ctx.content);
     const command = action === 'cancel_task' ? { op: 'cancel' as const, by: 'agent' as const } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
-    const row = applyTaskCommand(ctx.db, taskId, command, ctx.group.timezone);
+    const row = await ctx.port.changeTask(taskId, command, ctx.group.timezone);
     return { status: 'success', result: { taskId: row?.id ?? taskId } };
   }
 

@@ -25,7 +25,9 @@ const HostEnvSchema = z.object({
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
+  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve']).default('auto'),
+  PINCER_SESSION_SERVE_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
+  PINCER_SESSION_ORPHAN_MS: positiveInt(3 * 60_000),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
   PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_RUNNER_START_TIMEOUT_MS: positiveInt(60_000),
@@ -92,8 +94,11 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
     http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
+    sessionPort:
+      e.PINCER_RUNNER === 'session-serve' ? { kind: 'session-serve', orphanMs: e.PINCER_SESSION_ORPHAN_MS } : { kind: 'local', orphanMs: e.PINCER_SESSION_ORPHAN_MS },
     runners: {
-      kind: e.PINCER_RUNNER,
+      // Served sessions supervise their runners themselves, of this kind.
+      kind: e.PINCER_RUNNER === 'session-serve' ? e.PINCER_SESSION_SERVE_RUNNER : e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
       heartbeatTimeoutMs: e.PINCER_HEARTBEAT_TIMEOUT_MS,
       startTimeoutMs: e.PINCER_RUNNER_START_TIMEOUT_MS,

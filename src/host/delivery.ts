@@ -1,10 +1,6 @@
-import type Database from 'better-sqlite3';
-import path from 'node:path';
-import { prepared } from '../db/connection.js';
 import type { z } from 'zod';
 import {
   describeIssues,
-  parseInboundContent,
   OutboundCardSchema,
   OutboundChatSchema,
   OutboundEditSchema,
@@ -12,16 +8,15 @@ import {
   OutboundReactionSchema,
   OutboundSystemSchema,
 } from '../db/content.js';
-import { findBySeq, insertInbound } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { errorMessage, type Logger } from '../shared/log.js';
-import { isoNow } from '../shared/time.js';
 import type { ActionHandlers } from './actions.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
+import { isHostError } from './errors.js';
+import type { InboxRow, SessionPort } from './session/port.js';
 import type { ConversationRef, HostConfig } from './types.js';
-import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from './untrusted-files.js';
 
 /**
  * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
@@ -31,7 +26,7 @@ import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from './unt
  * with a context row (trigger 0) that rides along with its next prompt.
  */
 export interface SessionHandle {
-  db: Database.Database;
+  port: SessionPort;
   session: SessionRecord;
   group: AgentGroup;
 }
@@ -41,7 +36,11 @@ export interface DeliveryDeps {
   store: CentralStore;
   actions: ActionHandlers;
   /** deliver a `channel_type: 'agent'` row into the target group's session; throws when it cannot. */
-  toAgent(from: SessionHandle, row: OutboundRow, text: string): void;
+  toAgent(from: SessionHandle, row: OutboundRow, text: string): Promise<void>;
+  /** write an inbound message into a session as the host does (kept in its inbox until the session is done with it). */
+  write(handle: SessionHandle, row: InboxRow): Promise<{ id: string; seq: number }>;
+  /** the row was delivered (before the session hears of it): a launch that offers it again is not delivered to twice. */
+  delivered?(handle: SessionHandle, row: OutboundRow): void;
   config: HostConfig['delivery'];
   log: Logger;
   /** told of each row delivered and each failed attempt (metrics, traces). Must not throw. */
@@ -62,8 +61,6 @@ class ChannelAbsent extends Error {}
 /** Channels that come and go with a process; their rows wait instead of failing. */
 const ATTACHABLE_CHANNELS = new Set(['terminal']);
 
-const UNDELIVERED = `SELECT * FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL ORDER BY seq LIMIT 200`;
-
 export class Delivery {
   private readonly attempts = new Map<string, { count: number; nextAt: number }>();
 
@@ -73,19 +70,16 @@ export class Delivery {
    * Deliver the session's undelivered rows in order. Stops at a row waiting for its retry (later rows wait too, so a
    * conversation never sees answers out of order). Returns milliseconds until that retry, if any.
    */
-  async deliverSession(handle: SessionHandle): Promise<number | undefined> {
-    const rows = prepared(handle.db, UNDELIVERED).all() as OutboundRow[];
+  async deliverSession(handle: SessionHandle, rows: readonly OutboundRow[]): Promise<number | undefined> {
     for (const row of rows) {
       const key = `${handle.session.id}:${row.id}`;
       const attempt = this.attempts.get(key);
       if (attempt && attempt.nextAt > Date.now()) return attempt.nextAt - Date.now();
       try {
         const platformMessageId = await this.deliverRow(handle, row);
-        prepared(
-          handle.db,
-          `UPDATE messages_out SET delivered_at = ?, platform_message_id = ?, delivery_error = NULL WHERE id = ? AND delivered_at IS NULL`,
-        ).run(isoNow(), platformMessageId ?? null, row.id);
+        this.deps.delivered?.(handle, row);
         this.attempts.delete(key);
+        await handle.port.ack([{ id: row.id, delivered: true, platformMessageId: platformMessageId ?? null }]);
         this.deps.observer?.delivered(handle, row);
       } catch (err) {
         if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
@@ -95,7 +89,7 @@ export class Delivery {
         const permanent = err instanceof PermanentDeliveryError || (err instanceof ChannelDeliveryError && err.options.permanent === true);
         if (permanent || count >= this.deps.config.maxAttempts) {
           this.attempts.delete(key);
-          this.recordFailure(handle, row, permanent ? message : `${message} (after ${count} attempts)`);
+          await this.recordFailure(handle, row, permanent ? message : `${message} (after ${count} attempts)`);
           continue;
         }
         // A platform that said how long to wait (429 retry-after) is not asked again sooner.
@@ -128,8 +122,10 @@ export class Delivery {
     if (row.kind === 'system') {
       const action = OutboundSystemSchema.safeParse(content);
       if (!action.success) throw new PermanentDeliveryError('system row without an "action"');
-      const answer = this.deps.actions.run({ ...handle, row, content: action.data });
-      insertInbound(handle.db, {
+      const answer = await this.deps.actions.run({ ...handle, row, content: action.data, write: (inbox) => this.deps.write(handle, inbox) });
+      await this.deps.write(handle, {
+        // one answer per action row, also when the row is offered again after a crash
+        id: `action-${row.id}`,
         kind: 'system',
         content: { action: action.data.action, ...answer },
         ...routingOf(handle, row),
@@ -141,7 +137,7 @@ export class Delivery {
       const chat = OutboundChatSchema.safeParse(content);
       if (!chat.success) throw new PermanentDeliveryError('agent message without "text"');
       try {
-        this.deps.toAgent(handle, row, chat.data.text);
+        await this.deps.toAgent(handle, row, chat.data.text);
       } catch (err) {
         throw new PermanentDeliveryError(errorMessage(err));
       }
@@ -153,7 +149,7 @@ export class Delivery {
       if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new ChannelAbsent();
       throw new PermanentDeliveryError(`no channel "${conversation.channelType}" on this host`);
     }
-    const payload = this.payloadOf(handle, row, content);
+    const payload = await this.payloadOf(handle, row, content);
     if (payload.type === 'question') {
       this.deps.store.recordQuestion({
         questionId: payload.questionId,
@@ -167,22 +163,16 @@ export class Delivery {
     return receipt.platformMessageId;
   }
 
-  private payloadOf(handle: SessionHandle, row: OutboundRow, content: unknown): OutboundPayload {
+  private async payloadOf(handle: SessionHandle, row: OutboundRow, content: unknown): Promise<OutboundPayload> {
     const op = typeof content === 'object' && content !== null ? (content as Record<string, unknown>).operation : undefined;
-    const target = (seq: number): string | null => {
-      const found = findBySeq(handle.db, seq);
-      if (found?.table === 'messages_in') return platformIdOfInbound(handle, found.id);
-      if (!found) return null;
-      const r = prepared(handle.db, 'SELECT platform_message_id FROM messages_out WHERE id = ?').get(found.id) as { platform_message_id: string | null };
-      return r.platform_message_id;
-    };
+    const target = (seq: number): Promise<string | null> => handle.port.platformMessageIdOf(seq);
     if (op === 'edit') {
       const edit = strict(OutboundEditSchema, content, 'edit');
-      return { type: 'edit', messageId: edit.messageId, text: edit.text, targetPlatformMessageId: target(edit.messageId) };
+      return { type: 'edit', messageId: edit.messageId, text: edit.text, targetPlatformMessageId: await target(edit.messageId) };
     }
     if (op === 'reaction') {
       const reaction = strict(OutboundReactionSchema, content, 'reaction');
-      return { type: 'reaction', messageId: reaction.messageId, emoji: reaction.emoji, targetPlatformMessageId: target(reaction.messageId) };
+      return { type: 'reaction', messageId: reaction.messageId, emoji: reaction.emoji, targetPlatformMessageId: await target(reaction.messageId) };
     }
     if (op === 'ask_question') {
       const q = strict(OutboundQuestionSchema, content, 'ask_question');
@@ -193,33 +183,16 @@ export class Delivery {
       if (card.success) return { type: 'card', card: card.data.card, fallbackText: card.data.fallbackText ?? null };
     }
     const chat = strict(OutboundChatSchema, content, 'chat');
-    return { type: 'chat', text: chat.text, files: (chat.files ?? []).map((name) => outboxFile(handle, row, name)) };
+    const files = [];
+    for (const name of chat.files ?? []) files.push(await outboxFile(handle, row, name));
+    return { type: 'chat', text: chat.text, files };
   }
 
-  private recordFailure(handle: SessionHandle, row: OutboundRow, error: string): void {
+  /** The failure is recorded in the session, and the agent learns of it with its next prompt. */
+  private async recordFailure(handle: SessionHandle, row: OutboundRow, error: string): Promise<void> {
     this.deps.log.warn(`message ${row.seq} in ${handle.session.id} not delivered: ${error}`);
-    handle.db
-      .transaction(() => {
-        prepared(handle.db, 'UPDATE messages_out SET delivery_error = ? WHERE id = ? AND delivered_at IS NULL').run(error, row.id);
-        // The agent learns of it with its next prompt; trigger 0 so the notice alone never wakes it (no loops).
-        insertInbound(handle.db, {
-          kind: 'system',
-          content: { action: 'deliver_message', status: 'error', error: `message ${row.seq} was not delivered: ${error}`, result: { messageId: row.seq } },
-          trigger: 0,
-          ...routingOf(handle, row),
-        });
-      })
-      .immediate();
+    await handle.port.ack([{ id: row.id, delivered: false, error }]);
   }
-}
-
-/** A platform message the agent reacts to: a chat-sdk row keeps the platform's message id in its content. */
-function platformIdOfInbound(handle: SessionHandle, id: string): string | null {
-  const row = prepared(handle.db, `SELECT kind, content FROM messages_in WHERE id = ?`).get(id) as { kind: string; content: string } | undefined;
-  if (row?.kind !== 'chat-sdk') return null;
-  const parsed = parseInboundContent(row.kind, row.content);
-  const messageId = parsed.ok ? (parsed.value.content as { id?: unknown }).id : undefined;
-  return typeof messageId === 'string' ? messageId : null;
 }
 
 /** Where a row goes: its own routing, else the conversation the session belongs to. */
@@ -234,18 +207,12 @@ function routingOf(handle: SessionHandle, row: OutboundRow): { platformId: strin
   return { platformId: c.platformId, channelType: c.channelType, threadId: c.threadId };
 }
 
-/**
- * A file the agent sent: `outbox/<message id>/<name>`, a plain name, a regular file there — no link anywhere on the
- * way (untrusted-files.ts), since the agent writes both the row and the folder.
- */
-function outboxFile(handle: SessionHandle, row: OutboundRow, name: string): { name: string; path: string } {
+/** A file the agent sent (checked by the port: a plain name, a regular file, no link on the way); refused for good. */
+async function outboxFile(handle: SessionHandle, row: OutboundRow, name: string): Promise<{ name: string; path: string }> {
   try {
-    checkSafeId(row.id, 'message id');
-    if (name !== path.basename(name) || name === '..' || name === '.') throw new PermanentDeliveryError(`file name "${name}" is not a plain name`);
-    return { name, path: checkRegularFileInside(handle.session.folder, ['outbox', row.id, name]) };
+    return await handle.port.outboxFile(row.id, name);
   } catch (err) {
-    if (isUntrustedPathError(err, 'missing')) throw new PermanentDeliveryError(`file "${name}" is missing from outbox/${row.id}/`);
-    if (isUntrustedPathError(err)) throw new PermanentDeliveryError(`file "${name}" refused: ${err.message}`);
+    if (isHostError(err, 'not-found') || isHostError(err, 'invalid-input')) throw new PermanentDeliveryError(err.message);
     throw err;
   }
 }

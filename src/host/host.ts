@@ -1,12 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isSessionDbError, prepared } from '../db/connection.js';
+import { isSessionDbError } from '../db/connection.js';
 import { parseInboundContent, type InboundContent } from '../db/content.js';
-import { getInbound, insertInbound } from '../db/messages.js';
-import { insertAnswer } from '../db/questions.js';
-import { getSessionValue, readRunnerState, sessionKeys } from '../db/state.js';
-import { CANCELLED_TASK } from '../db/tasks.js';
-import type { OutboundRow, RunnerState } from '../db/types.js';
+import type { OutboundRow } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { NO_TRACING, type Tracing } from '../shared/tracing.js';
 import { parseTimeInZone } from '../shared/time.js';
@@ -17,18 +14,20 @@ import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionS
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
-import { firstTryNotices } from './retry-notice.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
 import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { SecretsStore } from './secrets.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
-import { RunnerSupervisor, stopOrphanRunners, type RunnerExit } from './runners.js';
+import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
 import { SessionDirectory } from './sessions.js';
-import { SessionSlot } from './session-slot.js';
-import { SessionDbKeeper } from './session-db-keeper.js';
-import { InboundCopies } from './inbound-copies.js';
+import { Inbox } from './inbox.js';
+import { SessionEngine } from './session/engine.js';
+import { LocalSessionPort } from './session/local-port.js';
+import { SessionPipeline } from './session/pipeline.js';
+import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort } from './session/port.js';
+import { ServedSessionPort } from './session/served-port.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -36,11 +35,6 @@ import { PriceTable } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
-import { taskLimitProblem } from '../db/task-limit.js';
-
-/** An open message: in work, due, or waiting for a retry; a task scheduled for later does not keep a chat open. */
-const OPEN_MESSAGE = `trigger = 1 AND (status = 'processing' OR (status = 'pending'
-  AND (process_after IS NULL OR tries > 0 OR julianday(process_after) <= julianday('now'))))`;
 
 /**
  * The host (SPEC §6): central DB, session routing and provisioning, channels, and per session a loop that sweeps,
@@ -60,8 +54,6 @@ export interface HostOptions {
 
 /** Agent-to-agent messages answering each other more often than this in a row are stopped (a loop, not a chat). */
 const MAX_AGENT_HOPS = 10;
-/** Tell the chat once a runner has crashed this many times in a row. */
-const CRASH_NOTICE_AT = 3;
 
 export class Host implements HostApi {
   readonly store: CentralStore;
@@ -71,14 +63,18 @@ export class Host implements HostApi {
   private readonly log: Logger;
   private readonly supervisor: RunnerSupervisor;
   private readonly delivery: Delivery;
-  /** the host's copies of accepted messages, and what recovers a session whose database was lost. */
-  private readonly copies: InboundCopies;
-  private readonly dbKeeper: SessionDbKeeper;
-  private readonly slots = new Map<string, SessionSlot>();
+  /** every message accepted and not yet done, per session (what a lost session database is given again). */
+  private readonly inbox: Inbox;
+  /** per session: the host's pipeline over its port. */
+  private readonly pipelines = new Map<string, SessionPipeline>();
+  /** the engines of the sessions the host runs itself (local sessions). */
+  private readonly engines = new Map<string, SessionEngine>();
   /** sessions whose folder the host will not open (a linked or unreadable session.db): id → why. */
   private readonly quarantined = new Map<string, string>();
   private readonly channels = new Map<string, ChannelAdapter>();
   private stopped = false;
+  /** pipelines run once the channels are up (their first notices need them). */
+  private running = false;
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
@@ -105,32 +101,23 @@ export class Host implements HostApi {
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
     this.tasks = new TaskBoard(() =>
-      [...this.slots.values()].map((slot) => ({
-        id: slot.session.id,
-        db: slot.db,
-        timezone: this.store.getAgentGroup(slot.session.agentGroupId)?.timezone ?? 'UTC',
-        touch: () => slot.touch(),
+      [...this.pipelines.values()].map((pipeline) => ({
+        id: pipeline.id,
+        port: pipeline.port,
+        timezone: this.store.getAgentGroup(pipeline.session.agentGroupId)?.timezone ?? 'UTC',
       })),
     );
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.onRunnerExit(exit), undefined, this.credentialProxy);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy);
+    this.inbox = new Inbox(this.store.db);
     this.delivery = new Delivery({
       channels: this.channels,
       store: this.store,
       actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins: config.defaultGroup?.admins ?? [] }),
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
+      write: (handle, row) => this.pipelineOf(handle.session.id).write(row).then((r) => ({ id: r.id, seq: r.seq ?? 0 })),
       config: config.delivery,
       log: this.log,
-      observer: bothObservers(options.metrics?.deliveryObserver(), this.traces.deliveries()),
-    });
-    this.copies = new InboundCopies(this.store.db);
-    this.dbKeeper = new SessionDbKeeper({
-      store: this.store,
-      copies: this.copies,
-      supervisor: this.supervisor,
-      delivery: this.delivery,
-      sessions: this.sessions,
-      log: this.log,
-      quarantine: (slot, reason) => this.quarantineRunning(slot, reason),
+      observer: bothObservers(options.metrics?.deliveryObserver((session, message) => this.inbox.acceptedAt(session, message)), this.traces.deliveries((session, message) => this.inbox.traceContextOf(session, message))),
     });
   }
 
@@ -147,13 +134,14 @@ export class Host implements HostApi {
       await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
       for (const session of host.store.listSessions()) {
         try {
-          host.slotFor(session);
+          await host.open(session);
         } catch (err) {
           if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
         }
       }
       for (const channel of host.channels.values()) await channel.start(host);
-      await host.dbKeeper.ready();
+      host.running = true;
+      for (const pipeline of host.pipelines.values()) pipeline.run();
     } catch (err) {
       await host.stop();
       throw err;
@@ -162,7 +150,7 @@ export class Host implements HostApi {
       const session = host.store.getSession(id);
       if (session) await host.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), quarantineNotice(reason));
     }
-    host.log.info(`ready: home ${options.config.home}, ${host.slots.size} session(s), channels ${[...host.channels.keys()].join(', ') || 'none'}`);
+    host.log.info(`ready: home ${options.config.home}, ${host.pipelines.size} session(s), channels ${[...host.channels.keys()].join(', ') || 'none'}`);
     return host;
   }
 
@@ -171,13 +159,13 @@ export class Host implements HostApi {
     if (this.stopped) return;
     this.stopped = true;
     for (const channel of this.channels.values()) if (channel.type === 'terminal') await channel.stop();
+    for (const engine of this.engines.values()) engine.stopStarting();
     await this.supervisor.stopAll();
-    for (const slot of this.slots.values()) {
-      await slot.stopLoop();
+    for (const pipeline of this.pipelines.values()) {
+      await pipeline.stop();
       // What the runners wrote while finishing still goes out.
-      const group = this.store.getAgentGroup(slot.session.agentGroupId);
-      if (group) await this.delivery.deliverSession({ db: slot.db, session: slot.session, group }).catch(() => undefined);
-      await slot.close();
+      await pipeline.flush().catch(() => undefined);
+      await pipeline.port.close();
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
     await this.credentialProxy?.stop();
@@ -203,24 +191,22 @@ export class Host implements HostApi {
 
   // ---- HostApi (what channels call) ----
 
-  acceptInbound(message: InboundEnvelope): InboundReceipt {
+  acceptInbound(message: InboundEnvelope): Promise<InboundReceipt> {
     return this.traces.received(message, (traceContext) => this.writeInbound(message, traceContext));
   }
 
-  private writeInbound(message: InboundEnvelope, traceContext: string | undefined): InboundReceipt {
+  private async writeInbound(message: InboundEnvelope, traceContext: string | undefined): Promise<InboundReceipt> {
     const parsed = parseInboundContent(message.kind, JSON.stringify(message.content));
     if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
-    const { slot, group } = this.sessionOf(message.conversation);
+    const { pipeline, group } = await this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
-    const full = message.kind === 'task' ? taskLimitProblem(slot.db) : undefined;
-    if (full) throw new HostError('invalid-input', full);
     const budget = this.usage.gate(group);
     if (budget.over) {
-      void this.delivery.notify({ session: slot.session }, message.conversation, budget.notice);
+      void this.delivery.notify({ session: pipeline.session }, message.conversation, budget.notice);
       throw new HostError('over-budget', budget.notice);
     }
-    const written = insertInbound(slot.db, {
-      ...(message.id ? { id: message.id } : {}),
+    const written = await pipeline.write({
+      id: message.id ?? randomUUID(),
       kind: message.kind,
       content: message.content,
       processAfter: message.processAfter ?? null,
@@ -229,31 +215,27 @@ export class Host implements HostApi {
       traceContext,
       ...routing(message.conversation),
     });
-    this.copies.keep(slot.session.id, slot.db, written.id);
-    this.store.recordSender({ sessionId: slot.session.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
-    slot.touch();
-    return { sessionId: slot.session.id, ...written };
+    this.store.recordSender({ sessionId: pipeline.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
+    return { sessionId: pipeline.id, ...written };
   }
 
-  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): InboundReceipt {
+  async answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): Promise<InboundReceipt> {
     const question = this.store.getQuestion(answer.questionId);
     if (!question || question.channelType !== conversation.channelType || question.platformId !== conversation.platformId) {
       throw new HostError('not-found', `no question "${answer.questionId}" in this conversation`);
     }
-    const slot = this.slots.get(question.sessionId);
-    if (!slot) throw new HostError('not-found', `the session of question "${answer.questionId}" is gone`);
+    const pipeline = this.pipelines.get(question.sessionId);
+    if (!pipeline) throw new HostError('not-found', `the session of question "${answer.questionId}" is gone`);
     if (!this.store.markQuestionAnswered(answer.questionId)) {
       throw new HostError('invalid-input', `question "${answer.questionId}" was answered already`, 'questionId');
     }
     // An answer after the question closed (timed out, or its runner stopped) becomes a message the agent sees.
-    const { late, ...written } = insertAnswer(slot.db, answer, routing({ ...conversation, threadId: question.threadId }));
-    this.copies.keep(slot.session.id, slot.db, written.id);
-    if (late) this.log.info(`late answer to question ${answer.questionId} in ${slot.session.id} sent to the agent as a message`);
-    slot.touch();
-    return { sessionId: slot.session.id, ...written };
+    const { late, ...written } = await pipeline.port.answer(answer, routing({ ...conversation, threadId: question.threadId }));
+    if (late) this.log.info(`late answer to question ${answer.questionId} in ${pipeline.id} sent to the agent as a message`);
+    return { sessionId: pipeline.id, ...written };
   }
 
-  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt {
+  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): Promise<InboundReceipt> {
     const group = this.sessions.resolveGroup(conversation);
     let processAfter: string | null = null;
     if (task.processAfter) {
@@ -277,107 +259,171 @@ export class Host implements HostApi {
   }
 
   sessionFolderOf(conversation: ConversationRef): string {
-    return this.sessionOf(conversation).slot.session.folder;
+    const group = this.sessions.resolveGroup(conversation);
+    const folder = this.options.sessionFolders?.[`${conversation.channelType}:${conversation.platformId}`];
+    return this.sessions.sessionFor(group, conversation, folder).folder;
   }
 
-  listSessions(): SessionSummary[] {
-    return this.store.listSessions().map((session) => {
-      const slot = this.slots.get(session.id);
-      const state = slot ? readRunnerState(slot.db) : undefined;
-      const pid = this.supervisor.pid(session.id);
-      const pending = slot
-        ? (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE status IN ('pending', 'processing')`).get() as { n: number }).n
-        : 0;
-      const lastError = slot
-        ? (prepared(slot.db, `SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed') AND NOT ${CANCELLED_TASK} ORDER BY status_changed DESC, seq DESC LIMIT 1`).get() as
-            | { last_error: string }
-            | undefined)?.last_error ?? null
-        : null;
-      return {
+  async listSessions(): Promise<SessionSummary[]> {
+    const summaries: SessionSummary[] = [];
+    for (const session of this.store.listSessions()) {
+      const pipeline = this.pipelines.get(session.id);
+      const state = pipeline ? await pipeline.port.state().catch(() => pipeline.state) : null;
+      const runner = state?.runner ?? null;
+      summaries.push({
         id: session.id,
         agentGroup: this.store.getAgentGroup(session.agentGroupId)?.name ?? session.agentGroupId,
         channelType: session.channelType,
         platformId: session.platformId,
         threadKey: session.threadKey,
-        runner: pid !== undefined ? { pid, state: this.supervisor.liveState(session.id, state)?.state ?? 'starting' } : null,
-        pending,
+        runner: runner ? { pid: runner.hostPid, state: runner.state } : state?.runnerPid !== undefined && state.runnerPid !== null ? { pid: state.runnerPid, state: 'starting' } : null,
+        pending: state?.pending ?? 0,
         provider: state?.provider ?? null,
-        heartbeatAt: pid !== undefined ? (state?.heartbeatAt ?? null) : null,
-        lastError,
-      };
-    });
+        heartbeatAt: runner?.heartbeatAt ?? null,
+        lastError: state?.lastError ?? null,
+      });
+    }
+    return summaries;
   }
 
   /** Stop a session's runner (it finishes its query within its grace); the next due message starts a new one. */
   async stopRunner(sessionId: string): Promise<void> {
-    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
-    await this.supervisor.stop(sessionId);
+    await this.pipelineOf(sessionId).port.runner('stop');
   }
 
   /** Stop a session's runner if it runs, and start a new one at once. */
   async restartRunner(sessionId: string): Promise<void> {
-    const slot = this.slots.get(sessionId);
-    if (!slot) throw new HostError('not-found', `no session "${sessionId}"`);
-    await this.supervisor.stop(sessionId);
-    slot.runnerWanted = true;
-    slot.waker.notify();
+    const { port } = this.pipelineOf(sessionId);
+    await port.runner('stop');
+    await port.runner('start');
   }
 
   /** The last `lines` lines of a session's runner log (the host's own file under `<home>/logs/`). */
-  runnerLogTail(sessionId: string, lines: number): string[] {
-    if (!this.slots.has(sessionId)) throw new HostError('not-found', `no session "${sessionId}"`);
-    let text: string;
-    try {
-      text = fs.readFileSync(this.runnerLog(sessionId), 'utf8');
-    } catch {
-      return [];
-    }
-    return text.trimEnd().split('\n').slice(-lines);
+  runnerLogTail(sessionId: string, lines: number): Promise<string[]> {
+    return this.pipelineOf(sessionId).port.logTail(lines);
   }
 
   /** Nothing left to do for the session: no open message, nothing undelivered (`pincer chat` with piped input exits then). */
-  isSettled(sessionId: string): boolean {
-    const slot = this.slots.get(sessionId);
-    if (!slot) return true;
-    const open = prepared(slot.db, `SELECT 1 FROM messages_in WHERE ${OPEN_MESSAGE} LIMIT 1`).get();
-    const undelivered = prepared(slot.db, 'SELECT 1 FROM messages_out WHERE delivered_at IS NULL AND delivery_error IS NULL LIMIT 1').get();
-    return !open && !undelivered;
+  async isSettled(sessionId: string): Promise<boolean> {
+    const pipeline = this.pipelines.get(sessionId);
+    if (!pipeline) return true;
+    const state = await pipeline.port.state();
+    return state.open === 0 && state.undelivered === 0 && this.inbox.unpushed(sessionId).length === 0;
   }
 
   /** Messages of the session still waiting for the agent (in work, due, or waiting for a retry). */
-  openMessages(sessionId: string): number {
-    const slot = this.slots.get(sessionId);
-    if (!slot) return 0;
-    return (prepared(slot.db, `SELECT count(*) AS n FROM messages_in WHERE ${OPEN_MESSAGE}`).get() as { n: number }).n;
+  async openMessages(sessionId: string): Promise<number> {
+    const pipeline = this.pipelines.get(sessionId);
+    return pipeline ? (await pipeline.port.state()).open : 0;
   }
 
   /** The session a conversation maps to (provisioned if new). */
-  sessionOf(conversation: ConversationRef): { slot: SessionSlot; group: ReturnType<SessionDirectory['resolveGroup']> } {
+  async sessionOf(conversation: ConversationRef): Promise<{ pipeline: SessionPipeline; group: AgentGroup }> {
     const group = this.sessions.resolveGroup(conversation);
     const folder = this.options.sessionFolders?.[`${conversation.channelType}:${conversation.platformId}`];
     const session = this.sessions.sessionFor(group, conversation, folder);
-    return { slot: this.slotFor(session), group };
+    return { pipeline: await this.open(session), group };
   }
 
-  // ---- the per-session tick ----
+  private pipelineOf(sessionId: string): SessionPipeline {
+    const pipeline = this.pipelines.get(sessionId);
+    if (!pipeline) throw new HostError('not-found', `no session "${sessionId}"`);
+    return pipeline;
+  }
 
-  private slotFor(session: SessionRecord): SessionSlot {
-    let slot = this.slots.get(session.id);
+  // ---- sessions: a port each, and the host's pipeline over it ----
+
+  /** The session's pipeline, its port opened (and its configuration published) on first use. */
+  private async open(session: SessionRecord): Promise<SessionPipeline> {
     const quarantined = this.quarantined.get(session.id);
     if (quarantined) throw new HostError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
-    if (!slot) {
+    const known = this.pipelines.get(session.id);
+    if (known) return known;
+    const { config } = this.options;
+    const launch = {
+      agentDir: this.sessions.groupDirOf(session),
+      globalDir: path.join(config.home, 'global'),
+      logFile: this.runnerLog(session.id),
+      lockFile: this.runnerLock(session.id),
+    };
+    let port: SessionPort;
+    let engine: SessionEngine | undefined;
+    if (config.sessionPort.kind === 'session-serve') {
+      port = new ServedSessionPort({
+        session: { id: session.id, folder: session.folder },
+        config,
+        launch,
+        nextEpoch: () => this.store.nextEpoch(session.id),
+        credentials: this.credentialProxy,
+        filesDir: path.join(config.home, 'tmp', 'outbox'),
+        orphanMs: config.sessionPort.orphanMs,
+        log: this.log,
+        onLaunchFailures: (failures, why) =>
+          void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`),
+      });
+    } else {
       try {
-        slot = new SessionSlot(session, this.log, this.dbKeeper.open(session));
+        engine = new SessionEngine({ session: { id: session.id, folder: session.folder }, config, supervisor: this.supervisor, launch, log: this.log, restoreFolder: () => this.sessions.restoreFolder(session) });
       } catch (err) {
         if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
         // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
         this.quarantine(session, errorMessage(err));
         throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
       }
-      this.slots.set(session.id, slot);
-      slot.run((s) => this.dbKeeper.guard(s, () => this.tick(s)));
+      port = new LocalSessionPort(engine);
     }
-    return slot;
+    const again = this.pipelines.get(session.id);
+    if (again) {
+      await port.close();
+      return again;
+    }
+    const pipeline = new SessionPipeline(session, port, {
+      store: this.store,
+      inbox: this.inbox,
+      delivery: this.delivery,
+      usage: this.usage,
+      channels: this.channels,
+      log: this.log,
+      metrics: this.options.metrics,
+      configFor: (s, group) => this.sessions.configFor(s, group),
+      onEvent: (p, event) => this.onSessionEvent(p, event),
+    });
+    this.pipelines.set(session.id, pipeline);
+    if (engine) this.engines.set(session.id, engine);
+    this.sessions.keepLinks(session);
+    await pipeline.publish(undefined, true).catch((err: unknown) => {
+      // A served session that cannot be launched now: the pipeline publishes on its first turn that reaches it.
+      if (!isSessionPortError(err)) throw err;
+    });
+    engine?.run();
+    if (this.running) pipeline.run();
+    return pipeline;
+  }
+
+  private async onSessionEvent(pipeline: SessionPipeline, event: SessionEvent): Promise<void> {
+    const { session } = pipeline;
+    if (event.type === 'quarantined') {
+      this.pipelines.delete(session.id);
+      this.engines.delete(session.id);
+      this.quarantine(session, event.reason);
+      void pipeline.stop().then(() => pipeline.port.close());
+      await this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), quarantineNotice(event.reason));
+      return;
+    }
+    if (event.type !== 'reset') return;
+    // The provider's own conversation went with the old database's history: the agent starts afresh.
+    this.store.setProviderSessionId(session.id, null);
+    this.sessions.keepLinks(session);
+    await pipeline.publish(undefined, true);
+    const resent = this.inbox.reopen(session.id, event.unfinished);
+    this.log.warn(`session ${session.id}: ${resent.length} accepted message(s) not done yet written into its new database again`);
+    const text = event.text + (resent.length > 0 ? ` ${resent.length} message(s) not answered yet were given to it again.` : '');
+    const conversations = new Map<string, ConversationRef>();
+    for (const row of [NO_ROUTING, ...resent.map(routingOfRow)]) {
+      const conversation = conversationOf({ session }, row);
+      conversations.set(`${conversation.channelType}\n${conversation.platformId}\n${conversation.threadId ?? ''}`, conversation);
+    }
+    for (const conversation of conversations.values()) await this.delivery.notify({ session }, conversation, text);
   }
 
   private quarantine(session: SessionRecord, reason: string): void {
@@ -385,118 +431,19 @@ export class Host implements HostApi {
     this.log.error(`session ${session.id} quarantined: ${reason}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`);
   }
 
-  /** A running session whose session.db became a link (or another non-file): quarantined as at start-up, with a notice. */
-  private async quarantineRunning(slot: SessionSlot, reason: string): Promise<void> {
-    this.slots.delete(slot.session.id);
-    this.quarantine(slot.session, reason);
-    slot.retire();
-    await this.delivery.notify({ session: slot.session }, conversationOf({ session: slot.session }, NO_ROUTING), quarantineNotice(reason));
-  }
-
-  /** Sweep, keep the runner right, deliver. Returns how long the loop may sleep if nothing changes. */
-  private async tick(slot: SessionSlot): Promise<number> {
-    const { config } = this.options;
-    const id = slot.session.id;
-    const group = this.store.getAgentGroup(slot.session.agentGroupId);
-    if (!group) throw new Error(`agent group ${slot.session.agentGroupId} is gone`);
-    const handle: SessionHandle = { db: slot.db, session: slot.session, group };
-    const alive = this.supervisor.isRunning(id);
-    const state = readRunnerState(slot.db);
-    const live = this.supervisor.liveState(id, state);
-    const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone: group.timezone, config: config.sweep });
-    this.usage.collect(slot.session, slot.db);
-    this.options.metrics?.retries.inc(sweep.retried.length);
-    this.options.metrics?.failedMessages.inc(sweep.failed.length);
-    for (const row of sweep.retried) this.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
-    for (const notice of firstTryNotices(sweep.retried, config.sweep)) await this.delivery.notify(handle, conversationOf(handle, notice.row), notice.text);
-    for (const { row, nextAt } of sweep.scheduled) this.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
-    if (sweep.pruned > 0) this.log.info(`pruned ${sweep.pruned} finished task rows in ${id}`);
-    for (const row of sweep.failed) {
-      this.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
-      await this.delivery.notify(handle, conversationOf(handle, row), `Your message could not be processed and was given up (${row.last_error}).`);
-    }
-    for (const { row, error } of sweep.recurrenceErrors) {
-      await this.delivery.notify(handle, conversationOf(handle, row), `The recurring task ${row.series_id ?? row.id} was not rescheduled: ${error}`);
-    }
-    const waits = [config.sweep.intervalMs, sweep.nextDueMs];
-    if (alive) {
-      if (this.supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt) === 'turn-limit' && live) await this.endedByTurnLimit(handle, live);
-      waits.push(this.supervisor.idleDeadlineMs(live, slot.lastActivityAt));
-      // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
-      if (live?.state === 'idle' && this.usage.budgets.check(group).over) void this.supervisor.stop(id);
-    } else if ((sweep.hasDue || slot.runnerWanted) && !this.stopped) {
-      const backoff = this.supervisor.backoffRemainingMs(id);
-      const budget = backoff > 0 ? undefined : this.usage.gate(group);
-      if (backoff > 0) waits.push(backoff);
-      else if (budget?.over) await this.refuseOverBudget(handle, budget.notice);
-      else {
-        this.sessions.publishConfig(this.store.getSession(id) ?? slot.session, group);
-        this.supervisor.start({
-          sessionId: id,
-          folder: slot.session.folder,
-          provider: group.provider,
-          timezone: group.timezone,
-          agentDir: this.sessions.groupDir(group),
-          globalDir: path.join(config.home, 'global'),
-          logFile: this.runnerLog(id),
-          lockFile: this.runnerLock(id),
-        });
-        slot.runnerWanted = false;
-      }
-    }
-    await this.updateTyping(slot, handle, live);
-    waits.push(await this.delivery.deliverSession(handle));
-    this.copies.prune(id, slot.db);
-    return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
-  }
-
-  /** Refuse the session's due messages (a budget is reached) and tell each conversation once. */
-  private async refuseOverBudget(handle: SessionHandle, notice: string): Promise<void> {
-    const refused = this.usage.refuseDue(handle.db, notice);
-    const told = new Set<string>();
-    for (const row of refused) {
-      const conversation = conversationOf(handle, row);
-      const key = `${conversation.channelType}:${conversation.platformId}:${conversation.threadId ?? ''}`;
-      this.log.warn(`message ${row.seq} in ${handle.session.id} refused: over budget`);
-      if (told.has(key)) continue;
-      told.add(key);
-      await this.delivery.notify(handle, conversation, notice);
-    }
-  }
-
   private runnersByState(): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const summary of this.listSessions()) if (summary.runner) counts[summary.runner.state] = (counts[summary.runner.state] ?? 0) + 1;
+    for (const pipeline of this.pipelines.values()) {
+      const state = pipeline.state?.runner?.state;
+      if (state) counts[state] = (counts[state] ?? 0) + 1;
+    }
     return counts;
   }
 
   private pendingMessages(): number {
-    return this.listSessions().reduce((sum, s) => sum + s.pending, 0);
-  }
-
-  /** A query ran past the turn limit and its runner was killed: the batch says why (for its retry) and the chat is told. */
-  private async endedByTurnLimit(handle: SessionHandle, live: RunnerState): Promise<void> {
-    const limitS = Math.round(this.options.config.runners.turnLimitMs / 1000);
-    const error = `the agent did not finish within the turn limit (${limitS} s)`;
-    const mark = prepared(handle.db, `UPDATE messages_in SET last_error = ? WHERE id = ? AND status = 'processing'`);
-    handle.db.transaction(() => live.batchIds.forEach((id) => mark.run(error, id))).immediate();
-    const routing = live.routing;
-    await this.delivery.notify(
-      handle,
-      conversationOf(handle, { channel_type: routing?.channelType ?? null, platform_id: routing?.platformId ?? null, thread_id: routing?.threadId ?? null }),
-      `The agent did not finish within ${limitS} s and was stopped; your message will be tried again (PINCER_TURN_LIMIT_MS sets the limit).`,
-    );
-  }
-
-  /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */
-  private async updateTyping(slot: SessionSlot, handle: SessionHandle, live: RunnerState | undefined): Promise<void> {
-    const busy = live?.state === 'busy';
-    if (busy === (slot.typingIn !== null)) return;
-    const conversation = busy
-      ? conversationOf(handle, { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null })
-      : slot.typingIn!;
-    slot.typingIn = busy ? conversation : null;
-    await this.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
+    let sum = 0;
+    for (const pipeline of this.pipelines.values()) sum += pipeline.state?.pending ?? 0;
+    return sum;
   }
 
   /** `<home>/logs/<session id>.log`: where the agent cannot plant a link (the session id is the host's own). */
@@ -513,43 +460,11 @@ export class Host implements HostApi {
     return path.join(dir, `${sessionId}.lock`);
   }
 
-  private onRunnerExit(exit: RunnerExit): void {
-    const slot = this.slots.get(exit.sessionId);
-    if (!slot) return;
-    if (!exit.requested) slot.suspectDamage = true; // a crash may come from a damaged database file
-    // Remember the provider session, so the next runner resumes the conversation (seed "会话恢复").
-    try {
-      const state = readRunnerState(slot.db);
-      const providerSession = state && getSessionValue(slot.db, sessionKeys(state.provider).sessionId);
-      if (providerSession) {
-        this.store.setProviderSessionId(exit.sessionId, providerSession);
-        const group = this.store.getAgentGroup(slot.session.agentGroupId);
-        const session = this.store.getSession(exit.sessionId);
-        if (group && session) this.sessions.publishConfig(session, group);
-      }
-    } catch (err) {
-      this.log.warn(`could not save the provider session of ${exit.sessionId}: ${errorMessage(err)}`);
-    }
-    if (exit.crashes === CRASH_NOTICE_AT) {
-      const group = this.store.getAgentGroup(slot.session.agentGroupId);
-      const log = tail(this.runnerLog(exit.sessionId));
-      if (group) {
-        const handle = { db: slot.db, session: slot.session, group };
-        void this.delivery.notify(
-          handle,
-          conversationOf(handle, { channel_type: null, platform_id: null, thread_id: null }),
-          `The agent could not be started (${exit.crashes} failures in a row, last exit ${exit.code}${log ? `: ${log}` : ''}); retrying with back-off.`,
-        );
-      }
-    }
-    slot.waker.notify();
-  }
-
   /** A `channel_type: 'agent'` row: a chat message into the target group's session, answered back the same way. */
-  private deliverToAgent(from: SessionHandle, row: OutboundRow, text: string): void {
+  private async deliverToAgent(from: SessionHandle, row: OutboundRow, text: string): Promise<void> {
     const target = row.platform_id ? this.store.findAgentGroup(row.platform_id) : undefined;
     if (!target) throw new Error(`unknown agent group "${row.platform_id}"`);
-    const trigger = row.in_reply_to ? getInbound(from.db, row.in_reply_to) : undefined;
+    const trigger = row.in_reply_to ? await from.port.inbound(row.in_reply_to) : undefined;
     const hops = trigger?.channel_type === 'agent' ? agentHops(trigger.content) + 1 : 1;
     if (hops > MAX_AGENT_HOPS) throw new Error(`agents answered each other ${MAX_AGENT_HOPS} times in a row; stopped as a loop`);
     let session: SessionRecord | undefined;
@@ -559,16 +474,16 @@ export class Host implements HostApi {
     }
     const conversation = { channelType: 'agent', platformId: from.group.id, threadId: from.session.id };
     session ??= this.sessions.sessionFor(target, { ...conversation, threadId: null });
-    const slot = this.slotFor(session);
+    const pipeline = await this.open(session);
     const senderId = `agent:${from.group.id}`;
-    const written = insertInbound(slot.db, {
+    // One message per outbound row, also when the row is offered again after a crash.
+    const written = await pipeline.write({
+      id: `agent-${from.session.id}-${row.id}`,
       kind: 'chat',
       content: { text, sender: from.group.name, senderId, agentHops: hops },
       ...routing(conversation),
     });
-    this.copies.keep(session.id, slot.db, written.id);
     this.store.recordSender({ sessionId: session.id, messageId: written.id, senderId, ...conversation });
-    slot.touch();
   }
 }
 
@@ -576,6 +491,10 @@ const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
 
 function quarantineNotice(reason: string): string {
   return `This conversation's session is set aside and gets no answers (${reason}). An administrator can move its folder aside and restart the host.`;
+}
+
+function routingOfRow(row: InboxRow): { channel_type: string | null; platform_id: string | null; thread_id: string | null } {
+  return { channel_type: row.channelType ?? null, platform_id: row.platformId ?? null, thread_id: row.threadId ?? null };
 }
 
 function routing(c: ConversationRef): { channelType: string; platformId: string; threadId: string | null } {
@@ -598,14 +517,5 @@ function agentHops(content: string): number {
     return typeof hops === 'number' ? hops : 0;
   } catch {
     return 0;
-  }
-}
-
-function tail(file: string): string {
-  try {
-    // The last line without its time stamp: it is shown in the chat.
-    return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
-  } catch {
-    return '';
   }
 }

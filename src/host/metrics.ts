@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { getInbound } from '../db/messages.js';
 import type { DeliveryObserver } from './delivery.js';
 import type { CollectedTurn } from './usage/ledger.js';
 
@@ -101,7 +100,7 @@ export class HostMetrics {
   }
 
   /** Counts deliveries and failures by channel, and the pickup latency of the first answer to each message. */
-  deliveryObserver(): DeliveryObserver {
+  deliveryObserver(acceptedAt: (sessionId: string, messageId: string) => string | undefined): DeliveryObserver {
     const answered = new Set<string>();
     return {
       delivered: (handle, row) => {
@@ -109,8 +108,8 @@ export class HostMetrics {
         if (!row.in_reply_to || answered.has(row.in_reply_to)) return;
         answered.add(row.in_reply_to);
         if (answered.size > 10_000) answered.delete(answered.values().next().value!);
-        const inbound = getInbound(handle.db, row.in_reply_to);
-        const latency = inbound ? Date.parse(row.timestamp) - Date.parse(inbound.timestamp) : NaN;
+        const accepted = acceptedAt(handle.session.id, row.in_reply_to);
+        const latency = accepted ? Date.parse(row.timestamp) - Date.parse(accepted) : NaN;
         if (Number.isFinite(latency) && latency >= 0) this.pickupLatency.observe(latency / 1000);
       },
       failed: (handle, row) => {

@@ -4,10 +4,8 @@ import { dbFileChange, type DbFileChange, type FileIdentity } from '../db/db-fil
 import { sessionPaths } from '../db/layout.js';
 import { Waker } from '../db/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
-import type { SessionRecord } from './central-db/types.js';
 import { Sweeper } from './sweep.js';
 import { checkSessionDatabase, UntrustedPathError } from './untrusted-files.js';
-import type { ConversationRef } from './types.js';
 import { Backoff } from '../shared/backoff.js';
 
 /** A failing tick waits 100 ms, then twice as long each time, up to 30 s. */
@@ -28,8 +26,6 @@ export class SessionSlot {
   sweeper: Sweeper;
   /** when the host last wrote to this session (a message accepted); idle time counts from the later of this and the runner's. */
   lastActivityAt = Date.now();
-  /** the conversation shown as "agent is typing" while the runner is busy, if any. */
-  typingIn: ConversationRef | null = null;
   /** someone asked for a runner (restart from the control page): start one on the next tick even with nothing due. */
   runnerWanted = false;
   /** something failed (a tick, a runner crashed): check the whole database file once on the next turn. */
@@ -39,10 +35,13 @@ export class SessionSlot {
   private stopPause: (() => void) | null = null;
 
   constructor(
-    readonly session: SessionRecord,
+    readonly session: { readonly id: string; readonly folder: string },
     private readonly log: Logger,
     opened: OpenedSessionDb,
+    /** `synchronous=FULL` on every connection it uses (a served session: what it acknowledges survives a power loss). */
+    private readonly durable = false,
   ) {
+    if (durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.waker = new Waker(sessionPaths(session.folder).root, 'watch');
@@ -57,6 +56,7 @@ export class SessionSlot {
   /** Use a new database (the old file was lost and set up afresh); the old connection is closed. */
   replaceDb(opened: OpenedSessionDb): void {
     if (this.db.open) this.db.close();
+    if (this.durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.sweeper = new Sweeper(this.db);

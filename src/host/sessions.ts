@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createSessionFolder, sessionPaths, writeJsonAtomic } from '../db/layout.js';
+import { createSessionFolder, sessionPaths } from '../db/layout.js';
 import type { ConfigFile } from '../db/config-file.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore, NewAgentGroup } from './central-db/store.js';
@@ -84,30 +84,41 @@ export class SessionDirectory {
       threadKey,
       folder: root,
     });
-    this.publishConfig(session, group);
     this.log.info(`session ${id} for ${conversation.channelType}:${conversation.platformId}${threadKey ? `#${threadKey}` : ''} (group ${group.name})`);
     return session;
   }
 
   /**
-   * Publish the group's runner configuration into the session folder as one atomic snapshot (temp file + rename)
-   * tagged with the group's generation: a runner reads either the old file or the new one, never half of each. The admin
-   * user ids stay out of it: the host checks admin rights itself, and the agent has no use for them.
+   * The group's runner configuration for a session, as one document (the port publishes it atomically: a runner reads
+   * either the old file or the new one, never half of each), tagged with the group's generation. The admin user ids
+   * stay out of it: the host checks admin rights itself, and the agent has no use for them.
    */
-  publishConfig(session: SessionRecord, group: AgentGroup): void {
-    const config: ConfigFile = {
+  configFor(session: SessionRecord, group: AgentGroup): ConfigFile {
+    // The session's own MCP servers replace the group's of the same name; secret values stay references.
+    const mcpServers = { ...group.mcpServers, ...session.mcpServers };
+    return {
       provider: group.provider,
       timezone: group.timezone,
       assistantName: group.name,
       generation: group.configGeneration,
       ...(group.model ? { model: group.model } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
+      ...(Object.keys(mcpServers).length > 0 ? { mcpServers } : {}),
     };
-    // The session's own servers replace the group's of the same name; secret values stay references.
-    const mcpServers = { ...group.mcpServers, ...session.mcpServers };
-    if (Object.keys(mcpServers).length > 0) config.mcpServers = mcpServers;
-    writeJsonAtomic(sessionPaths(session.folder).config, config);
+  }
+
+  /** The folder of a session's agent group. */
+  groupDirOf(session: SessionRecord): string {
+    const group = this.store.getAgentGroup(session.agentGroupId);
+    if (!group) throw new HostError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
+    return this.groupDir(group);
+  }
+
+  /** A child-process runner's session folder links to the group's and the home's folders: put right (a moved home). */
+  keepLinks(session: SessionRecord): void {
     if (this.config.runners.kind !== 'process') return;
+    const group = this.store.getAgentGroup(session.agentGroupId);
+    if (!group) return;
     try {
       this.linkFolders(group, session.folder);
     } catch (err) {

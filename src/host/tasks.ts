@@ -44,12 +44,10 @@ export type TaskCommand =
 /** One session as the task board sees it. */
 export interface TaskSession {
   id: string;
-  db: Database.Database;
+  /** the session's port (its `tasks` and `changeTask`). */
+  port: { tasks(): Promise<InboundRow[]>; changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> };
   timezone: string;
-  /** wake the session's loop (a resumed or moved task may be due now). */
-  touch(): void;
 }
-
 
 /** The live occurrence of a task in one session DB (newest first, should there be two). */
 export function activeTaskRow(db: Database.Database, taskId: string): InboundRow | undefined {
@@ -138,33 +136,32 @@ export function summarizeTask(row: InboundRow, session: Pick<TaskSession, 'id' |
   };
 }
 
-/** The tasks of every session of the host. */
+/** The tasks of every session of the host, read and changed through each session's port. */
 export class TaskBoard {
   constructor(private readonly sessions: () => Iterable<TaskSession>) {}
 
-  list(): TaskSummary[] {
+  async list(): Promise<TaskSummary[]> {
     const tasks: TaskSummary[] = [];
-    for (const session of this.sessions()) for (const row of activeTaskRows(session.db)) tasks.push(summarizeTask(row, session));
+    for (const session of this.sessions()) for (const row of await session.port.tasks()) tasks.push(summarizeTask(row, session));
     return tasks;
   }
 
   /** The active task with this id; `not-found` when no session has one. */
-  get(taskId: string): TaskSummary {
-    const { session, row } = this.find(taskId);
+  async get(taskId: string): Promise<TaskSummary> {
+    const { session, row } = await this.find(taskId);
     return summarizeTask(row, session);
   }
 
   /** Change a task; returns it after the change (`null` once cancelled). */
-  change(taskId: string, command: TaskCommand): TaskSummary | null {
-    const { session } = this.find(taskId);
-    const row = applyTaskCommand(session.db, taskId, command, session.timezone);
-    session.touch();
+  async change(taskId: string, command: TaskCommand): Promise<TaskSummary | null> {
+    const { session } = await this.find(taskId);
+    const row = await session.port.changeTask(taskId, command, session.timezone);
     return row && summarizeTask(row, session);
   }
 
-  private find(taskId: string): { session: TaskSession; row: InboundRow } {
+  private async find(taskId: string): Promise<{ session: TaskSession; row: InboundRow }> {
     for (const session of this.sessions()) {
-      const row = activeTaskRow(session.db, taskId);
+      const row = (await session.port.tasks()).find((r) => r.id === taskId || r.series_id === taskId);
       if (row) return { session, row };
     }
     throw new HostError('not-found', `no active task "${taskId}": only a pending or paused task is listed (it may be running, done or cancelled)`);

@@ -1,4 +1,3 @@
-import { getInbound } from '../db/messages.js';
 import { errorMessage } from '../shared/log.js';
 import type { SpanHandle, Tracing } from '../shared/tracing.js';
 import type { InboundEnvelope } from './channels/types.js';
@@ -13,7 +12,7 @@ export class HostTraces {
   constructor(private readonly tracing: Tracing) {}
 
   /** Receive `message` and write it with `insert(traceparent)`; both spans end (with the error, if one is thrown). */
-  received<T>(message: InboundEnvelope, insert: (traceparent: string | undefined, receive: SpanHandle) => T): T {
+  async received<T>(message: InboundEnvelope, insert: (traceparent: string | undefined, receive: SpanHandle) => Promise<T>): Promise<T> {
     if (!this.tracing.enabled) return insert(undefined, this.tracing.start(''));
     const receive = this.tracing.start(`pincer.receive ${message.conversation.channelType}`, {
       kind: 'server',
@@ -21,7 +20,7 @@ export class HostTraces {
     });
     const write = this.tracing.start('pincer.session.insert', { parent: receive });
     try {
-      const result = insert(write.traceparent, receive);
+      const result = await insert(write.traceparent, receive);
       write.end();
       receive.end();
       return result;
@@ -32,11 +31,11 @@ export class HostTraces {
     }
   }
 
-  /** Delivery spans, for the delivery's observer. */
-  deliveries(): DeliveryObserver | undefined {
+  /** Delivery spans, for the delivery's observer; `traceOf` finds the stored context of the message a row answers. */
+  deliveries(traceOf: (sessionId: string, messageId: string) => string | undefined): DeliveryObserver | undefined {
     if (!this.tracing.enabled) return undefined;
     const span = (error?: string) => (handle: Parameters<DeliveryObserver['delivered']>[0], row: Parameters<DeliveryObserver['delivered']>[1]): void => {
-      const parent = row.in_reply_to ? getInbound(handle.db, row.in_reply_to)?.trace_context : undefined;
+      const parent = row.in_reply_to ? traceOf(handle.session.id, row.in_reply_to) : undefined;
       if (!parent) return;
       this.tracing
         .start('pincer.deliver', {

@@ -20,6 +20,12 @@ export interface HostConfig {
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
   http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
+  /**
+   * How the host reaches its sessions (src/host/session/port.ts): `local` (the folder on this machine, its engine in
+   * the host) or `session-serve` (PINCER_RUNNER=session-serve: one `pincer session-serve` process per session, over
+   * loopback HTTP). `orphanMs`: a served session stops by itself after this long without a word from its host.
+   */
+  sessionPort: { kind: 'local' | 'session-serve'; orphanMs: number };
   runners: {
     /**
      * `auto` (default): bwrap, else docker, else process, resolved when the host starts (src/host/runner-kind.ts);

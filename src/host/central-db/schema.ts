@@ -221,6 +221,17 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 8,
+    description: "the host's inbox (inbound rows pushed to their session or not yet), each session's next due time and launch epoch",
+    up(db) {
+      db.exec(`
+        ALTER TABLE inbound_copies ADD COLUMN pushed INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE sessions ADD COLUMN next_wake_at TEXT;
+        ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+      `);
+    },
+  },
+  {
+    version: 9,
     description: "the user's own MCP servers of each agent group, and a session's overrides (JSON, src/db/mcp-servers.ts)",
     up(db) {
       db.exec(`

@@ -235,6 +235,16 @@ export class CentralStore {
     return changed;
   }
 
+  /** When the session's next scheduled message falls due (so a session with no live process is woken for it). */
+  setNextWakeAt(sessionId: string, at: string | null): void {
+    prepared(this.db, 'UPDATE sessions SET next_wake_at = ? WHERE id = ? AND next_wake_at IS NOT ?').run(at, sessionId, at);
+  }
+
+  /** The next launch epoch of a served session: one more than the last, stored before the launch starts. */
+  nextEpoch(sessionId: string): number {
+    return (prepared(this.db, 'UPDATE sessions SET epoch = epoch + 1 WHERE id = ? RETURNING epoch').get(sessionId) as { epoch: number }).epoch;
+  }
+
   setProviderSessionId(sessionId: string, providerSessionId: string | null): void {
     prepared(this.db, 'UPDATE sessions SET provider_session_id = ? WHERE id = ?').run(providerSessionId, sessionId);
   }

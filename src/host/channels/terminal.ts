@@ -168,7 +168,7 @@ export class TerminalChannel implements ChannelAdapter {
       const chosen = byNumber ?? question.options.find((o) => o.label.toLowerCase() === text.toLowerCase() || o.value === text);
       if (chosen) {
         this.openQuestion = null;
-        host.answerQuestion(this.conversation, { questionId: question.questionId, selectedOption: chosen.value, userId: this.options.sender });
+        await host.answerQuestion(this.conversation, { questionId: question.questionId, selectedOption: chosen.value, userId: this.options.sender });
         this.write(`pincer: answered "${chosen.label}"`);
         return;
       }
@@ -176,7 +176,7 @@ export class TerminalChannel implements ChannelAdapter {
     if (text === '/help') return this.write(LOCAL_HELP);
     if (text === '/quit' || text === '/exit') return this.options.onQuit?.();
     if (text === '/attach' || text.startsWith('/attach ')) return this.attach(host, text.slice('/attach'.length).trim());
-    host.acceptInbound({ conversation: this.conversation, kind: 'chat', content: { text, sender: this.options.sender, senderId: this.options.sender } });
+    await host.acceptInbound({ conversation: this.conversation, kind: 'chat', content: { text, sender: this.options.sender, senderId: this.options.sender } });
   }
 
   /**
@@ -200,7 +200,7 @@ export class TerminalChannel implements ChannelAdapter {
     );
     if (saved?.error) return this.write(`pincer: cannot attach ${given}: ${String(saved.error)}; nothing was sent`);
     const { sender } = this.options;
-    host.acceptInbound({ id, conversation: this.conversation, kind: 'chat', content: { text: parsed[3] ?? '', sender, senderId: sender, attachments: [saved] } });
+    await host.acceptInbound({ id, conversation: this.conversation, kind: 'chat', content: { text: parsed[3] ?? '', sender, senderId: sender, attachments: [saved] } });
     this.write(`pincer: sent ${name} (${mb(stat.size)})`);
   }
 

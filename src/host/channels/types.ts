@@ -80,29 +80,30 @@ export interface InboundEnvelope {
 export interface InboundReceipt {
   sessionId: string;
   id: string;
-  seq: number;
+  /** the integer id the agent sees; null when the session was out of reach (the host holds the message and sends it). */
+  seq: number | null;
 }
 
 /** What a channel may ask of the host. Methods throw `HostError` (code says why) on bad input. */
 export interface HostApi {
   /** Route an inbound message to its session and write it to `messages_in`. */
-  acceptInbound(message: InboundEnvelope): InboundReceipt;
+  acceptInbound(message: InboundEnvelope): Promise<InboundReceipt>;
   /** Write the answer to a question the agent asked in `conversation`. */
-  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): InboundReceipt;
+  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): Promise<InboundReceipt>;
   /** Schedule a task (once, or recurring with a cron expression read in the group's time zone) for `conversation`. */
-  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): InboundReceipt;
+  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): Promise<InboundReceipt>;
   /** The agent group a conversation belongs to (its binding, else the default group). */
   groupOf(conversation: ConversationRef): AgentGroup;
   /** The session folder a conversation's messages go to (provisioned if new): where its attachments are saved. */
   sessionFolderOf(conversation: ConversationRef): string;
   /** Sessions of the host, with their runner's state, for diagnostics. */
-  listSessions(): SessionSummary[];
+  listSessions(): Promise<SessionSummary[]>;
   /** Stop a session's runner; the next due message starts a new one. */
   stopRunner(sessionId: string): Promise<void>;
   /** Stop a session's runner if it runs and start a new one. */
   restartRunner(sessionId: string): Promise<void>;
   /** The last lines of a session's runner log. */
-  runnerLogTail(sessionId: string, lines: number): string[];
+  runnerLogTail(sessionId: string, lines: number): Promise<string[]>;
   /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
   readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
 }

@@ -206,7 +206,7 @@ export class PlatformChannel implements ChannelAdapter {
     const id = randomUUID();
     const attachments = message.attachments.length > 0 ? await saveAttachments(message.attachments, host.sessionFolderOf(conversation), id) : [];
     const content = { ...serializedContent(message), ...(attachments.length > 0 ? { attachments } : {}) };
-    const receipt = host.acceptInbound({ conversation, kind: 'chat-sdk', content, trigger, id });
+    const receipt = await host.acceptInbound({ conversation, kind: 'chat-sdk', content, trigger, id });
     this.options.log.info(`${this.type}: message ${receipt.seq} from ${sender.id} in ${receipt.sessionId}${trigger === 0 ? ' (context only)' : ''}`);
   }
 
@@ -228,7 +228,7 @@ export class PlatformChannel implements ChannelAdapter {
       return;
     }
     try {
-      this.host!.answerQuestion(conversation, { questionId: entry.questionId, selectedOption: option.value, userId });
+      await this.host!.answerQuestion(conversation, { questionId: entry.questionId, selectedOption: option.value, userId });
     } catch (err) {
       this.options.log.info(`${this.type}: answer to question ${entry.questionId} not taken: ${errorMessage(err)}`);
       return;

@@ -1,8 +1,6 @@
 import type Database from 'better-sqlite3';
-import { prepared } from '../../db/connection.js';
-import type { InboundRow } from '../../db/types.js';
+import type { TurnUsageRow } from '../../db/usage.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { isoNow } from '../../shared/time.js';
 import type { AgentGroup, SessionRecord } from '../central-db/types.js';
 import type { HostMetrics } from '../metrics.js';
 import { Budgets, type BudgetVerdict } from './budgets.js';
@@ -28,9 +26,9 @@ export class HostUsage {
   }
 
   /** Copy the session's new usage rows into the ledger; a failure is logged and retried on the next tick. */
-  collect(session: SessionRecord, sessionDb: Database.Database): void {
+  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>): Promise<void> {
     try {
-      for (const turn of this.ledger.collect(session, sessionDb)) this.metrics?.turn(turn);
+      for (const turn of await this.ledger.collect(session, read)) this.metrics?.turn(turn);
     } catch (err) {
       this.log.warn(`usage of ${session.id} not collected: ${errorMessage(err)}`);
     }
@@ -41,20 +39,5 @@ export class HostUsage {
     const verdict = this.budgets.check(group);
     if (verdict.over) this.metrics?.budgetRefusals.inc({ period: verdict.budget.period, unit: verdict.budget.unit });
     return verdict;
-  }
-
-  /**
-   * Refuse the session's due messages: mark them failed with the notice as their error (one try counted, so a
-   * recurring task still gets its next occurrence). Returns the rows, so the chat can be told.
-   */
-  refuseDue(sessionDb: Database.Database, notice: string): InboundRow[] {
-    return prepared(
-      sessionDb,
-      `UPDATE messages_in SET status = 'failed', status_changed = @now, tries = tries + 1, last_error = @notice
-       WHERE status = 'pending' AND trigger = 1 AND (process_after IS NULL OR julianday(process_after) <= julianday(@now))
-         AND NOT (kind = 'system' AND CASE WHEN json_valid(content)
-           THEN coalesce(json_extract(content, '$.type') = 'question_response', 0) ELSE 0 END)
-       RETURNING *`,
-    ).all({ now: isoNow(), notice }) as InboundRow[];
   }
 }

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
 import { prepared } from '../../db/connection.js';
-import { turnUsageAfter, type TurnUsageRow } from '../../db/usage.js';
+import type { TurnUsageRow } from '../../db/usage.js';
 import type { Logger } from '../../shared/log.js';
 import { modelUsageSchema, turnUsageSchema, type ModelUsage } from '../../shared/usage.js';
 import type { SessionRecord } from '../central-db/types.js';
@@ -32,9 +32,9 @@ export class UsageLedger {
   ) {}
 
   /** Copy the session's new usage rows into the ledger; returns the turns copied. */
-  collect(session: SessionRecord, sessionDb: Database.Database): CollectedTurn[] {
+  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>): Promise<CollectedTurn[]> {
     const cursor = (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(session.id) as { last_id: number } | undefined)?.last_id ?? 0;
-    const rows = turnUsageAfter(sessionDb, cursor, BATCH);
+    const rows = (await read(cursor)).slice(0, BATCH);
     if (rows.length === 0) return [];
     const insert = prepared(
       this.db,

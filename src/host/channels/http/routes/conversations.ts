@@ -44,19 +44,19 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
   api.post('/v1/conversations/:id/messages', async (c) => {
     const id = allowed(c);
     const { threadId, ...content } = validate(PostMessage, await readJson(c));
-    return c.json(host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content }), 202);
+    return c.json(await host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content }), 202);
   });
 
   api.post('/v1/conversations/:id/answers', async (c) => {
     const id = allowed(c);
     const body = validate(PostAnswer, await readJson(c));
-    return c.json(host.answerQuestion(conversationRef(id, body.threadId), body), 202);
+    return c.json(await host.answerQuestion(conversationRef(id, body.threadId), body), 202);
   });
 
   api.post('/v1/conversations/:id/tasks', async (c) => {
     const id = allowed(c);
     const { threadId, ...task } = validate(PostTask, await readJson(c));
-    return c.json(host.scheduleTask(conversationRef(id, threadId), task), 202);
+    return c.json(await host.scheduleTask(conversationRef(id, threadId), task), 202);
   });
 
   api.get('/v1/conversations/:id/events', (c) => {

@@ -12,24 +12,24 @@ import type { HttpEnv, HttpRouteModule } from '../types.js';
 const LogQuery = z.object({ lines: z.coerce.number().int().min(1).max(5000).default(200) });
 
 export const runnerRoutes: HttpRouteModule = ({ api }, { host }) => {
-  const visibleSession = (c: Context<HttpEnv>): string => {
+  const visibleSession = async (c: Context<HttpEnv>): Promise<string> => {
     const id = c.req.param('id') ?? '';
-    const session = host.listSessions().find((s) => s.id === id);
+    const session = (await host.listSessions()).find((s) => s.id === id);
     if (!session || !canSee(c.get('principal'), session.channelType, session.platformId)) throw new HttpError(404, `no session "${id}"`);
     return id;
   };
 
   api.post('/v1/sessions/:id/stop', async (c) => {
-    await host.stopRunner(visibleSession(c));
+    await host.stopRunner(await visibleSession(c));
     return c.json({ ok: true });
   });
   api.post('/v1/sessions/:id/restart', async (c) => {
-    await host.restartRunner(visibleSession(c));
+    await host.restartRunner(await visibleSession(c));
     return c.json({ ok: true });
   });
-  api.get('/v1/sessions/:id/log', (c) => {
-    const id = visibleSession(c);
+  api.get('/v1/sessions/:id/log', async (c) => {
+    const id = await visibleSession(c);
     const { lines } = validate(LogQuery, { lines: c.req.query('lines') });
-    return c.json({ lines: host.runnerLogTail(id, lines) });
+    return c.json({ lines: await host.runnerLogTail(id, lines) });
   });
 };

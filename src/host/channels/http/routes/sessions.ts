@@ -1,4 +1,5 @@
 import { canSee } from '../auth.js';
+import type { SessionSummary } from '../../types.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -9,11 +10,11 @@ import type { HttpRouteModule } from '../types.js';
 export const sessionRoutes: HttpRouteModule = ({ api, open }, { host, mailbox }) => {
   open.get('/v1/health', (c) => c.json({ ok: true }));
 
-  api.get('/v1/sessions', (c) => c.json({ sessions: host.listSessions().filter((s) => canSee(c.get('principal'), s.channelType, s.platformId)) }));
+  api.get('/v1/sessions', async (c) => c.json({ sessions: (await host.listSessions()).filter((s) => canSee(c.get('principal'), s.channelType, s.platformId)) }));
 
-  api.get('/v1/conversations', (c) => {
-    const byId = new Map<string, { id: string; sessions: ReturnType<typeof host.listSessions>; lastEventId: number | null; lastEventAt: string | null }>();
-    for (const session of host.listSessions()) {
+  api.get('/v1/conversations', async (c) => {
+    const byId = new Map<string, { id: string; sessions: SessionSummary[]; lastEventId: number | null; lastEventAt: string | null }>();
+    for (const session of await host.listSessions()) {
       if (session.channelType !== 'http' || !canSee(c.get('principal'), 'http', session.platformId)) continue;
       let entry = byId.get(session.platformId);
       if (!entry) {

@@ -24,38 +24,37 @@ const PatchTask = z
 
 export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
   /** The task, if the caller may see it; 404 otherwise. */
-  const visibleTask = (c: Context<HttpEnv>): TaskSummary => {
-    const task = host.tasks.get(c.req.param('id') ?? '');
+  const visibleTask = async (c: Context<HttpEnv>): Promise<TaskSummary> => {
+    const task = await host.tasks.get(c.req.param('id') ?? '');
     if (!canSee(c.get('principal'), task.channelType, task.conversation)) throw new HttpError(404, `no active task "${task.id}"`);
     return task;
   };
 
-  api.get('/v1/tasks', (c) => {
+  api.get('/v1/tasks', async (c) => {
     const conversation = c.req.query('conversation');
     if (conversation !== undefined) conversationId(conversation);
-    const tasks = host.tasks
-      .list()
+    const tasks = (await host.tasks.list())
       .filter((t) => canSee(c.get('principal'), t.channelType, t.conversation))
       .filter((t) => conversation === undefined || (t.channelType === 'http' && t.conversation === conversation));
     return c.json({ tasks });
   });
 
-  api.get('/v1/tasks/:id', (c) => c.json(visibleTask(c)));
+  api.get('/v1/tasks/:id', async (c) => c.json(await visibleTask(c)));
 
-  api.post('/v1/tasks/:id/pause', (c) => c.json(host.tasks.change(visibleTask(c).id, { op: 'pause' })));
-  api.post('/v1/tasks/:id/resume', (c) => c.json(host.tasks.change(visibleTask(c).id, { op: 'resume' })));
-  api.post('/v1/tasks/:id/cancel', (c) => {
-    const { id } = visibleTask(c);
-    host.tasks.change(id, { op: 'cancel', by: 'http' });
+  api.post('/v1/tasks/:id/pause', async (c) => c.json(await host.tasks.change((await visibleTask(c)).id, { op: 'pause' })));
+  api.post('/v1/tasks/:id/resume', async (c) => c.json(await host.tasks.change((await visibleTask(c)).id, { op: 'resume' })));
+  api.post('/v1/tasks/:id/cancel', async (c) => {
+    const { id } = await visibleTask(c);
+    await host.tasks.change(id, { op: 'cancel', by: 'http' });
     return c.json({ id, status: 'cancelled' });
   });
 
   api.patch('/v1/tasks/:id', async (c) => {
-    const { id } = visibleTask(c);
+    const { id } = await visibleTask(c);
     const change = validate(PatchTask, await readJson(c));
     // "" removes a recurrence or a script, like null.
     const recurrence = change.recurrence === '' ? null : change.recurrence;
     const script = change.script === '' ? null : change.script;
-    return c.json(host.tasks.change(id, { op: 'update', ...change, recurrence, script }));
+    return c.json(await host.tasks.change(id, { op: 'update', ...change, recurrence, script }));
   });
 };

@@ -39,7 +39,7 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
     requireConversation(c, conversation);
     const payload = await readJson(c);
     const event = eventName(c.req.query('event') ?? c.req.header('x-pincer-event') ?? c.req.header('x-github-event'), payload);
-    return c.json(accept(source, conversation, event, payload), 202);
+    return c.json(await accept(source, conversation, event, payload), 202);
   });
 
   function accept(source: string, conversation: string, event: string, payload: unknown) {

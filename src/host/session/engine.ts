@@ -1,0 +1,262 @@
+import fs from 'node:fs';
+import type { ConfigFile } from '../../db/config-file.js';
+import { sessionPaths, writeJsonAtomic } from '../../db/layout.js';
+import { getSessionValue, readRunnerState, sessionKeys } from '../../db/state.js';
+import { markBatchError, refuseDueMessages } from '../../db/session-queries.js';
+import type { RunnerState } from '../../db/types.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
+import { firstTryNotices } from '../retry-notice.js';
+import type { RunnerExit, RunnerSupervisor } from '../runners.js';
+import { SessionDbKeeper } from '../session-db-keeper.js';
+import { SessionSlot } from '../session-slot.js';
+import type { HostConfig } from '../types.js';
+import type { Admission, EventRouting, SessionEvent } from './port.js';
+import { ChangeSignal } from './signal.js';
+
+/** Tell the chat once a runner has crashed this many times in a row. */
+const CRASH_NOTICE_AT = 3;
+/** Events kept for a host that has not taken them yet (a lost host may never come back). */
+const MAX_EVENTS = 200;
+
+/** Where a session's engine runs its runner from (paths on the machine that holds the session folder). */
+export interface EngineLaunch {
+  /** the agent group's folder and the shared global folder (mounted into a sandbox). */
+  agentDir: string;
+  globalDir: string;
+  /** the runner's stderr: outside the session folder the agent writes. */
+  logFile: string;
+  /** the launch lock the runner's process tree holds (one runner per session, enforced by the OS). */
+  lockFile?: string;
+}
+
+export interface EngineDeps {
+  session: { id: string; folder: string };
+  config: Pick<HostConfig, 'sweep' | 'runners'>;
+  supervisor: RunnerSupervisor;
+  launch: EngineLaunch;
+  log: Logger;
+  /** make the session folder again as at provisioning (it was deleted); default: the bare layout. */
+  restoreFolder?: () => void;
+  /** every commit reaches the disk before it returns (`synchronous=FULL`): what a served session acknowledges is kept. */
+  durable?: boolean;
+}
+
+/**
+ * The work that happens next to a session's folder, wherever it is: the sweep (retries, give-ups, the next occurrence
+ * of recurring tasks, task history), the runner's lifecycle (start when something is due, idle stop, heartbeat and
+ * turn limits, crash back-off) and a lost or damaged `session.db` set up afresh. It runs in the host for a local
+ * session and in `pincer session-serve` for a served one; the host hears of it only through the session port
+ * (events, state, outbound rows). Woken by every write to the session's database.
+ */
+export class SessionEngine {
+  readonly slot: SessionSlot;
+  /** bumped after every turn of the loop and every event: what a waiting `sync` watches. */
+  readonly changes = new ChangeSignal();
+  private readonly events: { version: number; event: SessionEvent }[] = [];
+  private admission: Admission = { over: false, notice: '' };
+  private config: ConfigFile = {};
+  private readonly keeper: SessionDbKeeper;
+  private draining = false;
+  /** how many times the database was set up afresh. */
+  incarnation = 0;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.keeper = new SessionDbKeeper({
+      supervisor: deps.supervisor,
+      log: deps.log,
+      restoreFolder: deps.restoreFolder,
+      emit: (event) => this.emit(event),
+    });
+    this.slot = new SessionSlot(deps.session, deps.log, this.keeper.open(deps.session), deps.durable);
+  }
+
+  get id(): string {
+    return this.deps.session.id;
+  }
+
+  get logFile(): string {
+    return this.deps.launch.logFile;
+  }
+
+  /** The runner's pid on this machine (for a sandbox: its launcher's), when one runs. */
+  runnerPid(): number | undefined {
+    return this.deps.supervisor.pid(this.id);
+  }
+
+  async stopRunner(): Promise<void> {
+    await this.deps.supervisor.stop(this.id);
+  }
+
+  /** Start the loop. */
+  run(): void {
+    this.slot.run(async (slot) => {
+      try {
+        return await this.keeper.guard(slot, () => this.tick());
+      } finally {
+        this.changes.bump();
+      }
+    });
+  }
+
+  /** Events after `version`, and the version to ask after next. */
+  eventsAfter(version: number): SessionEvent[] {
+    return this.events.filter((e) => e.version > version).map((e) => e.event);
+  }
+
+  emit(event: SessionEvent): void {
+    // A new database: the provider's conversation went with the old one's history, so no runner may resume it.
+    if (event.type === 'reset') {
+      this.incarnation += 1;
+      if (this.config.sessionId) this.publishConfig({ ...this.config, sessionId: undefined });
+    }
+    const version = this.changes.bump();
+    this.events.push({ version, event });
+    if (this.events.length > MAX_EVENTS) this.events.splice(0, this.events.length - MAX_EVENTS);
+    if (event.type === 'quarantined') this.slot.retire();
+  }
+
+  setAdmission(admission: Admission): void {
+    const changed = admission.over !== this.admission.over;
+    this.admission = admission;
+    if (changed) this.slot.waker.notify();
+  }
+
+  /** The runner configuration: written atomically into the folder, and kept for the launches to come. */
+  publishConfig(config: ConfigFile): void {
+    this.config = config;
+    writeJsonAtomic(sessionPaths(this.deps.session.folder).config, config);
+  }
+
+  wantRunner(): void {
+    this.slot.runnerWanted = true;
+    this.slot.waker.notify();
+  }
+
+  /** The live runner's state row (of `row`, default: read now), or undefined. */
+  liveState(row = readRunnerState(this.slot.db)): RunnerState | undefined {
+    return this.deps.supervisor.liveState(this.id, row);
+  }
+
+  /** No runner starts any more (the host stops); the loop goes on sweeping until `close()`. */
+  stopStarting(): void {
+    this.draining = true;
+  }
+
+  /** Stop taking work: no runner starts any more; the one running finishes its query and stops. */
+  async drain(): Promise<void> {
+    this.draining = true;
+    await this.deps.supervisor.stop(this.id);
+  }
+
+  async close(): Promise<void> {
+    await this.slot.close();
+    this.changes.wakeAll();
+  }
+
+  /** Sweep and keep the runner right. Returns how long the loop may sleep if nothing changes. */
+  private async tick(): Promise<number> {
+    const { config } = this.deps;
+    const { slot } = this;
+    const supervisor = this.deps.supervisor;
+    const id = this.id;
+    const timezone = this.config.timezone ?? 'UTC';
+    const alive = supervisor.isRunning(id);
+    const live = supervisor.liveState(id, readRunnerState(slot.db));
+    const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone, config: config.sweep });
+    if (sweep.retried.length + sweep.failed.length > 0) this.emit({ type: 'counts', retried: sweep.retried.length, failed: sweep.failed.length });
+    for (const row of sweep.retried) this.deps.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
+    for (const notice of firstTryNotices(sweep.retried, config.sweep)) this.notice(notice.row, notice.text);
+    for (const { row, nextAt } of sweep.scheduled) this.deps.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
+    if (sweep.pruned > 0) this.deps.log.info(`pruned ${sweep.pruned} finished task rows in ${id}`);
+    for (const row of sweep.failed) {
+      this.deps.log.warn(`message ${row.seq} in ${id} failed: ${row.last_error}`);
+      this.notice(row, `Your message could not be processed and was given up (${row.last_error}).`);
+    }
+    for (const { row, error } of sweep.recurrenceErrors) this.notice(row, `The recurring task ${row.series_id ?? row.id} was not rescheduled: ${error}`);
+    const waits = [config.sweep.intervalMs, sweep.nextDueMs];
+    if (alive) {
+      if (supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt) === 'turn-limit' && live) this.endedByTurnLimit(live);
+      waits.push(supervisor.idleDeadlineMs(live, slot.lastActivityAt));
+      // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
+      if (live?.state === 'idle' && this.admission.over) void supervisor.stop(id);
+    } else if ((sweep.hasDue || slot.runnerWanted) && !this.draining) {
+      const backoff = supervisor.backoffRemainingMs(id);
+      if (backoff > 0) waits.push(backoff);
+      else if (this.admission.over) this.refuseOverBudget();
+      else {
+        supervisor.start({
+          sessionId: id,
+          folder: this.deps.session.folder,
+          provider: this.config.provider ?? 'mock',
+          timezone,
+          ...this.deps.launch,
+        });
+        slot.runnerWanted = false;
+      }
+    }
+    return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
+  }
+
+  /** The runner ended: keep its provider session for the next one, and tell the chat when it keeps crashing. */
+  onRunnerExit(exit: RunnerExit): void {
+    if (!exit.requested) this.slot.suspectDamage = true; // a crash may come from a damaged database file
+    try {
+      const state = readRunnerState(this.slot.db);
+      const providerSession = state && getSessionValue(this.slot.db, sessionKeys(state.provider).sessionId);
+      if (providerSession && providerSession !== this.config.sessionId) {
+        this.publishConfig({ ...this.config, sessionId: providerSession });
+        this.emit({ type: 'provider-session', providerSessionId: providerSession });
+      }
+    } catch (err) {
+      this.deps.log.warn(`could not save the provider session of ${exit.sessionId}: ${errorMessage(err)}`);
+    }
+    if (exit.crashes === CRASH_NOTICE_AT) {
+      const log = lastLogLine(this.deps.launch.logFile);
+      this.notice(NO_ROUTING, `The agent could not be started (${exit.crashes} failures in a row, last exit ${exit.code}${log ? `: ${log}` : ''}); retrying with back-off.`);
+    }
+    this.slot.waker.notify();
+  }
+
+  /** The provider session id the next runner resumes. */
+  providerSessionId(): string | null {
+    return this.config.sessionId ?? null;
+  }
+
+  private notice(routing: EventRouting, text: string): void {
+    this.emit({ type: 'notice', routing: { channel_type: routing.channel_type, platform_id: routing.platform_id, thread_id: routing.thread_id }, text });
+  }
+
+  private refuseOverBudget(): void {
+    const refused = refuseDueMessages(this.slot.db, this.admission.notice);
+    const told = new Set<string>();
+    for (const row of refused) {
+      const key = `${row.channel_type ?? ''}:${row.platform_id ?? ''}:${row.thread_id ?? ''}`;
+      this.deps.log.warn(`message ${row.seq} in ${this.id} refused: over budget`);
+      if (told.has(key)) continue;
+      told.add(key);
+      this.notice(row, this.admission.notice);
+    }
+  }
+
+  /** A query ran past the turn limit and its runner was killed: the batch says why (for its retry) and the chat is told. */
+  private endedByTurnLimit(live: RunnerState): void {
+    const limitS = Math.round(this.deps.config.runners.turnLimitMs / 1000);
+    markBatchError(this.slot.db, live.batchIds, `the agent did not finish within the turn limit (${limitS} s)`);
+    const routing = live.routing;
+    this.notice(
+      { channel_type: routing?.channelType ?? null, platform_id: routing?.platformId ?? null, thread_id: routing?.threadId ?? null },
+      `The agent did not finish within ${limitS} s and was stopped; your message will be tried again (PINCER_TURN_LIMIT_MS sets the limit).`,
+    );
+  }
+}
+
+const NO_ROUTING: EventRouting = { channel_type: null, platform_id: null, thread_id: null };
+
+function lastLogLine(file: string): string {
+  try {
+    // The last line without its time stamp: it is shown in the chat.
+    return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
+  } catch {
+    return '';
+  }
+}

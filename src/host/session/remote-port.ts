@@ -1,0 +1,184 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ConfigFile } from '../../db/config-file.js';
+import type { Answer, AnswerRouting } from '../../db/questions.js';
+import type { InboundRow } from '../../db/types.js';
+import type { TurnUsageRow } from '../../db/usage.js';
+import { errorMessage } from '../../shared/log.js';
+import { HostError, type HostErrorCode } from '../errors.js';
+import type { TaskCommand } from '../tasks.js';
+import {
+  SessionPortError,
+  type Admission,
+  type DrainResult,
+  type InboxRow,
+  type OutboundResult,
+  type SessionPort,
+  type SessionSnapshot,
+  type SessionState,
+} from './port.js';
+import { EPOCH_HEADER, type CallName } from './serve-protocol.js';
+
+/** A call that does not answer within this long (beyond its own long-poll wait) is `unavailable`. */
+const CALL_TIMEOUT_MS = 15_000;
+
+export interface RemoteTarget {
+  sessionId: string;
+  /** `http://host:port` of the `session-serve` process. */
+  url: string;
+  token: string;
+  epoch: number;
+  /** where files the agent sent are copied before a channel reads them (the host's own, never the session's). */
+  filesDir: string;
+}
+
+/**
+ * The session port as an HTTP client of `pincer session-serve`. Bad input and unknown things come back as the same
+ * `HostError`s a local session throws; no answer is `SessionPortError('unavailable')`, another epoch
+ * `SessionPortError('fenced')`.
+ */
+export class RemoteSessionPort implements SessionPort {
+  private readonly inFlight = new Set<AbortController>();
+
+  constructor(private readonly target: RemoteTarget) {}
+
+  get sessionId(): string {
+    return this.target.sessionId;
+  }
+
+  get epoch(): number {
+    return this.target.epoch;
+  }
+
+  accept(row: InboxRow): Promise<{ id: string; seq: number }> {
+    return this.call('accept', [row]);
+  }
+
+  answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
+    return this.call('answer', [answer, routing]);
+  }
+
+  sync(afterVersion: number, afterSeq: number, waitMs: number, signal?: AbortSignal): Promise<SessionSnapshot> {
+    return this.call('sync', [Math.min(afterVersion, Number.MAX_SAFE_INTEGER), afterSeq, waitMs], waitMs, signal);
+  }
+
+  state(): Promise<SessionState> {
+    return this.call('state', []);
+  }
+
+  ack(results: OutboundResult[]): Promise<void> {
+    return this.call('ack', [results]);
+  }
+
+  platformMessageIdOf(seq: number): Promise<string | null> {
+    return this.call('platformMessageIdOf', [seq]);
+  }
+
+  /** The file is copied to the host's own folder (a channel reads it there), by its row id and a plain name. */
+  async outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
+    const url = `${this.target.url}/v1/sessions/${encodeURIComponent(this.sessionId)}/files/${encodeURIComponent(rowId)}/${encodeURIComponent(name)}`;
+    const res = await this.fetch(url, { method: 'GET' }, 0);
+    if (!res.ok) await this.fail(res);
+    const dir = path.join(this.target.filesDir, this.sessionId, encodeURIComponent(rowId));
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const file = path.join(dir, encodeURIComponent(name));
+    fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()), { mode: 0o600 });
+    return { name, path: file };
+  }
+
+  publishConfig(config: ConfigFile): Promise<void> {
+    return this.call('publishConfig', [config]);
+  }
+
+  setAdmission(admission: Admission): Promise<void> {
+    return this.call('setAdmission', [admission]);
+  }
+
+  runner(command: 'start' | 'stop'): Promise<void> {
+    return this.call('runner', [command]);
+  }
+
+  usageAfter(afterId: number): Promise<TurnUsageRow[]> {
+    return this.call('usageAfter', [afterId]);
+  }
+
+  done(ids: string[], incarnation: number): Promise<string[]> {
+    return this.call('done', [ids, incarnation]);
+  }
+
+  tasks(): Promise<InboundRow[]> {
+    return this.call('tasks', []);
+  }
+
+  changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
+    return this.call('changeTask', [taskId, command, timezone]);
+  }
+
+  async inbound(id: string): Promise<InboundRow | undefined> {
+    return (await this.call<InboundRow | null>('inbound', [id])) ?? undefined;
+  }
+
+  logTail(lines: number): Promise<string[]> {
+    return this.call('logTail', [lines]);
+  }
+
+  drain(): Promise<DrainResult> {
+    return this.call('drain', [], 60_000);
+  }
+
+  /** Calls in flight end at once (a waiting `sync` too). */
+  async close(): Promise<void> {
+    for (const controller of this.inFlight) controller.abort();
+  }
+
+  private async call<T>(method: CallName, args: unknown[], extraMs = 0, signal?: AbortSignal): Promise<T> {
+    const url = `${this.target.url}/v1/sessions/${encodeURIComponent(this.sessionId)}/call/${method}`;
+    const res = await this.fetch(url, { method: 'POST', body: JSON.stringify({ args }), headers: { 'content-type': 'application/json' } }, extraMs, signal);
+    if (!res.ok) await this.fail(res);
+    const body = (await res.json()) as { result: T };
+    return body.result;
+  }
+
+  private async fetch(url: string, init: RequestInit, extraMs: number, signal?: AbortSignal): Promise<Response> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), CALL_TIMEOUT_MS + extraMs);
+    const onAbort = (): void => controller.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.inFlight.add(controller);
+    try {
+      const res = await fetch(url, {
+        ...init,
+        signal: controller.signal,
+        headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${this.target.token}`, [EPOCH_HEADER]: String(this.target.epoch) },
+      });
+      const epoch = Number(res.headers.get(EPOCH_HEADER));
+      if (res.status === 409 || (Number.isFinite(epoch) && epoch > 0 && epoch !== this.target.epoch)) {
+        throw new SessionPortError('fenced', `session ${this.sessionId}: another launch owns it (epoch ${res.headers.get(EPOCH_HEADER)}, ours ${this.target.epoch})`);
+      }
+      return res;
+    } catch (err) {
+      if (err instanceof SessionPortError) throw err;
+      throw new SessionPortError('unavailable', `session ${this.sessionId} does not answer: ${errorMessage(err)}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      this.inFlight.delete(controller);
+    }
+  }
+
+  private async fail(res: Response): Promise<never> {
+    let body: { error?: string; code?: string } = {};
+    try {
+      body = (await res.json()) as typeof body;
+    } catch {
+      // not JSON: the status says enough
+    }
+    const message = body.error ?? `HTTP ${res.status}`;
+    if (res.status === 401) throw new SessionPortError('fenced', `session ${this.sessionId} refused this launch's bearer: ${message}`);
+    if (res.status >= 400 && res.status < 500 || res.status === 503) {
+      const code = (['invalid-input', 'not-found', 'quarantined'] as const).find((c) => c === body.code) ?? (res.status === 404 ? 'not-found' : 'invalid-input');
+      throw new HostError(code as HostErrorCode, message);
+    }
+    throw new SessionPortError('failed', `session ${this.sessionId}: ${message}`);
+  }
+}
