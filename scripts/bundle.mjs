@@ -24,6 +24,8 @@ const BUNDLED_PACKAGES = new Set([
   '@mariozechner/pi-ai', '@mariozechner/pi-agent-core', 'typebox', 'partial-json', 'openai', '@anthropic-ai/sdk',
   '@modelcontextprotocol/sdk', 'zod-to-json-schema', 'ajv', 'ajv-formats', 'fast-deep-equal', 'json-schema-traverse', 'fast-uri',
   'cross-spawn', 'which', 'isexe', 'path-key', 'shebang-command', 'shebang-regex',
+  // the MCP client's HTTP transport, loaded on first use of a user's HTTP MCP server
+  'content-type', 'pkce-challenge', 'eventsource-parser',
 ]);
 
 /** Processes started per session or per query: each gets its own small entry; the rest is the CLI program. */

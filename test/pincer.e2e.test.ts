@@ -275,9 +275,9 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
 
 describe('built-in runtime start-up errors', () => {
   it.each([
-    { case: 'no model', env: { PINCER_MODEL: '' }, line: /^[0-9T:.Z-]+ \[runner\] error: pincer: no model configured: set PINCER_MODEL=<provider>\/<model>/ },
+    { case: 'no model', env: { PINCER_MODEL: '' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model>/ },
     { case: 'a model without a provider', env: { PINCER_MODEL: 'qwen3' }, line: /^[0-9T:.Z-]+ \[runner\] error: pincer: model "qwen3" needs a provider prefix/ },
-    { case: 'a local model without a server', env: { PINCER_MODEL: 'local/qwen3' }, line: /^[0-9T:.Z-]+ \[runner\] error: pincer: model "local\/qwen3": local models need OPENAI_BASE_URL/ },
+    { case: 'a local model without a server', env: { PINCER_MODEL: 'local/qwen3' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\): model "local\/qwen3": local models need OPENAI_BASE_URL/ },
     { case: 'an official endpoint without a key', env: { PINCER_MODEL: 'anthropic/claude-sonnet-4-5' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN$/ },
     {
       case: 'plaintext HTTP to an official endpoint',

@@ -1,6 +1,5 @@
 import type { AgentTool } from '@mariozechner/pi-agent-core';
 import type { TSchema } from '@mariozechner/pi-ai';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { McpClientSettings } from '../mcp-settings.js';
@@ -134,7 +133,11 @@ function openLinked(server: LinkedMcpServer): () => Promise<OpenedTransport> {
 
 function opener(name: string, server: McpServerConfig, options: McpToolsOptions): () => Promise<OpenedTransport> {
   if (server.type === 'http') {
-    return () => Promise.resolve({ transport: new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } }) });
+    // Loaded on first use: the HTTP transport (and its SSE parser and OAuth helpers) is not part of a runner's start.
+    return async () => {
+      const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+      return { transport: new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } }) };
+    };
   }
   return () => {
     let lines = 0;

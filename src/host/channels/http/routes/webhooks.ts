@@ -28,7 +28,7 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
     }
     const payload = parseJson(body);
     const event = eventName(c.req.query('event') ?? c.req.header('x-pincer-event') ?? c.req.header('x-github-event'), payload);
-    return c.json(accept(hook.name, conversation, event, payload), 202);
+    return c.json(await accept(hook.name, conversation, event, payload), 202);
   });
 
   api.post('/v1/webhooks/:source', async (c) => {
