@@ -59,7 +59,10 @@ export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string)
   registerBuiltInProviders();
   const groups = home ? diagnoseGroups(home, env) : [];
   const chatFolders = home ? terminalSessionFolders(home) : new Set<string>();
-  const sessions = dirs.map((dir) => diagnoseSession(dir, env, chatFolders.has(path.resolve(dir))));
+  const sessions = dirs.map((dir) => {
+    const chat = chatFolders.has(path.resolve(dir));
+    return diagnoseSession(dir, env, chat, home !== undefined && !chat);
+  });
   for (const group of groups) group.chatOnly = group.sessions.length > 0 && group.sessions.every((folder) => chatFolders.has(path.resolve(home!, folder)));
   const failures =
     groups.filter((g) => !g.selection.ok && !g.chatOnly).length +
@@ -110,13 +113,15 @@ function terminalSessionFolders(home: string): Set<string> {
   }
 }
 
-function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean): SessionReport {
+function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean, hostSession: boolean): SessionReport {
   const report: SessionReport = { name: path.basename(dir), dir, ...(chat ? { chat } : {}) };
   // `pincer chat` lets `auto` fall back to the mock (src/cli/provider-views.ts chatEnv): its sessions run on it.
   const env = chat ? { ...baseEnv, PINCER_AUTO_FALLBACK: baseEnv.PINCER_AUTO_FALLBACK || 'mock' } : baseEnv;
   let config;
   try {
-    config = loadRunnerConfig({ ...env, PINCER_WORKSPACE: dir });
+    // A host's runner gets AGENT_PROVIDER from its session's config.json (set per launch), never the shell's, which
+    // only seeds the default agent group's policy; `pincer chat` and `pincer runner` pass the shell's on.
+    config = loadRunnerConfig({ ...env, ...(hostSession ? { AGENT_PROVIDER: undefined } : {}), PINCER_WORKSPACE: dir });
   } catch (err) {
     report.configError = err instanceof Error ? err.message : String(err);
     return report;
