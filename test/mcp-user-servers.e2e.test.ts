@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PROCESS_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { runCli } from './support/runner-harness.js';
 
 /**
@@ -96,7 +96,8 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
       { text: 'Ada drinks green tea.' },
     );
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
+    // the group's servers are scripts of this checkout (test/support), outside what a sandbox sees
+    const host = await startHost({ ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
     const memoryFile = path.join(home, 'memory.jsonl');
     expect((await cli(home, 'mcp-server', 'add', 'main', 'memory', '--env', `MEMORY_FILE_PATH=${memoryFile}`, '--', process.execPath, MEMORY)).status).toBe(0);
     expect((await cli(home, 'mcp-server', 'add', 'main', 'broken', '--env', 'MISBEHAVE=crash-at-start', '--', process.execPath, MISBEHAVING)).status).toBe(0);

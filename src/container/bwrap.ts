@@ -6,7 +6,7 @@ import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { LIFELINE_ENV, launchedRunner, lockedCommand, onPath, runnerStdio } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, resolveFolders, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 
@@ -80,6 +80,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   if (folders.proxySocketDir) args.push('--ro-bind', folders.proxySocketDir, SANDBOX_PROXY_DIR);
+  if (folders.traceRelayDir) args.push('--ro-bind', folders.traceRelayDir, SANDBOX_OTLP_DIR);
   args.push('--ro-bind', settings.appRoot, '/app');
   const modules = linkedModules(settings.appRoot);
   if (modules) args.push('--ro-bind', modules, modules);

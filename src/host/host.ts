@@ -16,6 +16,7 @@ import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
 import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { SecretsStore } from './secrets.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
@@ -81,6 +82,8 @@ export class Host implements HostApi {
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
+  /** sandboxed runners' spans reach the host's collector through it (undefined: tracing off, or plain processes). */
+  private readonly traceRelay: TraceRelay | undefined;
   readonly usage: HostUsage;
   private readonly traces: HostTraces;
   /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
@@ -112,7 +115,9 @@ export class Host implements HostApi {
         timezone: this.store.getAgentGroup(pipeline.session.agentGroupId)?.timezone ?? 'UTC',
       })),
     );
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy);
+    // a plain process runner inherits the host's OTEL_* settings and reaches the collector itself
+    this.traceRelay = config.runners.kind === 'process' ? undefined : TraceRelay.fromEnvironment(config.runners.env, this.log);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy, this.traceRelay);
     this.inbox = new Inbox(this.store.db);
     this.delivery = new Delivery({
       channels: this.channels,
@@ -133,6 +138,7 @@ export class Host implements HostApi {
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
       await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
+      await host.traceRelay?.start();
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
@@ -174,6 +180,7 @@ export class Host implements HostApi {
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
     await this.credentialProxy?.stop();
+    await this.traceRelay?.stop();
     await this.traces.shutdown().catch((err: unknown) => this.log.warn(`trace export failed: ${errorMessage(err)}`));
     this.store.db.close();
     this.lock.release();

@@ -16,7 +16,7 @@ import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { isSessionConfigError } from '../db/config-file.js';
-import { forwardCredentialProxy } from './proxy-forward.js';
+import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
 import { resolveUserMcpServers } from './mcp-servers.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
@@ -91,6 +91,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
   const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
+  await forwardTraceRelay(env, (m) => log.warn(m)); // before the first span is exported
   const tracing = await startTracing('pincer-runner', env);
   const runner = new Runner({
     db,
