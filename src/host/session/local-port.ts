@@ -140,8 +140,8 @@ export class LocalSessionPort implements SessionPort {
     }
   }
 
-  async publishConfig(config: ConfigFile): Promise<void> {
-    this.engine.publishConfig(config);
+  async publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void> {
+    this.engine.publishConfig(config, secrets);
   }
 
   async setAdmission(admission: Admission): Promise<void> {
