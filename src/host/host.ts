@@ -19,6 +19,7 @@ import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './c
 import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { SecretsStore } from './secrets.js';
+import { mcpSecretValues } from './mcp-servers.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
@@ -82,6 +83,8 @@ export class Host implements HostApi {
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
+  /** the host's secrets store (what MCP servers' references resolve to at each runner launch). */
+  private readonly secrets: SecretsStore;
   /** sandboxed runners' spans reach the host's collector through it (undefined: tracing off, or plain processes). */
   private readonly traceRelay: TraceRelay | undefined;
   readonly usage: HostUsage;
@@ -94,7 +97,8 @@ export class Host implements HostApi {
     this.log = options.log ?? createLogger('host');
     // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
     // file that is not 0600): before the home is locked.
-    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, new SecretsStore(config.home).read()), this.log);
+    this.secrets = new SecretsStore(config.home);
+    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, this.secrets.read()), this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -400,6 +404,7 @@ export class Host implements HostApi {
       log: this.log,
       metrics: this.options.metrics,
       configFor: (s, group) => this.sessions.configFor(s, group),
+      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);
