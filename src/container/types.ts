@@ -45,6 +45,11 @@ export interface LaunchOptions {
    */
   lockFile?: string;
   /**
+   * values of the host's secrets the session's MCP servers refer to: handed to the runner as the first line of its
+   * stdin (never its environment, its command line or its folder), see src/shared/stdin-document.ts.
+   */
+  secrets?: Record<string, string>;
+  /**
    * a short name for the runner (e.g. the session id); the container is named `pincer-runner-<name>` so a host can
    * find one left behind by a host that died. Absent: a random name.
    */

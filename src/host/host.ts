@@ -19,6 +19,7 @@ import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './c
 import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { SecretsStore } from './secrets.js';
+import { mcpSecretValues } from './mcp-servers.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
@@ -29,6 +30,9 @@ import { LocalSessionPort } from './session/local-port.js';
 import { SessionPipeline } from './session/pipeline.js';
 import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort } from './session/port.js';
 import { ServedSessionPort } from './session/served-port.js';
+import { SessionCluster } from './kubernetes/cluster.js';
+import { KubernetesSessionPort } from './kubernetes/port.js';
+import type { KubernetesSettings } from './kubernetes/settings.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -79,17 +83,22 @@ export class Host implements HostApi {
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
+  /** the host's secrets store (what MCP servers' references resolve to at each runner launch). */
+  private readonly secrets: SecretsStore;
   /** sandboxed runners' spans reach the host's collector through it (undefined: tracing off, or plain processes). */
   private readonly traceRelay: TraceRelay | undefined;
   readonly usage: HostUsage;
   private readonly traces: HostTraces;
+  /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
+  private cluster: Promise<SessionCluster> | undefined;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
     // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
     // file that is not 0600): before the home is locked.
-    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, new SecretsStore(config.home).read()), this.log);
+    this.secrets = new SecretsStore(config.home);
+    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, this.secrets.read()), this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -355,7 +364,9 @@ export class Host implements HostApi {
     };
     let port: SessionPort;
     let engine: SessionEngine | undefined;
-    if (config.sessionPort.kind === 'session-serve') {
+    if (config.sessionPort.kind === 'kubernetes') {
+      port = await this.kubernetesPort(session, config.sessionPort.kubernetes, config.sessionPort.orphanMs);
+    } else if (config.sessionPort.kind === 'session-serve') {
       port = new ServedSessionPort({
         session: { id: session.id, folder: session.folder },
         config,
@@ -393,6 +404,7 @@ export class Host implements HostApi {
       log: this.log,
       metrics: this.options.metrics,
       configFor: (s, group) => this.sessions.configFor(s, group),
+      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);
@@ -405,6 +417,31 @@ export class Host implements HostApi {
     engine?.run();
     if (this.running) pipeline.run();
     return pipeline;
+  }
+
+  /** The session on Kubernetes: its pods started (and let go when idle) through the cluster the settings name. */
+  private async kubernetesPort(session: SessionRecord, settings: KubernetesSettings, orphanMs: number): Promise<SessionPort> {
+    this.cluster ??= SessionCluster.connect(settings);
+    const cluster = await this.cluster;
+    const group = this.store.getAgentGroup(session.agentGroupId);
+    const notify = (text: string): void => void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), text);
+    return new KubernetesSessionPort({
+      session: { sessionId: session.id, groupFolder: group?.folder ?? 'main' },
+      config: this.options.config,
+      settings,
+      cluster,
+      nextEpoch: () => this.store.nextEpoch(session.id),
+      currentEpoch: () => this.store.launchStateOf(session.id).epoch,
+      nextWakeAt: this.store.launchStateOf(session.id).nextWakeAt,
+      credentials: this.credentialProxy,
+      filesDir: path.join(this.options.config.home, 'tmp', 'outbox'),
+      orphanMs,
+      log: this.log,
+      onLaunchFailures: (failures, why) => notify(`The agent's session could not be started on Kubernetes (${failures} failure(s) in a row: ${why}); retrying with back-off. Messages sent meanwhile are kept.`),
+      onPodEvent: (reason, message) => {
+        if (reason === 'FailedAttachVolume') notify(`The agent's session is waiting for its volume (${message}); it answers once Kubernetes lets go of it.`);
+      },
+    });
   }
 
   private async onSessionEvent(pipeline: SessionPipeline, event: SessionEvent): Promise<void> {

@@ -29,6 +29,8 @@ export interface RunnerLaunch {
   logFile: string;
   /** the session's launch lock, under the host's home (`LaunchOptions.lockFile`). */
   lockFile?: string;
+  /** values of the secrets the session's MCP servers refer to (`LaunchOptions.secrets`: stdin, never the environment). */
+  secrets?: Record<string, string>;
 }
 
 export interface RunnerExit {
@@ -127,6 +129,7 @@ export class RunnerSupervisor {
         logFile: launch.logFile,
         lockFile: launch.lockFile,
         name: launch.sessionId,
+        ...(launch.secrets ? { secrets: launch.secrets } : {}),
       });
     } catch (err) {
       this.credentials?.revoke(launch.sessionId);
