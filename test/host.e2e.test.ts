@@ -187,6 +187,28 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(await host.stop()).toBe(0);
   });
 
+  it('an idle runner writes no heartbeat, and one frozen while idle is killed once a message waits for it', async () => {
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, PINCER_HEARTBEAT_MS: '100', PINCER_HEARTBEAT_TIMEOUT_MS: '1500', PINCER_IDLE_TIMEOUT_MS: '600000' });
+    const stream = host.stream('idle-frozen');
+    const first = await post(host, 'idle-frozen', { text: 'first' });
+    await stream.waitFor('first reply', (e) => e.event === 'chat');
+    const db = openSessionDb(path.join(host.sessionDir(first.sessionId), 'session.db'), { readonly: true });
+    const state = () => db.prepare('SELECT pid, state, heartbeat_at FROM runner_state').get() as { pid: number; state: string; heartbeat_at: string };
+    const idle = await waitFor('idle', () => (state().state === 'idle' ? state() : undefined));
+    // idle past the heartbeat timeout: not killed, and nothing written
+    const since = Date.now();
+    await waitFor('twice the heartbeat timeout', () => Date.now() > since + 3000, { intervalMs: 50 });
+    expect(state()).toEqual(idle);
+    expect(host.stderr()).not.toMatch(/killing it/);
+    process.kill(idle.pid, 'SIGSTOP');
+    await post(host, 'idle-frozen', { text: 'are you frozen' });
+    await stream.waitFor('reply from the next runner', (e) => e.event === 'chat' && String(e.data.text).includes('are you frozen'), 30_000);
+    expect(host.stderr()).toMatch(new RegExp(`runner ${idle.pid} for \\S+: idle with a message due for \\d+ ms; killing it`));
+    db.close();
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+
   it('a new host stops the runner left by a host that died, so a session never has two', async () => {
     // The orphan's answer takes 8 s and its stop grace is longer, so it is still there when the next host starts.
     const first = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '8000', PINCER_STOP_GRACE_MS: '15000', PINCER_HEARTBEAT_MS: '100' });

@@ -81,14 +81,19 @@ describe('pincer runner with the mock provider', () => {
     await runner.stop();
   });
 
-  it('shows the batch in flight and its routing in runner_state, and clears it afterwards', async () => {
+  it('shows the batch in flight and its routing in runner_state, beats while busy, and writes nothing while idle', async () => {
     const s = createTestSession();
-    const runner = startRunner(s.paths.root, { MOCK_DELAY_MS: '300', PINCER_HEARTBEAT_MS: '50' });
+    const runner = startRunner(s.paths.root, { MOCK_DELAY_MS: '1500', PINCER_HEARTBEAT_MS: '50' });
     await runner.ready();
     const { id } = s.chat('x', { platformId: 'p1', channelType: 'http', threadId: 'th' });
     const busy = await waitFor('busy', () => {
       const state = readRunnerState(s.db);
       return state?.state === 'busy' && state;
+    });
+    // while the turn runs the heartbeat is written on a timer, not only on events
+    await waitFor('heartbeat advances during the turn', () => {
+      const state = readRunnerState(s.db)!;
+      return state.state === 'busy' && state.heartbeatAt > busy.heartbeatAt;
     });
     expect(busy.batchIds).toEqual([id]);
     expect(busy.routing).toEqual({ platformId: 'p1', channelType: 'http', threadId: 'th', inReplyTo: id });
@@ -96,9 +101,11 @@ describe('pincer runner with the mock provider', () => {
     expect(busy.pid).toBe(runner.child.pid);
     await waitFor('idle again', () => readRunnerState(s.db)?.state === 'idle');
     expect(readRunnerState(s.db)).toMatchObject({ batchIds: [], routing: null });
-    // the heartbeat is written on a timer, not only on events
-    const before = readRunnerState(s.db)!.heartbeatAt;
-    await waitFor('heartbeat advances', () => readRunnerState(s.db)!.heartbeatAt > before);
+    // an idle runner writes nothing (idle costs nothing): many heartbeat intervals later its row is as it was
+    const idle = readRunnerState(s.db)!;
+    const since = Date.now();
+    await waitFor('ten heartbeat intervals', () => Date.now() > since + 500, { intervalMs: 20 });
+    expect(readRunnerState(s.db)).toEqual(idle);
     await runner.stop();
   });
 

@@ -22,9 +22,26 @@ export class Waker {
   private watcher: fs.FSWatcher | null = null;
   private recheck: NodeJS.Timeout | null = null;
 
+  /**
+   * Why this waker polls although `watch` was asked for: the kernel gave it no inotify instance (EMFILE, ENOSPC: Linux
+   * allows 128 per user by default, `fs.inotify.max_user_instances`). Then every `wait()` is a timed poll — slower to
+   * notice, never a crash. Undefined while watching.
+   */
+  readonly pollingBecause: string | undefined;
+
   constructor(dir: string, mode: WakeMode, dbFile = 'session.db') {
     if (mode !== 'watch') return;
-    this.watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
+    try {
+      this.watcher = this.watch(dir, dbFile);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EMFILE' && code !== 'ENFILE' && code !== 'ENOSPC') throw err;
+      this.pollingBecause = `no inotify instance for ${dir} (${code}; see fs.inotify.max_user_instances)`;
+    }
+  }
+
+  private watch(dir: string, dbFile: string): fs.FSWatcher {
+    const watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
       if (filename !== null && !filename.startsWith(path.basename(dbFile))) return;
       this.notify();
       if (!this.recheck) {
@@ -34,7 +51,8 @@ export class Waker {
         }, SETTLE_RECHECK_MS);
       }
     });
-    this.watcher.on('error', () => this.close());
+    watcher.on('error', () => this.close());
+    return watcher;
   }
 
   /** Resolve on the next change (or at once if one came since the last wait), or after `timeoutMs`. */

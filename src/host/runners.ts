@@ -81,6 +81,8 @@ export class RunnerSupervisor {
   private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
   /** per session: the batch the runner is busy with (its first message id) and since when the host has seen it busy. */
   private readonly busy = new Map<string, { batch: string; since: number }>();
+  /** per idle session with a message due: since when the host has seen it due (the runner must claim it in time). */
+  private readonly dueSeen = new Map<string, number>();
 
   constructor(
     private readonly config: HostConfig['runners'],
@@ -172,15 +174,24 @@ export class RunnerSupervisor {
     if (!entry || entry.stopping) return 'none';
     const now = Date.now();
     const ours = state !== undefined && entry.owns(state);
+    // An idle runner does not beat (idle costs nothing): its process is watched for its exit, and it must claim what
+    // is due within the heartbeat timeout of seeing it due — a frozen idle runner is found as soon as it has work.
+    const idle = ours && state.state === 'idle';
+    if (!idle || !hasDue) this.dueSeen.delete(sessionId);
+    else if (!this.dueSeen.has(sessionId)) this.dueSeen.set(sessionId, now);
     // Until it has written its state, a runner is starting (slow under load): it gets the start timeout instead.
-    const heartbeat = ours ? Date.parse(state.heartbeatAt) : entry.startedAt;
+    const lastSign = ours ? Math.max(Date.parse(state.heartbeatAt), Date.parse(state.updatedAt)) : entry.startedAt;
+    const since = idle ? (hasDue ? Math.max(lastSign, this.dueSeen.get(sessionId)!) : now) : lastSign;
     const limit = ours ? this.config.heartbeatTimeoutMs : Math.max(this.config.startTimeoutMs, this.config.heartbeatTimeoutMs);
-    if (now - heartbeat > limit) {
+    if (now - since > limit) {
       this.log.warn(
-        ours
-          ? `runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - heartbeat} ms; killing it`
-          : `runner ${entry.pid} for ${sessionId}: not started after ${now - heartbeat} ms; killing it`,
+        !ours
+          ? `runner ${entry.pid} for ${sessionId}: not started after ${now - since} ms; killing it`
+          : idle
+            ? `runner ${entry.pid} for ${sessionId}: idle with a message due for ${now - since} ms; killing it`
+            : `runner ${entry.pid} for ${sessionId}: no heartbeat for ${now - since} ms; killing it`,
       );
+      this.dueSeen.delete(sessionId);
       void entry.runner.kill(); // an unrequested end: recovered and backed off like a crash
       return 'heartbeat-kill';
     }
@@ -263,6 +274,7 @@ export class RunnerSupervisor {
   private handleExit(sessionId: string, entry: Entry, code: number | string): void {
     if (this.entries.get(sessionId) === entry) {
       this.entries.delete(sessionId);
+      this.dueSeen.delete(sessionId);
       this.credentials?.revoke(sessionId); // its placeholder dies with it
     }
     let crashes = 0;
@@ -291,8 +303,8 @@ export class RunnerSupervisor {
 
 /**
  * Runners left by a host that died: stop them before this host starts its own, so a session never has two. A
- * process runner counts when its `runner_state` has a live pid and a fresh heartbeat (a stale row's pid may belong to
- * anything by now); container runners are found by name.
+ * process runner counts when its `runner_state` has a live pid that /proc shows is this session's runner, and (unless
+ * idle: an idle runner does not beat) a fresh heartbeat; container runners are found by name.
  */
 export async function stopOrphanRunners(sessions: SessionRecord[], config: HostConfig['runners'], log: Logger): Promise<void> {
   if (config.kind === 'docker') {
@@ -314,7 +326,9 @@ export async function stopOrphanRunners(sessions: SessionRecord[], config: HostC
       if (!isUntrustedPathError(err)) log.warn(`session ${session.id}: ${errorMessage(err)}`);
       continue;
     }
-    if (!state || Date.now() - Date.parse(state.heartbeatAt) > config.heartbeatTimeoutMs) continue;
+    // an idle runner does not beat: its row is as old as its last turn (the /proc check below still vouches for the pid)
+    const lastSign = state ? Math.max(Date.parse(state.heartbeatAt), Date.parse(state.updatedAt)) : 0;
+    if (!state || (state.state !== 'idle' && Date.now() - lastSign > config.heartbeatTimeoutMs)) continue;
     const pid = state.pid;
     // The row is the agent's to write: signal a pid only when it is this session's runner process. A sandboxed
     // runner's pid is its namespace's and never matches: its launch lock makes the next start wait for it instead.

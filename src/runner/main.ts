@@ -95,6 +95,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
   const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
+  if (waker.pollingBecause) log.warn(`polling every ${config.pollIdleMs} ms: ${waker.pollingBecause}`);
   await forwardTraceRelay(env, (m) => log.warn(m)); // before the first span is exported
   const tracing = await startTracing('pincer-runner', env);
   const runner = new Runner({

@@ -107,8 +107,6 @@ export class Runner {
   /** Run until `stop()`. Resolves once the in-flight query has finished or been aborted. */
   async run(): Promise<void> {
     const { db, config, waker } = this.deps;
-    // A beat that meets another process's lock is skipped: the next one comes `heartbeatMs` later.
-    const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
     // Let the provider start its slow parts (OpenCode's server) while no message is waiting yet.
     this.safely('provider prepare', () =>
       this.deps.provider.prepare?.({
@@ -140,7 +138,6 @@ export class Runner {
         }
       }
     } finally {
-      clearInterval(heartbeat);
       await this.scripts.stopAll();
       const unsent = this.takeCarry();
       // Stopping gives up on a locked DB after one more wait: the rows stay processing for the host's sweep.
@@ -235,7 +232,23 @@ export class Runner {
     log.info(`session cleared by message ${message.row.seq}`);
   }
 
+  /**
+   * Heartbeats only while a turn runs: an idle runner writes nothing, so it wakes neither itself nor the host's watcher
+   * of its session (idle costs nothing). While idle, the host knows it is alive from its process, and that it is not
+   * frozen from its claiming what is due (src/host/runners.ts). A beat that meets another process's lock is skipped:
+   * the next one comes `heartbeatMs` later.
+   */
   private async runBatch(messages: FormattableMessage[], rawPrompt?: string): Promise<void> {
+    const { db, config } = this.deps;
+    const heartbeat = setInterval(() => this.safely('heartbeat', () => writeHeartbeat(db)), config.heartbeatMs);
+    try {
+      await this.runTurn(messages, rawPrompt);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async runTurn(messages: FormattableMessage[], rawPrompt?: string): Promise<void> {
     const { db, config, log, provider } = this.deps;
     const started = Date.now();
     const batch = new Batch(messages);

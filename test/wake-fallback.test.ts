@@ -1,0 +1,68 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Waker } from '../src/db/wake.js';
+import { onPath } from './support/dockerd.js';
+
+/**
+ * A waker that cannot get an inotify instance polls instead of crashing: past Linux's 128 instances per user, a burst
+ * of new runners used to die at start with `EMFILE: too many open files, watch`. The EMFILE here is the kernel's: a
+ * child process with every file descriptor of its limit in use (prlimit) creates the waker for real.
+ */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-wake-'));
+  dirs.push(dir);
+  return dir;
+}
+
+const WAKE_MODULE = path.resolve('dist/src/db/wake.js');
+
+describe('the waker without inotify', () => {
+  it.skipIf(!onPath('prlimit'))('falls back to polling on a real EMFILE, says why, and still wakes on its timeout and on notify()', () => {
+    const dir = tempDir();
+    const script = `
+      import fs from 'node:fs';
+      import { Waker } from ${JSON.stringify(WAKE_MODULE)};
+      const held = [];
+      try { for (;;) held.push(fs.openSync('/dev/null', 'r')); } catch (err) { if (err.code !== 'EMFILE') throw err; }
+      const waker = new Waker(${JSON.stringify(dir)}, 'watch');
+      for (const fd of held) fs.closeSync(fd);
+      const started = Date.now();
+      await waker.wait(30);
+      const timedOut = Date.now() - started >= 25;
+      setTimeout(() => waker.notify(), 10);
+      await waker.wait(60_000);
+      waker.close();
+      process.stdout.write(JSON.stringify({ pollingBecause: waker.pollingBecause, timedOut }));
+    `;
+    const child = spawnSync('prlimit', ['--nofile=64:64', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(child.stderr).toBe('');
+    const result = JSON.parse(child.stdout) as { pollingBecause: string; timedOut: boolean };
+    expect(result.pollingBecause).toBe(`no inotify instance for ${dir} (EMFILE; see fs.inotify.max_user_instances)`);
+    expect(result.timedOut).toBe(true);
+  });
+
+  it('watches when it can (nothing to report), and poll mode never watches', async () => {
+    const dir = tempDir();
+    const watching = new Waker(dir, 'watch');
+    expect(watching.pollingBecause).toBeUndefined();
+    const woken = watching.wait(60_000);
+    fs.writeFileSync(path.join(dir, 'session.db'), 'x');
+    await woken; // woken by the write, not by the timeout
+    watching.close();
+    const polling = new Waker(dir, 'poll');
+    expect(polling.pollingBecause).toBeUndefined();
+    polling.close();
+  });
+
+  it('a watch error that is not about instances still fails at once', () => {
+    expect(() => new Waker(path.join(tempDir(), 'missing'), 'watch')).toThrow(/ENOENT/);
+  });
+});
