@@ -118,4 +118,23 @@ describe('model-runtime generations in a running host', { timeout: 180_000 }, ()
     expect(JSON.stringify(admin.body)).not.toContain('sk-ant-kept');
     expect(await host.stop()).toBe(0);
   });
+
+  it('a group whose model runtime cannot be built starts no runner: its message waits, the chat is told, nothing is lost', async () => {
+    const host = await startHost({ AGENT_PROVIDER: 'no-such-provider' });
+    const view = await generationOf(host);
+    expect(view).toMatchObject({ generation: null, lastFailure: { error: expect.stringMatching(/^agent group main: unknown provider "no-such-provider"/) } });
+    const stream = host.stream('held');
+    expect((await host.request('POST', '/v1/conversations/held/messages', { text: 'anyone there?' })).status).toBe(202);
+    const notice = await stream.waitFor('the hold notice', (e) => e.event === 'notice', 60_000);
+    expect(notice.data.text).toMatch(/^The agent cannot start yet: agent group main has no model runtime yet: agent group main: unknown provider "no-such-provider".*Your messages wait/);
+    stream.close();
+    expect(host.runnerPids()).toEqual([]);
+    const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { pending: number }[];
+    expect(sessions.map((s) => s.pending)).toEqual([1]);
+    expect(host.stderr()).toMatch(/runner start held \(1 in a row\)/);
+    expect(host.stderr().match(/error: model runtime: agent group main: unknown provider/g)).toHaveLength(1);
+    // the web page's Models view is served
+    expect((await fetch(`http://127.0.0.1:${host.port}/web/models.js`)).status).toBe(200);
+    expect(await host.stop()).toBe(0);
+  });
 });
