@@ -8,6 +8,7 @@ import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
+import { isHostSecret, isRunnerConfigVariable } from '../shared/settings.js';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -128,12 +129,29 @@ function idList(value: string | undefined): string[] {
     .filter(Boolean);
 }
 
-/** What a runner inherits: the host's environment less the host's own secrets and per-group settings. */
-function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const copy = { ...env };
-  // Platform tokens and secrets (TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, …) are the host's, never an agent's.
-  for (const key of ['PINCER_HTTP_TOKEN', 'PINCER_METRICS_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
-    delete copy[key];
+/**
+ * What the runners' configuration holds (and so, after the credential proxy and the supervisor, what a runner may
+ * get): an ALLOW-list derived from the settings registry (src/shared/settings.ts) — the variables a runner or its
+ * launcher reads, the system's basics, and the names the administrator adds with PINCER_CONTAINER_ENV. Nothing else of
+ * the host's environment, whatever its name. The host's own secrets may not be added.
+ */
+export function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const extra = extraRunnerNames(env);
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || PER_GROUP.has(name)) continue;
+    if (isRunnerConfigVariable(name) || extra.has(name)) out[name] = value;
   }
-  return copy;
+  return out;
+}
+
+/** Set per group by the host for each runner (never the host's own value), or the host's alone. */
+const PER_GROUP = new Set(['AGENT_PROVIDER', 'TZ', 'PINCER_WORKSPACE']);
+
+/** PINCER_CONTAINER_ENV: more names for every runner; a host secret named there stops the host. */
+function extraRunnerNames(env: NodeJS.ProcessEnv): Set<string> {
+  const names = (env.PINCER_CONTAINER_ENV ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+  const refused = names.filter((name) => isHostSecret(name) || PLATFORM_VARIABLES.includes(name));
+  if (refused.length > 0) throw new HostError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
+  return new Set(names);
 }
