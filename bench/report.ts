@@ -9,6 +9,7 @@ import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
 import type { ObservabilitySamples } from './observability.js';
 import type { PlatformSamples } from './platform.js';
+import type { SessionPortSamples } from './session-port.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
 import type { ThroughputResult } from './throughput.js';
@@ -26,6 +27,7 @@ export interface BenchResults {
   hostStart?: HostStartSamples;
   mcp?: McpSamples;
   platform?: PlatformSamples;
+  sessionPort?: SessionPortSamples;
   observability?: ObservabilitySamples;
   builtin?: BuiltinResult;
 }
@@ -40,7 +42,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, platform, builtin, observability } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, platform, sessionPort, builtin, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -83,6 +85,15 @@ export function buildRows(results: BenchResults): Row[] {
     rows.push(
       { metric: `MCP send_message: call → row committed, p50 (n=${s.count})`, unit: 'ms', pincer: s.p50, better: 'lower', target: atMost(5, 'p50 ≤ 5 ms') },
       { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
+    );
+  }
+  if (sessionPort) {
+    const [r, l] = [summarize(sessionPort.remote), summarize(sessionPort.local)];
+    const n = `n=${r.count}/${l.count}`;
+    rows.push(
+      { metric: `session port: POST → answer on the stream, session-serve vs local port, p50 (${n})`, unit: 'ms', pincer: r.p50, baseline: l.p50, better: 'lower', target: atMost(l.p50 + 3, `≤ local + 3 ms (${(l.p50 + 3).toFixed(1)} ms)`) },
+      { metric: 'session port: POST → answer on the stream, session-serve vs local port, p99', unit: 'ms', pincer: r.p99, baseline: l.p99, better: 'lower' },
+      { metric: 'session port: host-side memory per idle session (PSS), session-serve vs local port', unit: 'MiB', pincer: sessionPort.remoteMiBPerSession, baseline: sessionPort.localMiBPerSession, better: 'lower' },
     );
   }
   if (platform) {

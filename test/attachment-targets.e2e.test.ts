@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PROCESS_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { onPath } from './support/dockerd.js';
 import { closeServer, listenOnLoopback } from './support/fake-http.js';
 import { FIXTURES } from './support/media-fixtures.js';
@@ -62,7 +62,8 @@ describe('attachment download targets through the host', () => {
   });
 
   it('downloads from loopback when allowed, and refuses a redirect from there to the metadata address', async () => {
-    const text = await send({ PINCER_ATTACHMENT_ALLOW_HOSTS: '127.0.0.1' }, 'allowed', { 'a.png': `${base}/png`, 'b.png': `${base}/to-metadata` });
+    // the fake file server is on the host's loopback, which a sandbox with its own network does not share
+    const text = await send({ ...PROCESS_RUNNER, PINCER_ATTACHMENT_ALLOW_HOSTS: '127.0.0.1' }, 'allowed', { 'a.png': `${base}/png`, 'b.png': `${base}/to-metadata` });
     expect(text).toMatch(/\[file available at: \S+\/downloads\/[^/]+\/a\.png\]/);
     expect(text).toContain('[attachment &quot;b.png&quot; not available: the download was refused: it redirected to 169.254.169.254, a link-local address;');
     expect(seen.sort()).toEqual(['/png', '/to-metadata']);

@@ -61,7 +61,7 @@ describe('Claude provider failures', () => {
     const row = await waitFor('last_error', () => {
       const row = session.inbound(id);
       return row.last_error ? row : undefined;
-    }, { timeoutMs: 20_000 });
+    }, { timeoutMs: 60_000 });
     expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
     expect(row.last_error).toMatch(detail!);
     expect(row.status).toBe('processing'); // left for the host's sweep to retry
@@ -70,7 +70,7 @@ describe('Claude provider failures', () => {
     expect(runner.child.exitCode).toBeNull();
     expect(session.outbound()).toEqual([]);
     expect(await runner.stop()).toBe(0);
-  });
+  }, 120_000);
 });
 
 /** A loopback URL on which nothing listens: a server started and closed again. */

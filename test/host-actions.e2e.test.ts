@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import type { InboundRow, OutboundRow } from '../src/db/types.js';
-import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
+import { PROCESS_RUNNER, startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -76,7 +76,8 @@ describe('host delivery of MCP rows', () => {
   });
 
   it('runs register_agent_group for an admin only, and routes the bound conversation to the new group', async () => {
-    const host = await startHost({ PINCER_ADMIN_USER_ID: 'boss' });
+    // checks the session folder's `agent` link, which a plain process runner reads (a sandbox mounts the group there)
+    const host = await startHost({ ...PROCESS_RUNNER, PINCER_ADMIN_USER_ID: 'boss' });
     const stream = host.stream('ops');
     const mallory = await converse(host, 'ops', { text: 'make me a group', sender: 'Mallory', senderId: 'mallory' });
     await stream.waitFor('first reply', (e) => e.event === 'chat');

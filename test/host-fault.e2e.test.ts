@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import type { InboundRow } from '../src/db/types.js';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PID_SIGNALLED_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -18,7 +18,7 @@ afterEach(async () => {
 
 describe('host under runner kills', () => {
   it(`completes every message while its runner is SIGKILLed ${KILLS} times at random moments`, async () => {
-    const host = await startHost({ MOCK_DELAY_MS: '150', PINCER_MAX_TRIES: '100', PINCER_RUNNER_BACKOFF_MAX_MS: '400' });
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '150', PINCER_MAX_TRIES: '100', PINCER_RUNNER_BACKOFF_MAX_MS: '400' });
     const stream = host.stream('chaos');
     let sessionId = '';
     const killedPids = new Set<number>();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import type { InboundRow } from '../src/db/types.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { PID_SIGNALLED_RUNNER, startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 import { isAlive } from './support/processes.js';
 
@@ -145,7 +145,7 @@ describe('pincer host over HTTP', () => {
 
 describe('pincer host runner lifecycle and retries', () => {
   it('retries the batch of a SIGKILLed runner and completes it with nothing lost', async () => {
-    const host = await startHost({ MOCK_DELAY_MS: '1500' });
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '1500' });
     const stream = host.stream('k');
     const sent = await post(host, 'k', { text: 'survive the kill' });
     // Wait until the runner has the message in flight, then kill it.
@@ -168,7 +168,7 @@ describe('pincer host runner lifecycle and retries', () => {
   });
 
   it('kills a runner whose heartbeat stopped (frozen process) and retries its batch', async () => {
-    const host = await startHost({ MOCK_DELAY_MS: '1000', PINCER_HEARTBEAT_MS: '100', PINCER_HEARTBEAT_TIMEOUT_MS: '1500' });
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '1000', PINCER_HEARTBEAT_MS: '100', PINCER_HEARTBEAT_TIMEOUT_MS: '1500' });
     const stream = host.stream('frozen');
     const sent = await post(host, 'frozen', { text: 'do not freeze' });
     const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
@@ -189,7 +189,7 @@ describe('pincer host runner lifecycle and retries', () => {
 
   it('a new host stops the runner left by a host that died, so a session never has two', async () => {
     // The orphan's answer takes 8 s and its stop grace is longer, so it is still there when the next host starts.
-    const first = await startHost({ MOCK_DELAY_MS: '8000', PINCER_STOP_GRACE_MS: '15000', PINCER_HEARTBEAT_MS: '100' });
+    const first = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '8000', PINCER_STOP_GRACE_MS: '15000', PINCER_HEARTBEAT_MS: '100' });
     const sent = await post(first, 'orphan', { text: 'outlive your host' });
     const db = openSessionDb(path.join(first.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
     const orphan = await waitFor('batch in flight', () => {
@@ -199,7 +199,7 @@ describe('pincer host runner lifecycle and retries', () => {
     db.close();
     first.child.kill('SIGKILL');
     await first.exited;
-    const second = await startHost({ MOCK_DELAY_MS: '0' }, first.home);
+    const second = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '0' }, first.home);
     // Stopped by the new host, or (its stdin closed with the old host) already stopping by itself and waited for.
     expect(second.stderr()).toMatch(new RegExp(`(stopping runner ${orphan} of ${sent.sessionId} left by an earlier host|waiting for runner ${orphan} of ${sent.sessionId}, left by an earlier host, to stop)`));
     await waitFor('the orphan gone', () => !isAlive(orphan));

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
-import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { PID_SIGNALLED_RUNNER, startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -47,7 +47,7 @@ describe('late answers to questions', () => {
   });
 
   it('an answer to a question of a runner that stopped reaches the next runner as a message', async () => {
-    const host = await startHost();
+    const host = await startHost(PID_SIGNALLED_RUNNER);
     // No expiry yet, but the runner that asked is killed: nobody waits for the answer any more.
     const { stream, db, sessionId } = await askedQuestion(host, 'restart', 'q-orphan', { expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
     const pid = (db.prepare('SELECT pid FROM runner_state').get() as { pid: number }).pid;

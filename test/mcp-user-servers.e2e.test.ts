@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PROCESS_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { runCli } from './support/runner-harness.js';
 
 /**
@@ -24,10 +24,10 @@ afterEach(async () => {
 describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
   it('pincer mcp-server add, list and remove; bad input gets one clear line and changes nothing', async () => {
     const host = await startHost();
-    const added = await cli(host.home, 'mcp-server', 'add', 'main', 'memory', '--env', 'MEMORY_FILE_PATH=memory.jsonl', '--env-secret', 'API_TOKEN=memory-token', '--', 'npx', '-y', '@modelcontextprotocol/server-memory');
+    const added = await cli(host.home, 'mcp-server', 'add', 'main', 'memory', '--env', 'MEMORY_FILE_PATH=memory.jsonl', '--env-secret', 'API_TOKEN=MEMORY_TOKEN', '--', 'npx', '-y', '@modelcontextprotocol/server-memory');
     expect(added).toMatchObject({ status: 0 });
     expect(added.stderr).toContain('agent group main: MCP server "memory" stdio npx -y @modelcontextprotocol/server-memory (env: MEMORY_FILE_PATH, API_TOKEN)');
-    expect((await cli(host.home, 'mcp-server', 'add', 'main', 'docs', '--url', 'http://127.0.0.1:9/mcp', '--header-secret', 'Authorization=docs-token')).status).toBe(0);
+    expect((await cli(host.home, 'mcp-server', 'add', 'main', 'docs', '--url', 'http://127.0.0.1:9/mcp', '--header-secret', 'Authorization=DOCS_TOKEN')).status).toBe(0);
 
     const listed = await cli(host.home, 'mcp-server', 'list');
     expect(listed.stdout).toBe(
@@ -36,8 +36,8 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
     const json = JSON.parse((await cli(host.home, 'mcp-server', 'list', 'main', '--json')).stdout) as Record<string, unknown>;
     expect(json).toEqual({
       main: {
-        memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { MEMORY_FILE_PATH: 'memory.jsonl', API_TOKEN: { secret: 'memory-token' } } },
-        docs: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { secret: 'docs-token' } } },
+        memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { MEMORY_FILE_PATH: 'memory.jsonl', API_TOKEN: { secret: 'MEMORY_TOKEN' } } },
+        docs: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { secret: 'DOCS_TOKEN' } } },
       },
     });
 
@@ -96,7 +96,8 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
       { text: 'Ada drinks green tea.' },
     );
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
+    // the group's servers are scripts of this checkout (test/support), outside what a sandbox sees
+    const host = await startHost({ ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
     const memoryFile = path.join(home, 'memory.jsonl');
     expect((await cli(home, 'mcp-server', 'add', 'main', 'memory', '--env', `MEMORY_FILE_PATH=${memoryFile}`, '--', process.execPath, MEMORY)).status).toBe(0);
     expect((await cli(home, 'mcp-server', 'add', 'main', 'broken', '--env', 'MISBEHAVE=crash-at-start', '--', process.execPath, MISBEHAVING)).status).toBe(0);

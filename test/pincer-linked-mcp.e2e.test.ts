@@ -11,7 +11,7 @@ import type { LinkedMcpServer } from '../src/providers/types.js';
 import { createLogger } from '../src/shared/log.js';
 import { readRunnerState } from '../src/db/state.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PROCESS_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { descendants, processesUsing, reapSessionProcesses } from './support/processes.js';
 import { BUILT_CLI, startRunner, stopAllRunners } from './support/runner-harness.js';
@@ -55,7 +55,8 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
       { call: 'mcp__pincer__schedule_task', args: { prompt: 'no time given' } },
       { text: 'all done' },
     );
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    // counts the runner's child processes from the host's pid of it: a sandbox adds its own (bwrap, its init)
+    const host = await startHost({ ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
     const stream = host.stream('linked');
     const sent = (await host.request('POST', '/v1/conversations/linked/messages', { text: 'please plan my week' })).body as { sessionId: string };
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
-import { startHost, stopAllHosts } from './support/host-harness.js';
+import { PID_SIGNALLED_RUNNER, startHost, stopAllHosts } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -18,7 +18,7 @@ afterEach(async () => {
 describe('a kill after the answer', () => {
   it('never duplicates the reply', async () => {
     // The mock keeps its query open 5 s after answering, like an SDK slow to shut down.
-    const host = await startHost({ MOCK_LINGER_MS: '5000' });
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_LINGER_MS: '5000' });
     const stream = host.stream('once');
     const first = await host.request('POST', '/v1/conversations/once/messages', { text: 'answer me once' });
     expect(first.status).toBe(202);
@@ -48,7 +48,7 @@ describe('a kill after the answer', () => {
 describe('a kill between the answers to a query’s pushed prompts', () => {
   it('does not run the prompt already answered again', async () => {
     // Each answer takes 1.5 s: the second message is pushed into the running query and answered 1.5 s after the first.
-    const host = await startHost({ MOCK_DELAY_MS: '1500' });
+    const host = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '1500' });
     const stream = host.stream('pushed');
     const first = await host.request('POST', '/v1/conversations/pushed/messages', { text: 'first prompt' });
     const sessionId = String(first.body.sessionId);

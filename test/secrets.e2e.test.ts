@@ -63,7 +63,7 @@ describe('the secrets store in a running host', { timeout: 120_000 }, () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
     fs.writeFileSync(path.join(home, 'secrets.json'), JSON.stringify({ ANTHROPIC_API_KEY: 'sk-visible' }), { mode: 0o644 });
     fs.chmodSync(path.join(home, 'secrets.json'), 0o644);
-    await expect(startHost({}, home)).rejects.toThrow(/host exited early \(2\): pincer: secrets file \S+ has mode 0644; it must be 0600/);
+    await expect(startHost({}, home)).rejects.toThrow(/host exited early \(2\): (.*\n)?pincer: secrets file \S+ has mode 0644; it must be 0600/);
     const doctor = await runCli(['doctor'], { PATH: process.env.PATH, PINCER_HOME: home });
     expect(doctor.status).toBe(1);
     expect(doctor.stdout).toMatch(/✗ secrets: secrets file \S+ has mode 0644/);

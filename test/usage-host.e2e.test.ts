@@ -172,7 +172,7 @@ describe('usage ledger, reports and metrics through a real host', () => {
     expect(raised.status).toBe(200);
     expect(raised.body.budgets).toMatchObject([{ group: 'main', period: 'daily', unit: 'usd', amount: 10 }]);
     expect((await post(host, 'b1', 'after the raise')).status).toBe(202);
-    await waitFor('the second answer', () => stream.events.filter((e) => e.event === 'chat').length === 2);
+    await waitFor('the second answer', () => stream.events.filter((e) => e.event === 'chat').length === 2, { timeoutMs: 30_000 });
     const badBudget = await host.request('PUT', '/v1/budgets/main', { period: 'weekly', unit: 'usd', amount: 1 });
     expect(badBudget).toMatchObject({ status: 400, body: { field: 'period' } });
     stream.close();

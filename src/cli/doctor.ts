@@ -85,6 +85,7 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
 /** How `pincer host` would start runners here (PINCER_RUNNER, `auto` by default), with the warning when unsandboxed. */
 async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
   const asked = env.PINCER_RUNNER || 'auto';
+  if (asked === 'kubernetes') return `runners: kubernetes (a pod per active session, image ${env.PINCER_K8S_IMAGE ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
   if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
   const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
   return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;

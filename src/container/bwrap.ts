@@ -5,9 +5,9 @@ import type { Writable } from 'node:stream';
 import { createLogger } from '../shared/log.js';
 import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
-import { LIFELINE_ENV, launchedRunner, lockedCommand, onPath, runnerStdio } from './handle.js';
+import { launchedRunner, lifelineEnv, lockedCommand, onPath, runnerStdio, sendStdinDocument } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { linkedModules, resolveFolders, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, resolveFolders, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 
@@ -36,7 +36,7 @@ export class BwrapLauncher implements RunnerLauncher {
     // the lifeline too, not only --die-with-parent: bwrap arms that only once its sandbox is set up, so a host killed
     // in the first milliseconds of a start left the sandbox running with no parent (and a second runner beside the
     // next host's); a runner whose stdin closes stops by itself
-    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
+    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...lifelineEnv(options) };
     if (this.settings.isolateNetwork) env[NO_NETWORK_ENV] = 'PINCER_BWRAP_NETWORK=host';
     const stdio = runnerStdio(options);
     const command = lockedCommand(options.lockFile, onPath('bwrap') ?? 'bwrap', bwrapArgs(this.settings, folders, this.cliEntry));
@@ -47,6 +47,7 @@ export class BwrapLauncher implements RunnerLauncher {
     const envPipe = child.stdio[ENV_FD] as Writable | null;
     envPipe?.on('error', () => undefined); // bwrap ended before reading it: its exit says why
     envPipe?.end(bwrapEnvArgs(env).map((arg) => `${arg}\0`).join(''));
+    sendStdinDocument(child, options);
     log.info(`started bwrap runner for ${folders.workspace} (${Object.keys(env).length} variables)`);
     return launchedRunner('bwrap', child, {
       terminate: () => {
@@ -99,6 +100,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   if (folders.proxySocketDir) args.push('--ro-bind', folders.proxySocketDir, SANDBOX_PROXY_DIR);
+  if (folders.traceRelayDir) args.push('--ro-bind', folders.traceRelayDir, SANDBOX_OTLP_DIR);
   args.push('--ro-bind', settings.appRoot, '/app');
   const modules = linkedModules(settings.appRoot);
   if (modules) args.push('--ro-bind', modules, modules);

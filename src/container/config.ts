@@ -23,7 +23,7 @@ const names = z
 /** The launcher's variables (docs/configuration.md "Sandboxed runners"); explicit bad values fail with the variable named. */
 const EnvSchema = z.object({
   // `auto` is the host's to resolve (src/host/runner-kind.ts); a launcher is always of one concrete kind
-  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve']).default('process'),
+  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve', 'kubernetes']).default('process'),
   PINCER_CONTAINER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),
   PINCER_CONTAINER_MEMORY: z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'),
   PINCER_CONTAINER_CPUS: z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'),
@@ -44,7 +44,7 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
   const e = parsed.data;
   const appRoot = packageRoot(cliEntry);
   return {
-    kind: e.PINCER_RUNNER === 'auto' || e.PINCER_RUNNER === 'session-serve' ? 'process' : e.PINCER_RUNNER,
+    kind: e.PINCER_RUNNER === 'auto' || e.PINCER_RUNNER === 'session-serve' || e.PINCER_RUNNER === 'kubernetes' ? 'process' : e.PINCER_RUNNER,
     cliEntry,
     docker: {
       image: e.PINCER_CONTAINER_IMAGE,

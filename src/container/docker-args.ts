@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { DockerSettings } from './types.js';
-import { linkedModules, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 
 /** Where things are inside the container. */
@@ -43,6 +43,7 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
   if (folders.agentDir) mounts.push(`type=bind,src=${folders.agentDir},dst=${CONTAINER_WORKSPACE}/agent`);
   if (folders.globalDir) mounts.push(`type=bind,src=${folders.globalDir},dst=${CONTAINER_WORKSPACE}/global,readonly`);
   if (folders.proxySocketDir) mounts.push(`type=bind,src=${folders.proxySocketDir},dst=${SANDBOX_PROXY_DIR},readonly`);
+  if (folders.traceRelayDir) mounts.push(`type=bind,src=${folders.traceRelayDir},dst=${SANDBOX_OTLP_DIR},readonly`);
   mounts.push(`type=bind,src=${settings.appRoot},dst=${CONTAINER_APP},readonly`);
   const modules = linkedModules(settings.appRoot);
   if (modules) mounts.push(`type=bind,src=${modules},dst=${modules},readonly`);

@@ -6,7 +6,7 @@ import { containerNameFor, dockerRunArgs, LAUNCH_LABEL, RUNNER_LABEL, runnerUser
 import { sandboxEnvironment } from './env.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { ContainerError } from './errors.js';
-import { LIFELINE_ENV, launchedRunner, lockedCommand, runnerStdio } from './handle.js';
+import { launchedRunner, lifelineEnv, lockedCommand, runnerStdio, sendStdinDocument } from './handle.js';
 import { identityFiles } from './identity.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
@@ -39,7 +39,7 @@ export class DockerLauncher implements RunnerLauncher {
 
   launch(options: LaunchOptions): LaunchedRunner {
     const folders = resolveFolders(options);
-    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...LIFELINE_ENV };
+    const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...lifelineEnv(options) };
     if (this.settings.network === 'none') env[NO_NETWORK_ENV] = 'PINCER_CONTAINER_NETWORK (e.g. bridge)';
     const containerName = containerNameFor(options.name ?? crypto.randomUUID().slice(0, 12));
     const launchId = crypto.randomUUID();
@@ -57,6 +57,7 @@ export class DockerLauncher implements RunnerLauncher {
       stdio: stdio.stdio,
     });
     stdio.close();
+    sendStdinDocument(child, options);
     log.info(`started ${containerName} (image ${this.settings.image}, user ${user}, ${Object.keys(env).length} variables)`);
     // By this launch's label, not by name: once this one is gone, a new runner of the same session may hold the name.
     const ours = async (): Promise<string[]> =>

@@ -19,7 +19,10 @@ const PROVIDER_VARIABLES: Record<string, RegExp> = {
   pincer: /^(ANTHROPIC_|OPENAI_)/,
   mock: /^MOCK_/,
 };
-/** A host path means nothing inside a sandbox (`sandboxProviderDefaults` sets its own). */
+/**
+ * A host path means nothing inside a sandbox (`sandboxProviderDefaults` sets its own); the collector's address and
+ * headers (OTEL_*) stay on the host: a sandbox's spans go through the host's relay (`sandboxProxyEnv`).
+ */
 const HOST_PATHS = new Set(['CLAUDE_CONFIG_DIR']);
 const ANY_PROVIDER = /^(ANTHROPIC_|CLAUDE_|IS_SANDBOX$|OPENAI_|CODEX_|OPENCODE_|MOCK_)/;
 
@@ -46,7 +49,7 @@ export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string
   const extraNames = new Set(extra);
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || value === '' || HOST_PATHS.has(name)) continue;
+    if (value === undefined || value === '' || HOST_PATHS.has(name) || name.startsWith('OTEL_')) continue;
     // an allow-list (src/shared/settings.ts): a runner's own settings, never the system's (the sandbox sets PATH and
     // HOME itself) nor anything the registry does not name; of the provider variables only the configured provider's
     const pass =

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { STDIN_DOCUMENT_ENV, stdinDocumentLine } from '../shared/stdin-document.js';
 import type { LaunchedRunner, LaunchOptions, RunnerKind } from './types.js';
 
 /** How one kind of launcher asks its runner to end; `launchedRunner` adds the shared bookkeeping. */
@@ -18,6 +19,25 @@ export interface EndHooks {
 
 /** The runner's variable that turns its stdin into a lifeline (see `runnerStdio`). */
 export const LIFELINE_ENV = { PINCER_STOP_ON_STDIN_EOF: '1' };
+
+/**
+ * The lifeline's variables, plus the one announcing a launch document on stdin when the launch has secrets for the
+ * runner (src/shared/stdin-document.ts): only the flag goes into the environment, never a value.
+ */
+export function lifelineEnv(options: LaunchOptions): Record<string, string> {
+  return hasSecrets(options) ? { ...LIFELINE_ENV, [STDIN_DOCUMENT_ENV]: '1' } : { ...LIFELINE_ENV };
+}
+
+/** Write the launch document (the secrets) as the first line of the runner's stdin, when there is one. */
+export function sendStdinDocument(child: ChildProcess, options: LaunchOptions): void {
+  if (!hasSecrets(options) || !child.stdin) return;
+  child.stdin.on('error', () => undefined); // the runner died before it read: its exit says so
+  child.stdin.write(stdinDocumentLine({ secrets: options.secrets ?? {} }));
+}
+
+function hasSecrets(options: LaunchOptions): boolean {
+  return options.secrets !== undefined && Object.keys(options.secrets).length > 0;
+}
 
 /**
  * The stdio of a launched runner: stdin a pipe we hold open and never write (the lifeline: if the host dies, the pipe

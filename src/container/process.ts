@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CLI_ENTRY, SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
-import { LIFELINE_ENV, launchedRunner, lockedCommand, runnerStdio } from './handle.js';
+import { launchedRunner, lifelineEnv, lockedCommand, runnerStdio, sendStdinDocument } from './handle.js';
 import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 
 /**
@@ -18,10 +18,11 @@ export class ProcessLauncher implements RunnerLauncher {
     const stdio = runnerStdio(options);
     const command = lockedCommand(options.lockFile, process.execPath, [...SESSION_NODE_FLAGS, this.cliEntry, 'runner']);
     const child = spawn(command.file, command.args, {
-      env: { ...options.env, ...LIFELINE_ENV, PINCER_WORKSPACE: options.workspace },
+      env: { ...options.env, ...lifelineEnv(options), PINCER_WORKSPACE: options.workspace },
       stdio: stdio.stdio,
     });
     stdio.close();
+    sendStdinDocument(child, options);
     return launchedRunner('process', child, {
       terminate: () => child.kill('SIGTERM'),
       forceKill: () => child.kill('SIGKILL'),

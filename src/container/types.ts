@@ -33,11 +33,22 @@ export interface LaunchOptions {
    */
   credentialProxySocket?: string;
   /**
+   * the host's OTLP relay (src/host/trace-relay.ts), when tracing is on: a sandbox exports its spans to
+   * `http://127.0.0.1:<port>/v1/traces`, which the runner forwards to the socket, bound read-only at `/run/pincer-otlp`.
+   * A process runner inherits the host's own OTEL_* settings and ignores it.
+   */
+  traceRelay?: { socket: string; port: number };
+  /**
    * a host-owned lock file, outside anything a runner can see: the launcher holds an exclusive lock on it for the life
    * of the runner's processes, and a start waits until the previous holder has ended (`lockedCommand`), so a session
    * never has two runners even when a host died and its runner is still finishing.
    */
   lockFile?: string;
+  /**
+   * values of the host's secrets the session's MCP servers refer to: handed to the runner as the first line of its
+   * stdin (never its environment, its command line or its folder), see src/shared/stdin-document.ts.
+   */
+  secrets?: Record<string, string>;
   /**
    * a short name for the runner (e.g. the session id); the container is named `pincer-runner-<name>` so a host can
    * find one left behind by a host that died. Absent: a random name.

@@ -14,15 +14,29 @@ export interface RunnerFolders {
   owner: string;
   /** the folder of the host's credential proxy socket, bound read-only at `SANDBOX_PROXY_DIR`. */
   proxySocketDir: string | undefined;
+  /** the folder of the host's OTLP relay socket, bound read-only at `SANDBOX_OTLP_DIR`. */
+  traceRelayDir: string | undefined;
 }
 
 /** Where a sandbox sees the credential proxy's socket folder. */
 export const SANDBOX_PROXY_DIR = '/run/pincer-proxy';
 
-/** The runner variable naming the proxy socket inside the sandbox, when there is one. */
+/** Where a sandbox sees the OTLP relay's socket folder. */
+export const SANDBOX_OTLP_DIR = '/run/pincer-otlp';
+
+/**
+ * The runner variables naming the proxy's and the trace relay's sockets inside the sandbox, when there are some. With
+ * the relay, the sandbox's spans go to the runner's loopback forward of it: never to the host's collector, whose
+ * address and headers stay on the host.
+ */
 export function sandboxProxyEnv(options: LaunchOptions): Record<string, string> {
-  if (!options.credentialProxySocket) return {};
-  return { PINCER_CREDENTIAL_PROXY_SOCKET: path.posix.join(SANDBOX_PROXY_DIR, path.basename(options.credentialProxySocket)) };
+  const out: Record<string, string> = {};
+  if (options.credentialProxySocket) out.PINCER_CREDENTIAL_PROXY_SOCKET = path.posix.join(SANDBOX_PROXY_DIR, path.basename(options.credentialProxySocket));
+  if (options.traceRelay) {
+    out.PINCER_TRACE_RELAY_SOCKET = path.posix.join(SANDBOX_OTLP_DIR, path.basename(options.traceRelay.socket));
+    out.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `http://127.0.0.1:${options.traceRelay.port}/v1/traces`;
+  }
+  return out;
 }
 
 export function resolveFolders(options: LaunchOptions): RunnerFolders {
@@ -33,7 +47,8 @@ export function resolveFolders(options: LaunchOptions): RunnerFolders {
   if (globalDir === undefined && isDirectory(ownGlobal)) globalDir = ownGlobal;
   const stat = fs.statSync(workspace);
   const proxySocketDir = options.credentialProxySocket ? requireDirectory(path.dirname(options.credentialProxySocket), 'credential proxy folder') : undefined;
-  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}`, proxySocketDir };
+  const traceRelayDir = options.traceRelay ? requireDirectory(path.dirname(options.traceRelay.socket), 'trace relay folder') : undefined;
+  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}`, proxySocketDir, traceRelayDir };
 }
 
 function requireDirectory(dir: string, what: string): string {

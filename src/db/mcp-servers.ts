@@ -20,9 +20,10 @@ export const RESERVED_MCP_SERVER_NAMES: readonly string[] = ['pincer'];
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9-]*(_[A-Za-z0-9-]+)*$/;
 const MAX_SERVER_NAME = 32;
 
-export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+/** As the secrets store names them (`pincer secret set NAME`). */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const SecretRefSchema = z.strictObject({
-  secret: z.string().regex(SECRET_NAME, { error: 'must be a secret name (letters, digits, _ . -)' }),
+  secret: z.string().regex(SECRET_NAME, { error: 'must be a secret name (letters, digits and _, not starting with a digit)' }),
 });
 export type SecretRef = z.infer<typeof SecretRefSchema>;
 

@@ -6,6 +6,7 @@ import { parseAllowHosts } from '../runner/media/download-targets.js';
 import { errorMessage } from '../shared/log.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { HostError } from './errors.js';
+import { loadKubernetesSettings } from './kubernetes/settings.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
 import { isHostSecret, isRunnerConfigVariable } from '../shared/settings.js';
@@ -26,7 +27,7 @@ const HostEnvSchema = z.object({
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve']).default('auto'),
+  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve', 'kubernetes']).default('auto'),
   PINCER_SESSION_SERVE_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
   PINCER_SESSION_ORPHAN_MS: positiveInt(3 * 60_000),
   PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
@@ -95,11 +96,10 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
     http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
-    sessionPort:
-      e.PINCER_RUNNER === 'session-serve' ? { kind: 'session-serve', orphanMs: e.PINCER_SESSION_ORPHAN_MS } : { kind: 'local', orphanMs: e.PINCER_SESSION_ORPHAN_MS },
+    sessionPort: sessionPortOf(e.PINCER_RUNNER, e.PINCER_SESSION_ORPHAN_MS, env),
     runners: {
-      // Served sessions supervise their runners themselves, of this kind.
-      kind: e.PINCER_RUNNER === 'session-serve' ? e.PINCER_SESSION_SERVE_RUNNER : e.PINCER_RUNNER,
+      // Served sessions supervise their runners themselves, of this kind; in a pod (the sandbox) they are processes.
+      kind: e.PINCER_RUNNER === 'session-serve' ? e.PINCER_SESSION_SERVE_RUNNER : e.PINCER_RUNNER === 'kubernetes' ? 'process' : e.PINCER_RUNNER,
       idleTimeoutMs: e.PINCER_IDLE_TIMEOUT_MS,
       heartbeatTimeoutMs: e.PINCER_HEARTBEAT_TIMEOUT_MS,
       startTimeoutMs: e.PINCER_RUNNER_START_TIMEOUT_MS,
@@ -127,6 +127,16 @@ function idList(value: string | undefined): string[] {
     .split(',')
     .map((id) => id.trim())
     .filter(Boolean);
+}
+
+function sessionPortOf(runner: string, orphanMs: number, env: NodeJS.ProcessEnv): HostConfig['sessionPort'] {
+  if (runner === 'session-serve') return { kind: 'session-serve', orphanMs };
+  if (runner !== 'kubernetes') return { kind: 'local', orphanMs };
+  try {
+    return { kind: 'kubernetes', orphanMs, kubernetes: loadKubernetesSettings(env) };
+  } catch (err) {
+    throw new HostError('config', errorMessage(err));
+  }
 }
 
 /**

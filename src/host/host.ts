@@ -16,10 +16,12 @@ import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
 import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
 import { PLATFORM_SECRETS } from './platforms/catalog.js';
 import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
+import { mcpSecretValues } from './mcp-servers.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
@@ -30,6 +32,9 @@ import { LocalSessionPort } from './session/local-port.js';
 import { SessionPipeline } from './session/pipeline.js';
 import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort } from './session/port.js';
 import { ServedSessionPort } from './session/served-port.js';
+import { SessionCluster } from './kubernetes/cluster.js';
+import { KubernetesSessionPort } from './kubernetes/port.js';
+import type { KubernetesSettings } from './kubernetes/settings.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -80,15 +85,22 @@ export class Host implements HostApi {
   private readonly lock: HomeLock;
   /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
   readonly credentialProxy: CredentialProxy | undefined;
+  /** the host's secrets store (what MCP servers' references resolve to at each runner launch). */
+  private readonly secrets: SecretsStore;
+  /** sandboxed runners' spans reach the host's collector through it (undefined: tracing off, or plain processes). */
+  private readonly traceRelay: TraceRelay | undefined;
   readonly usage: HostUsage;
   private readonly traces: HostTraces;
+  /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
+  private cluster: Promise<SessionCluster> | undefined;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
     // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
     // file that is not 0600): before the home is locked.
-    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, new SecretsStore(config.home).read()), this.log);
+    this.secrets = new SecretsStore(config.home);
+    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, this.secrets.read()), this.log);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -109,7 +121,9 @@ export class Host implements HostApi {
         timezone: this.store.getAgentGroup(pipeline.session.agentGroupId)?.timezone ?? 'UTC',
       })),
     );
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy);
+    // a plain process runner inherits the host's OTEL_* settings and reaches the collector itself
+    this.traceRelay = config.runners.kind === 'process' ? undefined : TraceRelay.fromEnvironment(config.runners.env, this.log);
+    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy, this.traceRelay);
     this.inbox = new Inbox(this.store.db);
     this.delivery = new Delivery({
       channels: this.channels,
@@ -130,6 +144,7 @@ export class Host implements HostApi {
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
       await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
+      await host.traceRelay?.start();
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
@@ -171,6 +186,7 @@ export class Host implements HostApi {
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
     await this.credentialProxy?.stop();
+    await this.traceRelay?.stop();
     await this.traces.shutdown().catch((err: unknown) => this.log.warn(`trace export failed: ${errorMessage(err)}`));
     this.store.db.close();
     this.lock.release();
@@ -353,7 +369,9 @@ export class Host implements HostApi {
     };
     let port: SessionPort;
     let engine: SessionEngine | undefined;
-    if (config.sessionPort.kind === 'session-serve') {
+    if (config.sessionPort.kind === 'kubernetes') {
+      port = await this.kubernetesPort(session, config.sessionPort.kubernetes, config.sessionPort.orphanMs);
+    } else if (config.sessionPort.kind === 'session-serve') {
       port = new ServedSessionPort({
         session: { id: session.id, folder: session.folder },
         config,
@@ -391,6 +409,7 @@ export class Host implements HostApi {
       log: this.log,
       metrics: this.options.metrics,
       configFor: (s, group) => this.sessions.configFor(s, group),
+      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);
@@ -403,6 +422,31 @@ export class Host implements HostApi {
     engine?.run();
     if (this.running) pipeline.run();
     return pipeline;
+  }
+
+  /** The session on Kubernetes: its pods started (and let go when idle) through the cluster the settings name. */
+  private async kubernetesPort(session: SessionRecord, settings: KubernetesSettings, orphanMs: number): Promise<SessionPort> {
+    this.cluster ??= SessionCluster.connect(settings);
+    const cluster = await this.cluster;
+    const group = this.store.getAgentGroup(session.agentGroupId);
+    const notify = (text: string): void => void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), text);
+    return new KubernetesSessionPort({
+      session: { sessionId: session.id, groupFolder: group?.folder ?? 'main' },
+      config: this.options.config,
+      settings,
+      cluster,
+      nextEpoch: () => this.store.nextEpoch(session.id),
+      currentEpoch: () => this.store.launchStateOf(session.id).epoch,
+      nextWakeAt: this.store.launchStateOf(session.id).nextWakeAt,
+      credentials: this.credentialProxy,
+      filesDir: path.join(this.options.config.home, 'tmp', 'outbox'),
+      orphanMs,
+      log: this.log,
+      onLaunchFailures: (failures, why) => notify(`The agent's session could not be started on Kubernetes (${failures} failure(s) in a row: ${why}); retrying with back-off. Messages sent meanwhile are kept.`),
+      onPodEvent: (reason, message) => {
+        if (reason === 'FailedAttachVolume') notify(`The agent's session is waiting for its volume (${message}); it answers once Kubernetes lets go of it.`);
+      },
+    });
   }
 
   private async onSessionEvent(pipeline: SessionPipeline, event: SessionEvent): Promise<void> {

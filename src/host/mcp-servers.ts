@@ -1,7 +1,10 @@
-import { parseMcpServerName, parseMcpServers, type McpServers, type McpServerSpec } from '../db/mcp-servers.js';
+import type { ConfigFile } from '../db/config-file.js';
+import { parseMcpServerName, parseMcpServers, secretNamesOf, type McpServers, type McpServerSpec } from '../db/mcp-servers.js';
+import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup } from './central-db/types.js';
 import { HostError } from './errors.js';
+import type { SecretsStore } from './secrets.js';
 
 /**
  * The user's own MCP servers of an agent group, as `pincer mcp-server`, `PUT /v1/groups/<group>/mcp-servers` and an
@@ -44,4 +47,27 @@ export function removeGroupMcpServer(store: CentralStore, group: AgentGroup, nam
   const rest = Object.fromEntries(Object.entries(group.mcpServers).filter(([key]) => key !== name));
   store.setMcpServers({ agentGroupId: group.id }, rest);
   return rest;
+}
+
+/**
+ * The values of the secrets a runner configuration's MCP servers refer to, from the host's store: only those, and
+ * only the ones set (a server whose secret is missing is left out by the runner, which says which). A secrets file
+ * that cannot be used is logged once per call and gives nothing: those servers are left out, the session goes on.
+ */
+export function mcpSecretValues(config: ConfigFile, secrets: SecretsStore, log: Logger): Record<string, string> {
+  const names = [...new Set(Object.values(config.mcpServers ?? {}).flatMap((spec) => secretNamesOf(spec)))];
+  if (names.length === 0) return {};
+  let values: ReadonlyMap<string, string>;
+  try {
+    values = secrets.read();
+  } catch (err) {
+    log.warn(`MCP servers: ${errorMessage(err)}; servers that need a secret are left out`);
+    return {};
+  }
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = values.get(name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
 }

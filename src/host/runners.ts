@@ -30,6 +30,8 @@ export interface RunnerLaunch {
   logFile: string;
   /** the session's launch lock, under the host's home (`LaunchOptions.lockFile`). */
   lockFile?: string;
+  /** values of the secrets the session's MCP servers refer to (`LaunchOptions.secrets`: stdin, never the environment). */
+  secrets?: Record<string, string>;
 }
 
 export interface RunnerExit {
@@ -67,6 +69,14 @@ export interface RunnerCredentials {
   socketPath(): string | undefined;
 }
 
+/** What the OTLP relay gives runners: the seam the supervisor needs. */
+export interface RunnerTraceRelay {
+  /** the relay's Unix socket (bound into sandboxes); undefined before it started. */
+  socketPath(): string | undefined;
+  /** its loopback port: a sandbox's forward of the socket listens on the same. */
+  port(): number;
+}
+
 export class RunnerSupervisor {
   private readonly entries = new Map<string, Entry>();
   private readonly crashes = new Map<string, { count: number; nextStartAt: number }>();
@@ -81,6 +91,8 @@ export class RunnerSupervisor {
     private readonly launch: LaunchRunner = launcherFor(config),
     /** placeholder keys instead of real ones, when the host runs a credential proxy. */
     private readonly credentials?: RunnerCredentials,
+    /** where a sandbox sends its spans, when the host runs an OTLP relay (src/host/trace-relay.ts). */
+    private readonly traceRelay?: RunnerTraceRelay,
   ) {}
 
   isRunning(sessionId: string): boolean {
@@ -114,9 +126,11 @@ export class RunnerSupervisor {
         globalDir: launch.globalDir,
         env: this.runnerEnv(launch),
         credentialProxySocket: this.credentials?.socketPath(),
+        ...this.traceRelayOptions(),
         logFile: launch.logFile,
         lockFile: launch.lockFile,
         name: launch.sessionId,
+        ...(launch.secrets ? { secrets: launch.secrets } : {}),
       });
     } catch (err) {
       this.credentials?.revoke(launch.sessionId);
@@ -235,6 +249,11 @@ export class RunnerSupervisor {
 
   async stopAll(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
+  }
+
+  private traceRelayOptions(): { traceRelay?: { socket: string; port: number } } {
+    const socket = this.traceRelay?.socketPath();
+    return socket ? { traceRelay: { socket, port: this.traceRelay!.port() } } : {};
   }
 
   private runnerEnv(launch: RunnerLaunch): NodeJS.ProcessEnv {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { openSessionDb } from '../db/connection.js';
-import { dbFileChange, type DbFileChange, type FileIdentity } from '../db/db-file.js';
+import { dbFileChange, syncWal, type DbFileChange, type FileIdentity } from '../db/db-file.js';
 import { sessionPaths } from '../db/layout.js';
 import { Waker } from '../db/wake.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -38,10 +38,9 @@ export class SessionSlot {
     readonly session: { readonly id: string; readonly folder: string },
     private readonly log: Logger,
     opened: OpenedSessionDb,
-    /** `synchronous=FULL` on every connection it uses (a served session: what it acknowledges survives a power loss). */
+    /** what it acknowledges survives a power loss (a served session): `committed()` syncs the log to disk. */
     private readonly durable = false,
   ) {
-    if (durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.waker = new Waker(sessionPaths(session.folder).root, 'watch');
@@ -56,7 +55,6 @@ export class SessionSlot {
   /** Use a new database (the old file was lost and set up afresh); the old connection is closed. */
   replaceDb(opened: OpenedSessionDb): void {
     if (this.db.open) this.db.close();
-    if (this.durable) opened.db.pragma('synchronous = FULL');
     this.db = opened.db;
     this.identity = opened.identity;
     this.sweeper = new Sweeper(this.db);
@@ -104,6 +102,11 @@ export class SessionSlot {
   touch(): void {
     this.lastActivityAt = Date.now();
     this.waker.notify();
+  }
+
+  /** A write is about to be acknowledged to the host: on a durable slot, it reaches the disk first. */
+  committed(): void {
+    if (this.durable) syncWal(sessionPaths(this.session.folder).db);
   }
 
   /** Stop the loop, after the tick in progress. */

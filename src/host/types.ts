@@ -1,4 +1,5 @@
 import type { SessionMode, TriggerRules } from './central-db/types.js';
+import type { KubernetesSettings } from './kubernetes/settings.js';
 import type { TaskHistoryPolicy } from './task-history.js';
 
 /** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
@@ -23,9 +24,10 @@ export interface HostConfig {
   /**
    * How the host reaches its sessions (src/host/session/port.ts): `local` (the folder on this machine, its engine in
    * the host) or `session-serve` (PINCER_RUNNER=session-serve: one `pincer session-serve` process per session, over
-   * loopback HTTP). `orphanMs`: a served session stops by itself after this long without a word from its host.
+   * loopback HTTP) or `kubernetes` (PINCER_RUNNER=kubernetes: a pod per active session, src/host/kubernetes/).
+   * `orphanMs`: a served session stops by itself after this long without a word from its host.
    */
-  sessionPort: { kind: 'local' | 'session-serve'; orphanMs: number };
+  sessionPort: { kind: 'local' | 'session-serve'; orphanMs: number } | { kind: 'kubernetes'; orphanMs: number; kubernetes: KubernetesSettings };
   runners: {
     /**
      * `auto` (default): bwrap, else docker, else process, resolved when the host starts (src/host/runner-kind.ts);

@@ -42,7 +42,12 @@ export function mcpClientSettings(env: Record<string, string | undefined>): McpC
  */
 export function withoutCwd(server: McpStdioServerConfig): McpStdioServerConfig {
   if (!server.cwd) return server;
-  return { command: '/bin/sh', args: ['-c', 'cd -- "$0" && exec "$@"', server.cwd, server.command, ...server.args], env: server.env };
+  return {
+    command: '/bin/sh',
+    args: ['-c', 'cd -- "$0" && exec "$@"', server.cwd, server.command, ...server.args],
+    env: server.env,
+    ...(server.secretKeys ? { secretKeys: server.secretKeys } : {}),
+  };
 }
 
 export function isHttpServer(server: McpServerConfig): server is Extract<McpServerConfig, { type: 'http' }> {

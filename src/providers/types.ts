@@ -34,6 +34,11 @@ export interface McpStdioServerConfig {
   /** absolute working directory; the provider's own when absent */
   cwd?: string;
   /**
+   * the names in `env` whose values are the host's secrets: a provider keeps them off every command line and out of
+   * the environment its agent's commands inherit (only the server's own process gets them).
+   */
+  secretKeys?: string[];
+  /**
    * Pincer's own server: the agent cannot work without it, so a provider waits for it (a failed start fails the turn)
    * and leaves its call timeouts to it (`ask_user_question` may wait for days). The user's servers have the start
    * deadline and call timeout of src/providers/mcp-settings.ts, and are left out when they cannot start.
@@ -45,6 +50,8 @@ export interface McpHttpServerConfig {
   type: 'http';
   url: string;
   headers: Record<string, string>;
+  /** the names in `headers` whose values are the host's secrets (as `McpStdioServerConfig.secretKeys`) */
+  secretKeys?: string[];
 }
 
 /**

@@ -16,8 +16,10 @@ import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { isSessionConfigError } from '../db/config-file.js';
-import { forwardCredentialProxy } from './proxy-forward.js';
+import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
 import { resolveUserMcpServers } from './mcp-servers.js';
+import { readStdinDocument, StdinDocumentError } from './stdin-document.js';
+import { STDIN_DOCUMENT_ENV } from '../shared/stdin-document.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
 import { identityAt } from '../db/db-file.js';
@@ -52,7 +54,9 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const dbIdentity = identityAt(config.paths.db);
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
-    const userServers = resolveUserMcpServers(config.mcpServers, { agentDir: config.paths.agent, env, secret: () => undefined });
+    // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
+    const secrets = env[STDIN_DOCUMENT_ENV] === '1' ? (await readStdinDocument(process.stdin)).secrets : {};
+    const userServers = resolveUserMcpServers(config.mcpServers, { agentDir: config.paths.agent, env, secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined) });
     for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
     const provider = await createProvider(choice.name, {
       env,
@@ -67,7 +71,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer, userServers: userServers.servers };
   } catch (err) {
-    if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError) {
+    if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError || err instanceof StdinDocumentError) {
       log.error(err.message);
       return 2;
     }
@@ -91,6 +95,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);
   const systemPrompt = [loadSystemPrompt(config.paths), PINCER_TOOLS_INSTRUCTIONS, skills].filter(Boolean).join('\n\n');
   const waker = new Waker(config.paths.root, config.wake);
+  await forwardTraceRelay(env, (m) => log.warn(m)); // before the first span is exported
   const tracing = await startTracing('pincer-runner', env);
   const runner = new Runner({
     db,

@@ -46,7 +46,11 @@ export function resolveUserMcpServers(
 function resolveOne(spec: McpServerSpec, value: (v: McpValue) => string, context: UserServerContext): McpServerConfig {
   const map = (values: Record<string, McpValue> | undefined): Record<string, string> =>
     Object.fromEntries(Object.entries(values ?? {}).map(([key, v]) => [key, value(v)]));
-  if (spec.type === 'http') return { type: 'http', url: spec.url, headers: map(spec.headers) };
+  const secretKeys = (values: Record<string, McpValue> | undefined): { secretKeys?: string[] } => {
+    const keys = Object.entries(values ?? {}).flatMap(([key, v]) => (typeof v === 'string' ? [] : [key]));
+    return keys.length > 0 ? { secretKeys: keys } : {};
+  };
+  if (spec.type === 'http') return { type: 'http', url: spec.url, headers: map(spec.headers), ...secretKeys(spec.headers) };
   const base: Record<string, string> = {};
   for (const name of INHERITED) {
     const v = context.env[name];
@@ -57,5 +61,6 @@ function resolveOne(spec: McpServerSpec, value: (v: McpValue) => string, context
     args: spec.args ?? [],
     env: { ...base, ...map(spec.env) },
     ...(spec.cwd ? { cwd: path.resolve(context.agentDir, spec.cwd) } : {}),
+    ...secretKeys(spec.env),
   };
 }

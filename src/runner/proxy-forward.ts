@@ -12,6 +12,22 @@ export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (messa
   if (!socket) return undefined;
   const port = proxyPort(env);
   if (port === undefined) return undefined;
+  return forwardLoopback(port, socket, (m) => log(`cannot forward the credential proxy: ${m}`));
+}
+
+/**
+ * The same for the host's OTLP relay (src/host/trace-relay.ts): the sandbox's spans — this runner's, the MCP server's,
+ * the agent CLI's — go to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` on the sandbox's loopback, forwarded to the relay's socket.
+ */
+export async function forwardTraceRelay(env: NodeJS.ProcessEnv, log: (message: string) => void): Promise<net.Server | undefined> {
+  const socket = env.PINCER_TRACE_RELAY_SOCKET;
+  const port = loopbackPort(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (!socket || port === undefined) return undefined;
+  return forwardLoopback(port, socket, (m) => log(`cannot forward the trace relay: ${m}`));
+}
+
+/** Listen on 127.0.0.1:`port` and pipe each connection to the Unix socket `socket`; EADDRINUSE: the host's own port is here. */
+async function forwardLoopback(port: number, socket: string, warn: (message: string) => void): Promise<net.Server | undefined> {
   const net = await import('node:net'); // only in a sandbox with its own network
   const server = net.createServer((client) => {
     const upstream = net.connect(socket);
@@ -26,11 +42,21 @@ export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (messa
   server.unref();
   return new Promise((resolve) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EADDRINUSE') log(`cannot forward the credential proxy: ${err.message}`);
+      if (err.code !== 'EADDRINUSE') warn(err.message);
       resolve(undefined);
     });
     server.listen(port, '127.0.0.1', () => resolve(server));
   });
+}
+
+function loopbackPort(value: string | undefined): number | undefined {
+  if (!value) return undefined;
+  try {
+    const url = new URL(value);
+    return url.hostname === '127.0.0.1' && url.port ? Number(url.port) : undefined;
+  } catch {
+    return undefined; // not a URL: the exporter reports it
+  }
 }
 
 /** The loopback port of the proxy's base URLs. */

@@ -48,6 +48,11 @@ export function tracingConfigured(env: NodeJS.ProcessEnv | Record<string, string
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT) && env.OTEL_TRACES_EXPORTER !== 'none' && env.OTEL_SDK_DISABLED !== 'true';
 }
 
+/** The OTLP/HTTP URL spans go to: the traces endpoint, else `<endpoint>/v1/traces`. */
+export function tracesEndpoint(env: NodeJS.ProcessEnv | Record<string, string | undefined>): string {
+  return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${String(env.OTEL_EXPORTER_OTLP_ENDPOINT).replace(/\/$/, '')}/v1/traces`;
+}
+
 /**
  * Tracing for `service` (`pincer-host`, `pincer-runner`, `pincer-mcp`), exporting OTLP/HTTP (JSON) to the configured
  * endpoint. `immediate` exports each span as it ends (the MCP server, which may be killed between calls); otherwise
@@ -61,7 +66,7 @@ export async function startTracing(service: string, env: NodeJS.ProcessEnv, opti
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
   ]);
-  const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${String(env.OTEL_EXPORTER_OTLP_ENDPOINT).replace(/\/$/, '')}/v1/traces`;
+  const url = tracesEndpoint(env);
   const exporter = new OTLPTraceExporter({ url });
   const processor = options.immediate ? new base.SimpleSpanProcessor(exporter) : new base.BatchSpanProcessor(exporter, { scheduledDelayMillis: 500 });
   const provider = new base.BasicTracerProvider({

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { TEST_RUNNER } from './host-harness.js';
 import { BUILT_CLI } from './runner-harness.js';
 
 /**
@@ -20,7 +21,7 @@ export interface PipedChat {
 export async function runPipedChat(args: string[], env: Record<string, string>, input: string, timeoutMs = 60_000): Promise<PipedChat> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-'));
   const child = spawn(process.execPath, [BUILT_CLI, 'chat', ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', PINCER_RUNNER: 'process', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, TZ: 'UTC', PINCER_RUNNER: TEST_RUNNER, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

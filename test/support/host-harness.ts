@@ -46,6 +46,18 @@ export interface SseStream {
   close(): void;
 }
 
+/** The runner kind of every host a test starts unless it names one: `auto` unless PINCER_TEST_RUNNER says otherwise. */
+export const TEST_RUNNER = process.env.PINCER_TEST_RUNNER ?? 'auto';
+
+/**
+ * For a test that signals the runner by the pid its `runner_state` row names (SIGKILL, SIGSTOP): that is a host pid
+ * only for a plain process — a sandbox's pid namespace renumbers it. The fault suite kills sandboxes in every mode.
+ */
+export const PID_SIGNALLED_RUNNER = { PINCER_RUNNER: 'process' } as const;
+
+/** For a test of what a plain process runner sees (the host's loopback, its files); the reason is beside each use. */
+export const PROCESS_RUNNER = { PINCER_RUNNER: 'process' } as const;
+
 const hosts = new Set<HostHandle>();
 const allRunnerPids = new Set<number>();
 
@@ -58,8 +70,9 @@ export async function startHost(env: Record<string, string | undefined> = {}, ho
       HOME: process.env.HOME,
       AGENT_PROVIDER: 'mock',
       TZ: 'UTC',
-      // the tests choose their sandbox; by default a plain process, whatever this machine has installed
-      PINCER_RUNNER: 'process',
+      // what users run: `auto` (bubblewrap wherever it works, then Docker, then a plain process); a test that needs one
+      // kind says so in its own env, and PINCER_TEST_RUNNER runs the whole suite in one mode (.ci/run: process)
+      PINCER_RUNNER: TEST_RUNNER,
       PINCER_HOME: home,
       PINCER_HTTP_TOKEN: TEST_TOKEN,
       PINCER_SWEEP_INTERVAL_MS: '200',

@@ -1,6 +1,8 @@
 // A small MCP server (the official SDK over stdio) that misbehaves on purpose, for the tests of how Pincer's clients
 // cope. MISBEHAVE=crash-at-start exits before it answers; MISBEHAVE=hang-at-start never answers; otherwise it serves
 // tools that hang, return too much, return each content type, or drop the connection mid-call.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
@@ -23,6 +25,30 @@ if (mode === 'hang-at-start') {
     calls += 1;
     return text(`echo: ${value} (pid ${process.pid}, call ${calls})`);
   });
+  // Where a secret went, without saying it: its digest, and whether the process that started us has it too.
+  server.registerTool('env_digest', { description: "a variable's sha256 and whether the parent process has its value", inputSchema: { name: z.string() } }, ({ name }) => {
+    const value = process.env[name];
+    if (!value) return text(JSON.stringify({ name, set: false }));
+    const has = (file) => {
+      try {
+        return fs.readFileSync(file).includes(value);
+      } catch (err) {
+        return `unreadable (${err.code})`;
+      }
+    };
+    const parent = process.ppid;
+    return text(JSON.stringify({ name, set: true, sha256: createHash('sha256').update(value).digest('hex'), parentEnviron: has(`/proc/${parent}/environ`), parentCmdline: has(`/proc/${parent}/cmdline`) }));
+  });
+  server.registerTool('read_file', { description: 'read a file', inputSchema: { path: z.string() } }, ({ path }) => {
+    try {
+      return text(fs.readFileSync(path, 'utf8').slice(0, 200));
+    } catch (err) {
+      return text(`cannot read ${path}: ${err.code}`);
+    }
+  });
+  server.registerTool('where', { description: 'cwd and what the server sees', inputSchema: {} }, () =>
+    text(JSON.stringify({ cwd: process.cwd(), workspace: process.env.PINCER_WORKSPACE ?? null, sessionDb: fs.existsSync('/workspace/session.db') })),
+  );
   server.registerTool('hang', { description: 'never answers', inputSchema: {} }, () => new Promise(() => undefined));
   server.registerTool('big', { description: 'returns a text of `bytes` bytes', inputSchema: { bytes: z.number().int() } }, ({ bytes }) => text('x'.repeat(bytes)));
   server.registerTool('contents', { description: 'returns one block of each content type', inputSchema: {} }, () => ({

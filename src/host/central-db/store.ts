@@ -240,6 +240,12 @@ export class CentralStore {
     prepared(this.db, 'UPDATE sessions SET next_wake_at = ? WHERE id = ? AND next_wake_at IS NOT ?').run(at, sessionId, at);
   }
 
+  /** A served session's launch state: its current epoch (0: never launched) and when it next has something due. */
+  launchStateOf(sessionId: string): { epoch: number; nextWakeAt: string | null } {
+    const row = prepared(this.db, 'SELECT epoch, next_wake_at FROM sessions WHERE id = ?').get(sessionId) as { epoch: number; next_wake_at: string | null } | undefined;
+    return { epoch: row?.epoch ?? 0, nextWakeAt: row?.next_wake_at ?? null };
+  }
+
   /** The next launch epoch of a served session: one more than the last, stored before the launch starts. */
   nextEpoch(sessionId: string): number {
     return (prepared(this.db, 'UPDATE sessions SET epoch = epoch + 1 WHERE id = ? RETURNING epoch').get(sessionId) as { epoch: number }).epoch;

@@ -55,6 +55,7 @@ export class SessionEngine {
   private readonly events: { version: number; event: SessionEvent }[] = [];
   private admission: Admission = { over: false, notice: '' };
   private config: ConfigFile = {};
+  private secrets: Record<string, string> = {};
   private readonly keeper: SessionDbKeeper;
   private draining = false;
   /** how many times the database was set up afresh. */
@@ -107,7 +108,7 @@ export class SessionEngine {
     // A new database: the provider's conversation went with the old one's history, so no runner may resume it.
     if (event.type === 'reset') {
       this.incarnation += 1;
-      if (this.config.sessionId) this.publishConfig({ ...this.config, sessionId: undefined });
+      if (this.config.sessionId) this.publishConfig({ ...this.config, sessionId: undefined }, this.secrets);
     }
     const version = this.changes.bump();
     this.events.push({ version, event });
@@ -121,9 +122,13 @@ export class SessionEngine {
     if (changed) this.slot.waker.notify();
   }
 
-  /** The runner configuration: written atomically into the folder, and kept for the launches to come. */
-  publishConfig(config: ConfigFile): void {
+  /**
+   * The runner configuration: written atomically into the folder, and kept for the launches to come. `secrets` (the
+   * values its MCP servers refer to) stay in memory: each launch hands them to its runner on stdin.
+   */
+  publishConfig(config: ConfigFile, secrets?: Record<string, string>): void {
     this.config = config;
+    this.secrets = secrets ?? {};
     writeJsonAtomic(sessionPaths(this.deps.session.folder).config, config);
   }
 
@@ -190,6 +195,7 @@ export class SessionEngine {
           provider: this.config.provider ?? 'mock',
           timezone,
           ...this.deps.launch,
+          ...(Object.keys(this.secrets).length > 0 ? { secrets: this.secrets } : {}),
         });
         slot.runnerWanted = false;
       }
@@ -204,7 +210,7 @@ export class SessionEngine {
       const state = readRunnerState(this.slot.db);
       const providerSession = state && getSessionValue(this.slot.db, sessionKeys(state.provider).sessionId);
       if (providerSession && providerSession !== this.config.sessionId) {
-        this.publishConfig({ ...this.config, sessionId: providerSession });
+        this.publishConfig({ ...this.config, sessionId: providerSession }, this.secrets);
         this.emit({ type: 'provider-session', providerSessionId: providerSession });
       }
     } catch (err) {

@@ -72,12 +72,14 @@ export class LocalSessionPort implements SessionPort {
       if (full) throw new HostError('invalid-input', full);
     }
     const written = insertInbound(this.db, row);
+    this.engine.slot.committed();
     this.engine.slot.touch();
     return written;
   }
 
   async answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
     const written = insertAnswer(this.db, answer, routing);
+    this.engine.slot.committed();
     this.engine.slot.touch();
     return written;
   }
@@ -115,6 +117,7 @@ export class LocalSessionPort implements SessionPort {
       if (result.delivered) markDelivered(this.db, result.id, result.platformMessageId);
       else recordDeliveryFailure(this.db, result.id, result.error);
     }
+    this.engine.slot.committed();
   }
 
   async platformMessageIdOf(seq: number): Promise<string | null> {
@@ -137,8 +140,8 @@ export class LocalSessionPort implements SessionPort {
     }
   }
 
-  async publishConfig(config: ConfigFile): Promise<void> {
-    this.engine.publishConfig(config);
+  async publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void> {
+    this.engine.publishConfig(config, secrets);
   }
 
   async setAdmission(admission: Admission): Promise<void> {
@@ -155,7 +158,10 @@ export class LocalSessionPort implements SessionPort {
   }
 
   async done(ids: string[], incarnation: number): Promise<string[]> {
-    return incarnation === this.engine.incarnation ? doneMessages(this.db, ids) : [];
+    if (incarnation !== this.engine.incarnation) return [];
+    const done = doneMessages(this.db, ids);
+    this.engine.slot.committed();
+    return done;
   }
 
   async tasks(): Promise<InboundRow[]> {
@@ -164,6 +170,7 @@ export class LocalSessionPort implements SessionPort {
 
   async changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
     const row = applyTaskCommand(this.db, taskId, command, timezone);
+    this.engine.slot.committed();
     this.engine.slot.touch();
     return row;
   }

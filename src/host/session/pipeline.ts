@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ConfigFile } from '../../db/config-file.js';
 import { Backoff } from '../../shared/backoff.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
@@ -27,6 +28,8 @@ export interface PipelineDeps {
   metrics?: HostMetrics;
   /** the runner configuration document of a session of `group`. */
   configFor(session: SessionRecord, group: AgentGroup): ConfigFile;
+  /** the values of the secrets `config`'s MCP servers refer to (handed to runners at launch, never written). */
+  secretsFor?(config: ConfigFile): Record<string, string>;
   /** what the host itself does about an event (`reset`, `quarantined`); notices and counts are the pipeline's. */
   onEvent(pipeline: SessionPipeline, event: SessionEvent): Promise<void>;
   /** the port stopped answering or another launch owns the session (served sessions are relaunched). */
@@ -71,9 +74,11 @@ export class SessionPipeline {
   /** Publish the runner configuration now if it changed since the last time (before a session's first message). */
   async publish(handle = this.handle(), force = false): Promise<void> {
     const config = this.deps.configFor(handle.session, handle.group);
-    const text = JSON.stringify(config);
+    const secrets = this.deps.secretsFor?.(config) ?? {};
+    // A rotated secret publishes again (for the next launch); only its digest is kept here.
+    const text = `${JSON.stringify(config)}\n${createHash('sha256').update(JSON.stringify(secrets)).digest('hex')}`;
     if (text === this.published && !force) return;
-    await this.port.publishConfig(config);
+    await this.port.publishConfig(config, secrets);
     this.published = text;
   }
 

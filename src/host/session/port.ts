@@ -31,8 +31,11 @@ export interface SessionPort {
   platformMessageIdOf(seq: number): Promise<string | null>;
   /** A file the agent sent with an outbound row: a local path the channel can read. */
   outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }>;
-  /** Publish the runner configuration (`config.json`), atomically. */
-  publishConfig(config: ConfigFile): Promise<void>;
+  /**
+   * Publish the runner configuration (`config.json`), atomically, with the values of the secrets its MCP servers refer
+   * to: those are never written anywhere, only handed to each runner at its launch.
+   */
+  publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void>;
   /** Whether the session's agent group may start a turn now; when not, due messages are refused with `notice`. */
   setAdmission(admission: Admission): Promise<void>;
   /** Start a runner now even with nothing due (a restart asked for), or stop the one running. */

@@ -86,8 +86,8 @@ export class RemoteSessionPort implements SessionPort {
     return { name, path: file };
   }
 
-  publishConfig(config: ConfigFile): Promise<void> {
-    return this.call('publishConfig', [config]);
+  publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void> {
+    return this.call('publishConfig', secrets && Object.keys(secrets).length > 0 ? [config, secrets] : [config]);
   }
 
   setAdmission(admission: Admission): Promise<void> {

@@ -61,7 +61,7 @@ export const CALLS = {
     ),
   ]),
   platformMessageIdOf: z.tuple([seq]),
-  publishConfig: z.tuple([z.record(z.string(), z.unknown())]),
+  publishConfig: z.union([z.tuple([z.record(z.string(), z.unknown())]), z.tuple([z.record(z.string(), z.unknown()), z.record(z.string(), z.string())])]),
   setAdmission: z.tuple([z.strictObject({ over: z.boolean(), notice: z.string() })]),
   runner: z.tuple([z.enum(['start', 'stop'])]),
   usageAfter: z.tuple([seq]),

@@ -102,12 +102,14 @@ export class ServedSessionPort implements SessionPort {
   outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
     return this.use((p) => p.outboxFile(rowId, name));
   }
-  publishConfig(config: ConfigFile): Promise<void> {
+  publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void> {
     this.config = config;
-    return this.use((p) => p.publishConfig(config));
+    this.secrets = secrets;
+    return this.use((p) => p.publishConfig(config, secrets));
   }
-  /** the last configuration published, given to each new launch. */
+  /** the last configuration published (and its secrets' values), given to each new launch. */
   private config: ConfigFile | null = null;
+  private secrets: Record<string, string> | undefined;
   private admission: Admission | null = null;
   setAdmission(admission: Admission): Promise<void> {
     this.admission = admission;
@@ -231,7 +233,7 @@ export class ServedSessionPort implements SessionPort {
     child.stdin!.write(`${JSON.stringify(doc)}\n`);
     const ready = await readyLine(child, options.config.runners.startTimeoutMs);
     const port = new RemoteSessionPort({ sessionId: this.sessionId, url: ready.url, token, epoch, filesDir: options.filesDir });
-    if (this.config) await port.publishConfig(this.config);
+    if (this.config) await port.publishConfig(this.config, this.secrets);
     if (this.admission) await port.setAdmission(this.admission);
     options.log.info(`session ${this.sessionId}: session-serve pid ${child.pid}, epoch ${epoch}, on ${ready.url}`);
     return { child, port, exited };

@@ -116,14 +116,23 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
     config.model_providers = { [CUSTOM_PROVIDER_ID]: provider };
   }
   const servers = Object.entries(input.mcpServers);
+  const secretEnv: Record<string, string> = {};
   if (servers.length > 0) {
     const timing = mcpClientSettings(input.env);
-    config.mcp_servers = Object.fromEntries(servers.map(([name, server]) => [name, codexMcpServer(server, timing)]));
+    const converted = servers.flatMap(([name, server], index): [string, CodexMcpServer][] => {
+      const codex = codexMcpServer(server, timing, index, secretEnv);
+      return codex ? [[name, codex]] : [];
+    });
+    config.mcp_servers = Object.fromEntries(converted);
+    // The secrets reach the CLI's environment only to be passed on to their server: never the agent's commands.
+    const policy = config.shell_environment_policy as { exclude: string[] };
+    policy.exclude = [...policy.exclude, ...Object.keys(secretEnv)];
   }
   const env = childEnv(settings.env, [], {
     CODEX_HOME: home,
     // A local server may need no key, but the custom provider's `env_key` must name a set variable.
     OPENAI_API_KEY: settings.baseUrl ? (settings.apiKey ?? 'unused') : undefined,
+    ...secretEnv,
   });
   return { config, env, apiKey: settings.baseUrl ? undefined : settings.apiKey };
 }
@@ -138,12 +147,45 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
  */
 type CodexMcpServer = Record<string, string | number | boolean | string[] | Record<string, string>>;
 
-function codexMcpServer(server: McpServerConfig, timing: { startMs: number; callMs: number }): CodexMcpServer {
+/**
+ * The SDK hands Codex its configuration as `--config` arguments — a command line every local user can read — so a
+ * secret value is never in it: it goes into the CLI's environment (`secretEnv`) and the server's entry only names
+ * it (`env_vars` for a stdio server's variable of the same name, `env_http_headers` for a header). Undefined: two
+ * servers want different values in one variable name, which the CLI's one environment cannot hold (the second is
+ * left out rather than given the first's secret).
+ */
+function codexMcpServer(server: McpServerConfig, timing: { startMs: number; callMs: number }, index: number, secretEnv: Record<string, string>): CodexMcpServer | undefined {
   const common = { default_tools_approval_mode: 'approve' };
+  const secret = new Set(server.secretKeys ?? []);
+  const plain = (values: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(values).filter(([key]) => !secret.has(key)));
   if (server.type === 'http') {
-    return { ...common, url: server.url, http_headers: server.headers, startup_timeout_sec: timing.startMs / 1000, tool_timeout_sec: timing.callMs / 1000 };
+    const envHeaders: Record<string, string> = {};
+    for (const [header, value] of Object.entries(server.headers)) {
+      if (!secret.has(header)) continue;
+      const variable = `PINCER_MCP_${index}_${header.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+      secretEnv[variable] = value;
+      envHeaders[header] = variable;
+    }
+    return {
+      ...common,
+      url: server.url,
+      http_headers: plain(server.headers),
+      ...(Object.keys(envHeaders).length > 0 ? { env_http_headers: envHeaders } : {}),
+      startup_timeout_sec: timing.startMs / 1000,
+      tool_timeout_sec: timing.callMs / 1000,
+    };
   }
-  const base = { ...common, command: server.command, args: server.args, env: server.env, ...(server.cwd ? { cwd: server.cwd } : {}) };
+  for (const key of secret) if (secretEnv[key] !== undefined && secretEnv[key] !== server.env[key]) return undefined;
+  for (const key of secret) if (server.env[key] !== undefined) secretEnv[key] = server.env[key];
+  const forwarded = [...secret].filter((key) => server.env[key] !== undefined);
+  const base = {
+    ...common,
+    command: server.command,
+    args: server.args,
+    env: plain(server.env),
+    ...(forwarded.length > 0 ? { env_vars: forwarded } : {}),
+    ...(server.cwd ? { cwd: server.cwd } : {}),
+  };
   return server.required
     ? { ...base, required: true, startup_timeout_sec: 30 }
     : { ...base, startup_timeout_sec: timing.startMs / 1000, tool_timeout_sec: timing.callMs / 1000 };

@@ -6,7 +6,7 @@ import { childEnv } from '../child-env.js';
 import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import { mcpClientSettings, withoutCwd } from '../mcp-settings.js';
-import type { PrepareInput } from '../types.js';
+import type { McpServerConfig, PrepareInput } from '../types.js';
 
 /**
  * OpenCode settings from the environment (seed "OpenCode Provider": provider and model from `OPENCODE_PROVIDER` /
@@ -100,19 +100,26 @@ export function openCodeConfig(settings: OpenCodeSettings, input: PrepareInput):
       },
     };
   }
-  const servers = Object.entries(input.mcpServers);
-  if (servers.length > 0) {
-    // `timeout` is how long OpenCode waits for a server's tools (its start deadline).
-    const { startMs } = mcpClientSettings(input.env);
-    config.mcp = Object.fromEntries(
-      servers.map(([name, server]): [string, NonNullable<Config['mcp']>[string]] => {
-        if (server.type === 'http') return [name, { type: 'remote', url: server.url, headers: server.headers, enabled: true, timeout: startMs }];
-        const stdio = withoutCwd(server);
-        return [name, { type: 'local', command: [stdio.command, ...stdio.args], environment: stdio.env, enabled: true, ...(server.required ? {} : { timeout: startMs }) }];
-      }),
-    );
-  }
+  // A server with secrets is added over the server's API once it runs (`openCodeLateServers`): the configuration
+  // travels in OpenCode's environment, which every shell command of the agent inherits.
+  const servers = Object.entries(input.mcpServers).filter(([, server]) => !server.secretKeys?.length);
+  if (servers.length > 0) config.mcp = Object.fromEntries(servers.map(([name, server]) => [name, openCodeMcpServer(server, input)]));
   return config;
+}
+
+/** One server in OpenCode's `mcp` form; `timeout` is how long OpenCode waits for its tools (its start deadline). */
+export function openCodeMcpServer(server: McpServerConfig, input: Pick<PrepareInput, 'env'>): NonNullable<Config['mcp']>[string] {
+  const { startMs } = mcpClientSettings(input.env);
+  if (server.type === 'http') return { type: 'remote', url: server.url, headers: server.headers, enabled: true, timeout: startMs };
+  const stdio = withoutCwd(server);
+  return { type: 'local', command: [stdio.command, ...stdio.args], environment: stdio.env, enabled: true, ...(server.required ? {} : { timeout: startMs }) };
+}
+
+/** The servers with secrets, added through the running server's API (`client.mcp.add`), never through its environment. */
+export function openCodeLateServers(input: Pick<PrepareInput, 'mcpServers' | 'env'>): [string, NonNullable<Config['mcp']>[string]][] {
+  return Object.entries(input.mcpServers)
+    .filter(([, server]) => Boolean(server.secretKeys?.length))
+    .map(([name, server]) => [name, openCodeMcpServer(server, input)]);
 }
 
 /**

@@ -5,7 +5,7 @@ import { ModelDeadline } from '../deadline.js';
 import { FollowUps } from '../follow-ups.js';
 import { promptToText } from '../prompt-text.js';
 import type { AgentProvider, AgentQuery, PrepareInput, ProviderConfig, ProviderEvent, QueryInput } from '../types.js';
-import { openCodeConfig, openCodeEnv, readOpenCodeSettings, type OpenCodeSettings } from './config.js';
+import { openCodeConfig, openCodeEnv, openCodeLateServers, readOpenCodeSettings, type OpenCodeSettings } from './config.js';
 import { lastAnswer, lastTurnUsage, SessionEvents } from './events.js';
 import { reapStaleServer, recordServer } from './pid-file.js';
 import { resolveOpenCodeBinary, startOpenCodeServer, type OpenCodeServer } from './server.js';
@@ -225,6 +225,11 @@ export class OpenCodeProvider implements AgentProvider {
       if (this.running) this.log.warn('server exited');
     });
     const client = createOpencodeClient({ baseUrl: server.url, directory: input.cwd });
+    for (const [name, config] of openCodeLateServers(input)) {
+      const added = await client.mcp.add({ body: { name, config } }).catch((err: unknown) => ({ error: errorMessage(err) }));
+      // never the error body: it may echo the configuration, secrets and all
+      if (added.error) this.log.warn(`MCP server ${name} could not be added: ${typeof added.error === 'string' ? added.error : 'OpenCode refused its configuration'}`);
+    }
     // The first prompt would otherwise load the provider plugins and connect the MCP servers (seconds): do it now.
     await Promise.all([client.config.providers(), client.mcp.status()]).catch((err: unknown) => {
       this.log.warn(`warm-up failed: ${errorMessage(err)}`);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ModelParams } from '../../db/model-settings.js';
 import { describeRoute } from '../../runtime/model-route.js';
 import { readRuntimeSettings, type RuntimeSettings } from '../../runtime/resources/manifest.js';
+import type { CodeTasks } from '../../runtime/tasks/code-mode.js';
 import type { CompactionTasks } from '../../runtime/tasks/compaction-plan.js';
 import type { FileTasks } from '../../runtime/tasks/file-edit.js';
 import { WorkerTaskPool } from '../../runtime/worker-pool/pool.js';
@@ -18,6 +19,7 @@ import { buildModel, type BuiltModel } from './model.js';
 import { PincerRun } from './run.js';
 import { SessionStore } from './session-store.js';
 import { bashTool } from './tools/bash.js';
+import { codeModeLimits, codeModeTools, stopPrograms, type Programs } from './tools/code-mode.js';
 import { Confinement } from './tools/confine.js';
 import { extensionTool } from './tools/extension.js';
 import { MutationQueue, poolPlanner, type FilePlanner } from './tools/edit.js';
@@ -55,6 +57,9 @@ export class PincerProvider implements AgentProvider {
   private readonly fileQueue = new MutationQueue();
   /** compaction planning (token estimation, pruning, the cut, the summary request) runs on this one */
   private readonly compactionPool = new WorkerTaskPool<CompactionTasks>({ name: 'compaction', tasks: new URL('../../runtime/tasks/compaction-plan.js', import.meta.url) });
+  /** code mode's sandboxed programs (QuickJS) run on this one, a slice at a time; their tool calls run here */
+  private readonly codePool = new WorkerTaskPool<CodeTasks>({ name: 'code', tasks: new URL('../../runtime/tasks/code-mode.js', import.meta.url) });
+  private readonly programs: Programs = new Map();
 
   private readonly extensionTools: ProviderConfig['extensionTools'];
   private readonly linkedMcpServers: NonNullable<ProviderConfig['linkedMcpServers']>;
@@ -95,10 +100,11 @@ export class PincerProvider implements AgentProvider {
 
   async close(): Promise<void> {
     for (const run of this.runs) run.abort();
+    stopPrograms(this.programs);
     const mcp = this.mcp;
     this.mcp = undefined;
     if (mcp) await (await mcp.catch(() => undefined))?.close();
-    await Promise.all([this.filePool.close(), this.compactionPool.close()]);
+    await Promise.all([this.filePool.close(), this.compactionPool.close(), this.codePool.close()]);
   }
 
   private start(input: QueryInput): { run: PincerRun; done: Promise<void> } {
@@ -110,7 +116,7 @@ export class PincerProvider implements AgentProvider {
     const done = (async () => {
       try {
         conversation.agent.state.tools = await this.tools(input);
-        conversation.agent.state.systemPrompt = systemPromptFor(input);
+        conversation.agent.state.systemPrompt = systemPromptFor(input, this.runtimeSettings(input.cwd).codeMode === true);
         // A user's MCP server left out (did not start in time, or failed): the chat is told once, the turn goes on.
         for (const text of (await this.mcp)?.takeNotices() ?? []) run.events.push({ type: 'notice', text });
       } catch (err) {
@@ -199,12 +205,17 @@ export class PincerProvider implements AgentProvider {
         if (this.mcp === connecting) this.mcp = undefined;
       });
     }
-    return this.mcp.then((mcp) => [
-      ...fileTools({ confinement: new Confinement(input.cwd, input.additionalDirectories), limits, planner: this.planner, queue: this.fileQueue }),
-      bashTool(input.cwd, this.env, limits),
-      ...mcp.tools(),
-      ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),
-    ]);
+    return this.mcp.then((mcp) => {
+      const tools = [
+        ...fileTools({ confinement: new Confinement(input.cwd, input.additionalDirectories), limits, planner: this.planner, queue: this.fileQueue }),
+        bashTool(input.cwd, this.env, limits),
+        ...mcp.tools(),
+        ...(this.extensionTools ?? []).map((tool) => extensionTool(tool, input.cwd, limits.maxOutputChars)),
+      ];
+      if (this.runtimeSettings(input.cwd).codeMode !== true) return tools;
+      // Code mode: the model sees exec and wait; every tool above is reachable from its programs.
+      return codeModeTools({ tools, pool: this.codePool, limits: codeModeLimits(this.env, limits.maxOutputChars), log: this.log, programs: this.programs });
+    });
   }
 }
 
@@ -216,10 +227,11 @@ function requestParams(params: ModelParams): { temperature?: number; maxTokens?:
   };
 }
 
-function systemPromptFor(input: PrepareInput): string {
+function systemPromptFor(input: PrepareInput, codeMode = false): string {
   const where =
     `You work in the folder ${input.cwd}: the read, write, edit and bash tools act there` +
     (input.additionalDirectories?.length ? ` (also in ${input.additionalDirectories.join(', ')})` : '') +
-    '.';
+    '.' +
+    (codeMode ? ' You reach them, and every other tool, from programs you run with exec (tools.search finds them).' : '');
   return [input.systemPrompt, where].filter(Boolean).join('\n\n');
 }

@@ -1,0 +1,120 @@
+import fs from 'node:fs';
+import { z } from 'zod';
+import { describeIssues } from '../../db/content.js';
+
+/** The namespace of the host's own pod, when it runs in a cluster (the service account's mount). */
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A Kubernetes quantity: `500m`, `1`, `256Mi`, `1Gi`. */
+const quantity = z.string().regex(/^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'a Kubernetes quantity like 500m, 256Mi or 1Gi');
+/** `key=value,key=value` (node selectors). */
+const pairs = z
+  .string()
+  .regex(/^([A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$/, 'key=value pairs separated by commas')
+  .transform((text) => Object.fromEntries(text.split(',').map((pair) => pair.split('=', 2) as [string, string])));
+const dnsName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name').max(63);
+
+/** The settings of `PINCER_RUNNER=kubernetes` (docs/configuration.md "Sessions on Kubernetes"), each read here only. */
+const KubernetesEnvSchema = z.object({
+  PINCER_K8S_NAMESPACE: dnsName.optional(),
+  PINCER_K8S_IMAGE: z.string().min(1).optional(),
+  PINCER_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+  PINCER_K8S_IMAGE_PULL_SECRETS: z.string().regex(/^[a-z0-9.,-]+$/, 'secret names separated by commas').optional(),
+  /** the executable in the image that is `pincer` (the image's own `pincer` on PATH by default). */
+  PINCER_K8S_COMMAND: z.string().min(1).default('pincer'),
+  PINCER_K8S_STORAGE_CLASS: z.string().min(1).optional(),
+  PINCER_K8S_STORAGE_SIZE: quantity.default('1Gi'),
+  PINCER_K8S_ACCESS_MODE: z.enum(['ReadWriteOnce', 'ReadWriteOncePod']).default('ReadWriteOnce'),
+  PINCER_K8S_SHARED_CLAIM: dnsName.optional(),
+  PINCER_K8S_RUNTIME_CLASS: dnsName.optional(),
+  PINCER_K8S_NODE_SELECTOR: pairs.optional(),
+  PINCER_K8S_CPU_REQUEST: quantity.default('100m'),
+  PINCER_K8S_MEMORY_REQUEST: quantity.default('256Mi'),
+  PINCER_K8S_CPU_LIMIT: quantity.optional(),
+  PINCER_K8S_MEMORY_LIMIT: quantity.default('1Gi'),
+  PINCER_K8S_RUN_AS_USER: z.coerce.number().int().positive().default(1000),
+  PINCER_K8S_START_TIMEOUT_MS: positiveInt(120_000),
+  PINCER_K8S_ENDPOINT_PORT: z.coerce.number().int().min(1).max(65535).default(7070),
+  PINCER_K8S_IDLE_MS: positiveInt(5 * 60_000),
+  PINCER_K8S_HEARTBEAT_MS: positiveInt(5000),
+  PINCER_K8S_PROXY_URL: z.url().optional(),
+  KUBECONFIG: z.string().min(1).optional(),
+  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
+});
+
+export interface KubernetesSettings {
+  /** how the host reaches the API server: KUBECONFIG (its first file), else the in-cluster service account. */
+  access: { kubeconfig: string } | { inCluster: true };
+  /** where the session objects go: PINCER_K8S_NAMESPACE, else the host pod's own namespace, else the kubeconfig's. */
+  namespace: string | undefined;
+  image: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  imagePullSecrets: string[];
+  command: string;
+  storageClass: string | undefined;
+  storageSize: string;
+  accessMode: 'ReadWriteOnce' | 'ReadWriteOncePod';
+  /** a `ReadWriteMany` claim holding `groups/` and `global/`, mounted by subPath (none: empty folders on the session's claim). */
+  sharedClaim: string | undefined;
+  runtimeClass: string | undefined;
+  nodeSelector: Record<string, string>;
+  resources: { requests: { cpu: string; memory: string }; limits: { cpu?: string; memory: string } };
+  runAsUser: number;
+  /** from creating the pod to its endpoint answering (includes attaching the volume). */
+  startTimeoutMs: number;
+  endpointPort: number;
+  /** a pod with nothing open, due or undelivered this long is drained and deleted (its claim kept). */
+  idleMs: number;
+  /** the pod's health endpoint is asked this often; two misses in a row and the launch is given up (node loss). */
+  heartbeatMs: number;
+  /** the host's credential proxy as pods reach it (its Service), put in place of the host's loopback address. */
+  proxyUrl: string | undefined;
+}
+
+/** The settings, or an exact error naming the setting (explicit settings fail closed). */
+export function loadKubernetesSettings(env: NodeJS.ProcessEnv): KubernetesSettings {
+  const parsed = KubernetesEnvSchema.safeParse(env);
+  if (!parsed.success) throw new Error(`bad Kubernetes settings: ${describeIssues(parsed.error)}`);
+  const e = parsed.data;
+  if (!e.PINCER_K8S_IMAGE) throw new Error('PINCER_RUNNER=kubernetes needs PINCER_K8S_IMAGE (the runner image, built by `pincer container image`)');
+  const firstKubeconfig = e.KUBECONFIG?.split(':').find(Boolean);
+  if (!firstKubeconfig && !e.KUBERNETES_SERVICE_HOST) throw new Error('PINCER_RUNNER=kubernetes needs a cluster: set KUBECONFIG, or run the host in a pod (in-cluster service account)');
+  return {
+    access: firstKubeconfig ? { kubeconfig: firstKubeconfig } : { inCluster: true },
+    namespace: e.PINCER_K8S_NAMESPACE ?? inClusterNamespace(),
+    image: e.PINCER_K8S_IMAGE,
+    imagePullPolicy: e.PINCER_K8S_IMAGE_PULL_POLICY,
+    imagePullSecrets: (e.PINCER_K8S_IMAGE_PULL_SECRETS ?? '').split(',').filter(Boolean),
+    command: e.PINCER_K8S_COMMAND,
+    storageClass: e.PINCER_K8S_STORAGE_CLASS,
+    storageSize: e.PINCER_K8S_STORAGE_SIZE,
+    accessMode: e.PINCER_K8S_ACCESS_MODE,
+    sharedClaim: e.PINCER_K8S_SHARED_CLAIM,
+    runtimeClass: e.PINCER_K8S_RUNTIME_CLASS,
+    nodeSelector: e.PINCER_K8S_NODE_SELECTOR ?? {},
+    resources: {
+      requests: { cpu: e.PINCER_K8S_CPU_REQUEST, memory: e.PINCER_K8S_MEMORY_REQUEST },
+      limits: { ...(e.PINCER_K8S_CPU_LIMIT ? { cpu: e.PINCER_K8S_CPU_LIMIT } : {}), memory: e.PINCER_K8S_MEMORY_LIMIT },
+    },
+    runAsUser: e.PINCER_K8S_RUN_AS_USER,
+    startTimeoutMs: e.PINCER_K8S_START_TIMEOUT_MS,
+    endpointPort: e.PINCER_K8S_ENDPOINT_PORT,
+    idleMs: e.PINCER_K8S_IDLE_MS,
+    heartbeatMs: e.PINCER_K8S_HEARTBEAT_MS,
+    proxyUrl: e.PINCER_K8S_PROXY_URL,
+  };
+}
+
+function inClusterNamespace(): string | undefined {
+  try {
+    return fs.readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
+  } catch {
+    return undefined; // not in a cluster: the kubeconfig's context names it
+  }
+}
+
+/** The host settings a pod must never see (they are the host's, or name its cluster access). */
+export function isHostOnlyVariable(name: string): boolean {
+  return name.startsWith('PINCER_K8S_') || name === 'KUBECONFIG' || name.startsWith('KUBERNETES_');
+}
