@@ -65,6 +65,8 @@ export interface InjectedApiFailure {
 
 export class FakeKube {
   readonly calls: { verb: string; resource: string }[] = [];
+  /** what the kubelet did, in order: `started <pod>`, `force-detached <pod>`, `exited <pod>`. */
+  readonly timeline: string[] = [];
   readonly claimsDir: string;
   private readonly objects = new Map<string, Map<string, Obj>>([['pods', new Map()], ['persistentvolumeclaims', new Map()], ['secrets', new Map()]]);
   private readonly events: Obj[] = [];
@@ -357,6 +359,7 @@ export class FakeKube {
     const argv = command[0] === 'pincer' ? [process.execPath, BUILT_CLI, ...command.slice(1)] : command;
     const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     run.child = child;
+    this.timeline.push(`started ${pod.metadata.name}`);
     const collect = (chunk: Buffer): void => {
       run.log += chunk.toString('utf8');
       if (run.log.length > 200_000) run.log = run.log.slice(-100_000);
@@ -395,6 +398,7 @@ export class FakeKube {
 
   private onExit(run: PodRun, code: number): void {
     run.exited = true;
+    this.timeline.push(`exited ${run.pod.metadata.name}`);
     for (const timer of run.timers) clearTimeout(timer);
     const { pod } = run;
     if (!this.down.has(run.node)) {
@@ -417,6 +421,7 @@ export class FakeKube {
       run.timers.push(
         setTimeout(() => {
           if (run.child?.pid && !run.exited) process.kill(-run.child.pid, 'SIGKILL');
+          this.timeline.push(`force-detached ${pod.metadata.name}`);
           this.release(run);
           this.remove(run);
         }, this.options.forceDetachMs),
