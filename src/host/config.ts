@@ -24,6 +24,7 @@ const HostEnvSchema = z.object({
   AGENT_PROVIDER: z.string().min(1).default('auto'),
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  PINCER_HTTP_HOSTNAMES: z.string().optional(),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -95,7 +96,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, hostnames: idList(e.PINCER_HTTP_HOSTNAMES), token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
     sessionPort: sessionPortOf(e.PINCER_RUNNER, e.PINCER_SESSION_ORPHAN_MS, env),
     runners: {
       // Served sessions supervise their runners themselves, of this kind; in a pod (the sandbox) they are processes.
