@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/container/config.js';
+import { ensureRunnerImage } from '../src/container/index.js';
+import { openSessionDb } from '../src/db/connection.js';
+import { bwrapWorks } from '../src/host/runner-kind.js';
+import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
+import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+import { startOtlpReceiver } from './support/otlp-receiver.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The core scenarios in every runner mode users run — a plain process, bubblewrap, Docker — through one real host
+ * each: an answer, a follow-up, a host restart that resumes the provider session, a task that fires, a file the user
+ * sends. One suite, parametrised; the Docker mode shares one private daemon and one image build. A mode this machine
+ * cannot run is skipped with the reason.
+ */
+const IMAGE = 'pincer-runner-modes';
+let daemon: PrivateDockerd | undefined;
+
+const dockerSkip = dockerdUnavailable();
+const bwrapSkip = bwrapWorks() ? undefined : 'bubblewrap is not installed or cannot create its namespaces here';
+const modes: Array<{ mode: string; skip: string | undefined; env: () => Record<string, string> }> = [
+  { mode: 'process', skip: undefined, env: () => ({ PINCER_RUNNER: 'process' }) },
+  { mode: 'bwrap', skip: bwrapSkip, env: () => ({ PINCER_RUNNER: 'bwrap' }) },
+  { mode: 'docker', skip: dockerSkip, env: () => ({ PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon!.host }) },
+];
+for (const { mode, skip } of modes) if (skip) console.warn(`[runner-modes] skipping the ${mode} mode: ${skip}`);
+
+beforeAll(async () => {
+  if (dockerSkip) return;
+  daemon = await startPrivateDockerd();
+  await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, appRoot: packageRoot(BUILT_CLI) });
+}, 180_000);
+
+afterAll(async () => {
+  await daemon?.stop();
+}, 60_000);
+
+afterEach(async () => {
+  expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+  if (daemon) expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
+});
+
+async function post(host: HostHandle, conversation: string, body: Record<string, unknown>): Promise<{ sessionId: string; id: string }> {
+  const res = await host.request('POST', `/v1/conversations/${conversation}/messages`, body);
+  expect(res.status).toBe(202);
+  return res.body as { sessionId: string; id: string };
+}
+
+function sessionState(host: HostHandle, sessionId: string): Record<string, string> {
+  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT key, value FROM session_state').all() as Array<{ key: string; value: string }>;
+    return Object.fromEntries(rows.map((r) => [r.key, r.value]));
+  } finally {
+    db.close();
+  }
+}
+
+describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000 }, ({ mode, skip, env }) => {
+  it.skipIf(skip !== undefined)('answers, answers a follow-up in the same session, and resumes the provider session after a host restart', async () => {
+    const host = await startHost(env());
+    expect(host.stderr()).not.toContain('runners: '); // the kind is named, not chosen by `auto`
+    const stream = host.stream('core');
+    const first = await post(host, 'core', { text: 'first question' });
+    await stream.waitFor('the answer', (e) => e.event === 'chat' && String(e.data.text).includes('first question'), 60_000);
+    const second = await post(host, 'core', { text: 'a follow-up' });
+    expect(second.sessionId).toBe(first.sessionId);
+    await stream.waitFor('the follow-up answered', (e) => e.event === 'chat' && String(e.data.text).includes('a follow-up'), 60_000);
+    const launched = { process: /runner started for/, bwrap: /started bwrap runner for/, docker: /started pincer-runner-\S+ \(image / }[mode];
+    expect(host.stderr()).toMatch(launched!);
+    const before = sessionState(host, first.sessionId);
+    expect(before['mock:session_id']).toMatch(/^mock-/);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+
+    const again = await startHost(env(), host.home);
+    const resumed = again.stream('core', { lastEventId: '0' });
+    const third = await post(again, 'core', { text: 'after the restart' });
+    expect(third.sessionId).toBe(first.sessionId);
+    await resumed.waitFor('the answer after the restart', (e) => e.event === 'chat' && String(e.data.text).includes('after the restart'), 60_000);
+    // the new runner resumed the stored provider session instead of starting a new one
+    expect(sessionState(again, first.sessionId)['mock:session_id']).toBe(before['mock:session_id']);
+    resumed.close();
+    expect(await again.stop()).toBe(0);
+  });
+
+  it.skipIf(skip !== undefined)('fires a task, and a file the user sends reaches the agent in the session folder', async () => {
+    const host = await startHost(env());
+    const stream = host.stream('work');
+    const task = await host.request('POST', '/v1/conversations/work/tasks', { prompt: 'water the plants', processAfter: new Date(Date.now() - 1000).toISOString() });
+    expect(task.status).toBe(202);
+    await stream.waitFor('the task ran', (e) => e.event === 'chat' && String(e.data.text).includes('water the plants'), 60_000);
+    const sent = await post(host, 'work', { text: 'read this', attachments: [{ type: 'file', name: 'note.txt', data: Buffer.from('hello file\n').toString('base64') }] });
+    const answer = await stream.waitFor('the file noted', (e) => e.event === 'chat' && String(e.data.text).includes('read this'), 60_000);
+    const where = /\[file available at: (\S+\/downloads\/[^/\]]+\/note\.txt)\]/.exec(String(answer.data.text));
+    expect(where, String(answer.data.text)).not.toBeNull();
+    // the agent's path is inside its sandbox; the same file is in the session folder on the host
+    const relative = where![1]!.slice(where![1]!.indexOf('/downloads/') + 1);
+    expect(fs.readFileSync(path.join(host.sessionDir(sent.sessionId), relative), 'utf8')).toBe('hello file\n');
+    await waitFor('the task completed', () => {
+      const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
+      try {
+        return (db.prepare("SELECT status FROM messages_in WHERE kind = 'task'").get() as { status: string } | undefined)?.status === 'completed';
+      } finally {
+        db.close();
+      }
+    });
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+
+  it.skipIf(skip !== undefined)("one trace per message holds the runner's spans (a sandbox exports through the host's relay)", async () => {
+    const otlp = await startOtlpReceiver();
+    try {
+      const host = await startHost({ ...env(), OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+      const stream = host.stream('traced');
+      await post(host, 'traced', { text: 'trace me' });
+      await stream.waitFor('the answer', (e) => e.event === 'chat', 60_000);
+      const names = ['pincer.receive http', 'pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'];
+      const trace = await waitFor('a complete trace', () => [...otlp.traces().values()].find((spans) => names.every((n) => spans.some((s) => s.name === n))), { timeoutMs: 30_000 });
+      expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['pincer-host', 'pincer-runner']));
+      expect(otlp.traces().size).toBe(1);
+      stream.close();
+      expect(await host.stop()).toBe(0);
+    } finally {
+      await otlp.close();
+    }
+  });
+});
