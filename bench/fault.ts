@@ -7,7 +7,8 @@ export { formatFaultTable } from './fault-host.js';
 import { dbFaultScenario } from './fault-db.js';
 import { mcpKillsScenario } from './fault-mcp.js';
 import { runnerUnder } from '../src/container/bwrap.js';
-import { liveRunners, runnerCensus } from './runner-census.js';
+import { descendants } from '../test/support/processes.js';
+import { liveRunners, liveServes, runnerCensus } from './runner-census.js';
 import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersOf, post, skipped, startHost, stop, waitAllAnswered, sleep, type FaultRow } from './fault-host.js';
 
 /**
@@ -17,8 +18,12 @@ import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersO
  * lost, duplicated, the host's highest CPU share, and the time from the last fault's end until every accepted message
  * was answered. docs/reliability.md explains the columns and the at-least-once window.
  */
-/** The runner kinds the kills scenario runs in (`npm run fault -- --runner=process|bwrap|docker`). */
-export type FaultRunner = 'process' | 'bwrap' | 'docker';
+/**
+ * The runner kinds the kills scenario runs in (`npm run fault -- --runner=process|bwrap|docker|session-serve`);
+ * `session-serve` puts each session in its own `pincer session-serve` process (with process runners inside).
+ */
+export type FaultRunner = 'process' | 'bwrap' | 'docker' | 'session-serve';
+const FAULT_RUNNERS: readonly FaultRunner[] = ['process', 'bwrap', 'docker', 'session-serve'];
 
 /**
  * Messages at a steady pace while runners (and, with `hostKills`, the host) are SIGKILLed at random moments. A runner
@@ -29,9 +34,10 @@ export type FaultRunner = 'process' | 'bwrap' | 'docker';
  */
 export async function killsScenario(messages: number, hostKills: number, runner: FaultRunner = 'process', env: Record<string, string> = {}): Promise<FaultRow> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-fault-'));
-  const hostEnv = { ...env, PINCER_RUNNER: runner };
+  const hostEnv = { ...env, PINCER_RUNNER: runner, ...(runner === 'session-serve' ? { PINCER_SESSION_SERVE_RUNNER: 'process' } : {}) };
   let host = await startHost(home, hostEnv);
   const census = runnerCensus(home);
+  const serves = runnerCensus(home, 100, liveServes);
   const conversations = ['f1', 'f2', 'f3', 'f4'];
   const accepted: string[] = [];
   const cpu = cpuSampler(() => host.child.pid);
@@ -60,24 +66,26 @@ export async function killsScenario(messages: number, hostKills: number, runner:
   await stop(host);
   // the last host stopped its runners; those of the hosts it replaced must be gone by themselves
   const deadline = Date.now() + 15_000;
-  while (liveRunners(home).size > 0 && Date.now() < deadline) await sleep(100);
-  const left = [...liveRunners(home).values()].flat().length;
+  while ((liveRunners(home).size > 0 || liveServes(home).size > 0) && Date.now() < deadline) await sleep(100);
+  const left = [...liveRunners(home).values()].flat().length + [...liveServes(home).values()].flat().length;
   census.stop();
+  serves.stop();
   killRunnersOf(home);
   if (!process.env.FAULT_DEBUG) fs.rmSync(home, { recursive: true, force: true });
   return {
-    scenario: `kills, ${runner} runners (${runnerKills} runner, ${hostKills} host SIGKILLs)`,
+    scenario: runner === 'session-serve' ? `kills, session-serve (${runnerKills} session process or runner, ${hostKills} host SIGKILLs)` : `kills, ${runner} runners (${runnerKills} runner, ${hostKills} host SIGKILLs)`,
     sent: accepted.length,
     ...counts,
-    mostRunners: census.most(),
+    mostRunners: Math.max(census.most(), serves.most()),
     maxHostCpu: cpu.max(),
     recoveryMs,
-    ...(left > 0 ? { note: `${left} runner(s) outlived the host` } : {}),
+    ...(left > 0 ? { note: `${left} runner or session process(es) outlived the host` } : {}),
   };
 }
 
 /** SIGKILL one of the host's runners, as a failure in that mode would; whether one was killed. */
 function killOneRunner(hostLog: string, runner: FaultRunner, env: Record<string, string>): boolean {
+  if (runner === 'session-serve') return killOneServe(hostLog);
   const started = [...hostLog.matchAll(/runner started for (\S+): pid (\d+)/g)].map((m) => ({ session: m[1]!, pid: Number(m[2]) }));
   const pick = started[Math.floor(Math.random() * started.length)];
   if (!pick || !alive(pick.pid)) return false;
@@ -90,6 +98,22 @@ function killOneRunner(hostLog: string, runner: FaultRunner, env: Record<string,
   const pid = runner === 'bwrap' && inner ? runnerUnder(pick.pid) : pick.pid; // the runner inside the sandbox, or bwrap
   if (pid === undefined) return false;
   process.kill(pid, 'SIGKILL');
+  return true;
+}
+
+/** SIGKILL a session's `session-serve` process, or the runner it supervises. */
+function killOneServe(hostLog: string): boolean {
+  const serves = [...hostLog.matchAll(/session-serve pid (\d+), epoch/g)].map((m) => Number(m[1])).filter(alive);
+  const serve = serves[Math.floor(Math.random() * serves.length)];
+  if (serve === undefined) return false;
+  const runner = descendants(serve).find((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).at(-1) === 'runner';
+    } catch {
+      return false;
+    }
+  });
+  process.kill(Math.random() < 0.5 || runner === undefined ? serve : runner, 'SIGKILL');
   return true;
 }
 
@@ -130,7 +154,7 @@ export async function diskFullScenario(messages: number): Promise<FaultRow> {
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const runners = (process.argv.find((arg) => arg.startsWith('--runner='))?.slice('--runner='.length) ?? 'process').split(',');
-  for (const runner of runners) if (!['process', 'bwrap', 'docker'].includes(runner)) throw new Error(`unknown runner "${runner}" (known: process, bwrap, docker)`);
+  for (const runner of runners) if (!FAULT_RUNNERS.includes(runner as FaultRunner)) throw new Error(`unknown runner "${runner}" (known: ${FAULT_RUNNERS.join(', ')})`);
   // Docker runners use the daemon and image of this environment (`pincer container image` builds it)
   const dockerEnv = Object.fromEntries(['DOCKER_HOST', 'PINCER_CONTAINER_IMAGE'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
   const rows: FaultRow[] = [];

@@ -50,13 +50,36 @@ function workspaceOf(pid: number, home: string): string | undefined {
   return [home, ...names].map((folder) => fs.realpathSync(folder)).find((folder) => folder.endsWith(bound));
 }
 
+/**
+ * Which `pincer session-serve` processes are alive, per session folder (their last argument): two at once for one
+ * session would be two writers of its database, which the launch epoch exists to prevent.
+ */
+export function liveServes(home: string): Map<string, number[]> {
+  const root = fs.realpathSync(path.resolve(home));
+  const found = new Map<string, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      const at = args.indexOf('session-serve');
+      if (at < 0 || !/node/.test(path.basename(args[0] ?? ''))) continue;
+      const folder = path.resolve(args.at(-1)!);
+      if (!folder.startsWith(`${root}${path.sep}`)) continue;
+      found.set(folder, [...(found.get(folder) ?? []), Number(entry)]);
+    } catch {
+      // it ended while we looked
+    }
+  }
+  return found;
+}
+
 /** Samples `liveRunners` every `intervalMs` and keeps the most runners any one session had at once. */
-export function runnerCensus(home: string, intervalMs = 100): { most(): number; where(): string | undefined; sample(): number; stop(): void } {
+export function runnerCensus(home: string, intervalMs = 100, live: (home: string) => Map<string, number[]> = liveRunners): { most(): number; where(): string | undefined; sample(): number; stop(): void } {
   let most = 0;
   let where: string | undefined;
   const sample = (): number => {
     let now = 0;
-    for (const [folder, pids] of liveRunners(home)) {
+    for (const [folder, pids] of live(home)) {
       now = Math.max(now, pids.length);
       if (pids.length > most) {
         most = pids.length;

@@ -10,7 +10,8 @@ import { onPath } from './support/dockerd.js';
  * only), and one session's database made read-only (root only), deleted, or damaged. Nothing accepted is lost, the
  * host recovers, and a kill outside an open query never duplicates a reply. The kills run with process runners and,
  * where bubblewrap is installed, with bwrap runners too (Docker's kills run in `npm run fault -- --runner=docker`):
- * no session ever has two live runners, and none outlives the last host.
+ * no session ever has two live runners, and none outlives the last host. Then with each session served by its own
+ * `pincer session-serve` process, killed too: never two of them for one session either.
  */
 const bwrapSkip = onPath('bwrap') ? undefined : 'bubblewrap is not installed (.ci/run installs it as root)';
 if (bwrapSkip) console.warn(`[fault] skipping the kills with bwrap runners: ${bwrapSkip}`);
@@ -24,7 +25,8 @@ describe('fault suite (short)', () => {
       await dbFaultScenario('deleted', 40),
       await dbFaultScenario('damaged', 40),
     ];
-    const kills = [rows[0]!, ...(bwrapSkip ? [] : [await killsScenario(60, 1, 'bwrap')])];
+    // each session in its own `pincer session-serve` process: those are killed too, and relaunched with a new epoch
+    const kills = [rows[0]!, ...(bwrapSkip ? [] : [await killsScenario(60, 1, 'bwrap')]), await killsScenario(60, 1, 'session-serve')];
     rows.push(...kills.slice(1));
     process.stdout.write(`${formatFaultTable(rows)}\n`);
     for (const row of kills) {
@@ -35,6 +37,7 @@ describe('fault suite (short)', () => {
       expect(row.lost, row.scenario).toBe(0);
       if (!row.note) expect(row.recoveryMs, row.scenario).not.toBeNull();
     }
+    expect(kills.at(-1)!.scenario).not.toMatch(/\(0 session process/); // some session process or runner was killed
     // a read-only or deleted file loses no answer's record: none may come twice (a damaged one may, at-least-once)
     for (const row of rows.slice(3, 5)) expect(row.duplicated, row.scenario).toBe(0);
     expect(rows[0]!.sent).toBeGreaterThan(0);

@@ -375,6 +375,7 @@ export class Host implements HostApi {
         credentials: this.credentialProxy,
         filesDir: path.join(config.home, 'tmp', 'outbox'),
         orphanMs: config.sessionPort.orphanMs,
+        lockFile: this.runnerLock(`${session.id}.serve`),
         log: this.log,
         onLaunchFailures: (failures, why) =>
           void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`),
@@ -497,7 +498,10 @@ export class Host implements HostApi {
     return path.join(dir, `${sessionId}.log`);
   }
 
-  /** `<home>/locks/<session id>.lock`: the launch lock (one runner per session, held by the OS; src/container/handle.ts). */
+  /**
+   * `<home>/locks/<name>.lock`: a launch lock held by the OS (src/container/handle.ts): `<session id>` for its runner,
+   * `<session id>.serve` for its session-serve process.
+   */
   private runnerLock(sessionId: string): string {
     const dir = path.join(this.options.config.home, 'locks');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });

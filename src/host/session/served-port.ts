@@ -7,6 +7,7 @@ import type { Answer, AnswerRouting } from '../../db/questions.js';
 import type { InboundRow } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import { Backoff } from '../../shared/backoff.js';
+import { lockedCommand } from '../../container/handle.js';
 import { CLI_ENTRY } from '../../shared/cli-entry.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerCredentials } from '../runners.js';
@@ -41,6 +42,11 @@ export interface ServedSessionOptions {
   filesDir: string;
   /** `PINCER_SESSION_ORPHAN_MS`. */
   orphanMs: number;
+  /**
+   * The session's serve lock, under the host's home: a launch waits (up to a minute) until the previous one — of this
+   * host, or of a host that died and left its process draining — has ended, so one session never has two writers.
+   */
+  lockFile?: string;
   log: Logger;
   /** a launch keeps failing: the chat is told (once every `FAILURE_NOTICE_AT` failures in a row). */
   onLaunchFailures(failures: number, why: string): void;
@@ -221,7 +227,8 @@ export class ServedSessionPort implements SessionPort {
     let child: ChildProcess;
     try {
       // Nothing secret on the command line or in the environment: the document goes through stdin.
-      child = spawn(process.execPath, [CLI_ENTRY, 'session-serve', options.session.folder], {
+      const command = lockedCommand(options.lockFile, process.execPath, [CLI_ENTRY, 'session-serve', options.session.folder]);
+      child = spawn(command.file, command.args, {
         stdio: ['pipe', 'pipe', log],
         env: serveEnvironment(),
       });
