@@ -106,9 +106,10 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
     log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
-  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop.
+  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop: from its
+  // published generation (the environment and the secrets store as the runners get them), else the selection now.
   for (const group of host.store.listAgentGroups()) {
-    const selection = hostSelection(group.provider, process.env);
+    const selection = host.generations.published(group.id)?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');

@@ -22,7 +22,7 @@ import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js'
  */
 
 /** One upstream API and how its key is carried. */
-interface Upstream {
+export interface Upstream {
   /** where requests go: the host's own `*_BASE_URL`, else the public API. */
   base: URL;
   /** the header the real credential goes in, and its value; undefined: a keyless server, requests pass as they are. */
@@ -55,6 +55,29 @@ export function credentialEnvironment(env: NodeJS.ProcessEnv, secrets: ReadonlyM
   return out;
 }
 
+/** What the proxy forwards to: per API, the upstream and its key (none: the host has neither a key nor a server). */
+export interface ProxyUpstreams {
+  anthropic?: Upstream;
+  openai?: Upstream;
+}
+
+/**
+ * The upstreams of `env` (see {@link credentialEnvironment}). Throws {@link HostError} `config` on a base URL the
+ * proxy cannot forward to.
+ */
+export function proxyUpstreams(env: NodeJS.ProcessEnv): ProxyUpstreams {
+  const anthropic = anthropicUpstream(env);
+  const openai = openaiUpstream(env);
+  return { ...(anthropic ? { anthropic } : {}), ...(openai ? { openai } : {}) };
+}
+
+/**
+ * Which upstreams a request of a session goes to (`undefined`: a request without a placeholder). The host answers
+ * from the session's agent group's published model-runtime generation, so a rotated key is used from the next
+ * upstream request on; a request already forwarded keeps the key it went with.
+ */
+export type UpstreamSource = (sessionId: string | undefined) => ProxyUpstreams;
+
 export class CredentialProxy {
   private readonly placeholders = new Map<string, string>(); // placeholder → session id
   private readonly bySession = new Map<string, string>(); // session id → placeholder
@@ -63,19 +86,24 @@ export class CredentialProxy {
   private socketDir: string | null = null;
 
   private constructor(
-    private readonly upstreams: { anthropic?: Upstream; openai?: Upstream },
+    private readonly source: UpstreamSource,
     private readonly log: Logger,
   ) {}
 
   /**
    * A proxy for the credentials (and the keyless custom OpenAI-compatible server) in `env`, or undefined when `env`
-   * holds none (then runners get no key at all, and a provider that needs one says so).
+   * holds none (then runners get no key at all, and a provider that needs one says so). `source`, when given, is
+   * asked on every request instead of `env`'s upstreams (the host's published generations: live key rotation).
    */
-  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger): CredentialProxy | undefined {
-    const anthropic = anthropicUpstream(env);
-    const openai = openaiUpstream(env);
-    if (!anthropic && !openai) return undefined;
-    return new CredentialProxy({ anthropic, openai }, log);
+  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger, source?: UpstreamSource): CredentialProxy | undefined {
+    const upstreams = proxyUpstreams(env);
+    if (!upstreams.anthropic && !upstreams.openai) return undefined;
+    return new CredentialProxy(source ?? (() => upstreams), log);
+  }
+
+  /** The upstreams now (of no session in particular). */
+  private get upstreams(): ProxyUpstreams {
+    return this.source(undefined);
   }
 
   /** Listen on 127.0.0.1 (an ephemeral port) and on a Unix socket in a fresh owner-only folder. */
@@ -116,7 +144,7 @@ export class CredentialProxy {
     const out: NodeJS.ProcessEnv = { ...env };
     for (const name of PROXIED_CREDENTIALS) delete out[name];
     const base = `http://127.0.0.1:${this.port()}`;
-    const { anthropic, openai } = this.upstreams;
+    const { anthropic, openai } = this.source(sessionId);
     if (anthropic) {
       out.ANTHROPIC_API_KEY = placeholder;
       out.ANTHROPIC_BASE_URL = `${base}/anthropic`;
@@ -154,10 +182,17 @@ export class CredentialProxy {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = req.url ?? '/';
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
-    const upstream = kind && this.upstreams[kind];
-    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
+    let upstream: Upstream | undefined;
+    try {
+      upstream = kind && this.source(sessionId)[kind];
+    } catch (err) {
+      // the session's group has no published generation (its first build failed): nothing to forward with
+      this.log.warn(`credential proxy: ${errorMessage(err)}`);
+      return refuse(res, 503, `Pincer credential proxy: ${errorMessage(err)}`);
+    }
+    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     if (upstream.auth && sessionId === undefined) {
       this.log.warn(`credential proxy: refused a ${kind} request with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`);
       return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');

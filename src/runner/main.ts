@@ -125,7 +125,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
     `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
-      (config.generation === undefined ? '' : `, config generation ${config.generation}`),
+      (config.generation === undefined ? '' : `, config generation ${config.generation}`) +
+      (config.modelGeneration === undefined ? '' : `, model runtime generation ${config.modelGeneration}`),
   );
   try {
     await runner.run();
