@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { HostError } from './errors.js';
+import { loopbackPeerUid } from './peer-uid.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 
 /**
@@ -84,6 +85,8 @@ export class CredentialProxy {
   private tcp: http.Server | null = null;
   private unix: http.Server | null = null;
   private socketDir: string | null = null;
+  /** TCP connections from another local user than the host's. */
+  private readonly foreign = new WeakSet<object>();
 
   private constructor(
     private readonly source: UpstreamSource,
@@ -109,6 +112,13 @@ export class CredentialProxy {
   /** Listen on 127.0.0.1 (an ephemeral port) and on a Unix socket in a fresh owner-only folder. */
   async start(): Promise<void> {
     this.tcp = http.createServer((req, res) => this.handle(req, res));
+    // Any local user can connect to 127.0.0.1: only the host's own user (its process runners and sandboxes) may use
+    // the proxy there, whatever placeholder it presents. (A sandbox without a network uses the owner-only socket.)
+    const ownUid = process.getuid?.();
+    this.tcp.on('connection', (socket) => {
+      const uid = loopbackPeerUid(socket);
+      if (ownUid !== undefined && uid !== undefined && uid !== ownUid) this.foreign.add(socket);
+    });
     await new Promise<void>((resolve, reject) => {
       this.tcp!.once('error', reject);
       this.tcp!.listen(0, '127.0.0.1', () => resolve());
@@ -180,6 +190,10 @@ export class CredentialProxy {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.foreign.has(req.socket)) {
+      this.log.warn('credential proxy: refused a request from another local user');
+      return refuse(res, 403, "Pincer credential proxy: it serves only the host's own user");
+    }
     const url = req.url ?? '/';
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
     const given = presented(req);
@@ -196,6 +210,10 @@ export class CredentialProxy {
     if (upstream.auth && sessionId === undefined) {
       this.log.warn(`credential proxy: refused a ${kind} request with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`);
       return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');
+    }
+    if (climbsOut(url.slice(kind.length + 1).split('?')[0]!)) {
+      this.log.warn(`credential proxy: refused a ${kind} request whose path climbs out when decoded`);
+      return refuse(res, 400, "Pincer credential proxy: the path leads outside the upstream's base URL (an encoded slash, backslash or dot segment)");
     }
     const target = new URL(upstream.base.href.replace(/\/$/, '') + url.slice(kind.length + 1));
     // Only below the base URL: `..` (written plainly or encoded) would reach the server's other endpoints — a local
@@ -236,6 +254,28 @@ export class CredentialProxy {
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Whether a request path could leave the base once an upstream decodes it: an encoded slash or backslash (`..%2f`,
+ * which the URL parser keeps as one segment and a server may decode, then normalise), a raw backslash, or a `.`/`..`
+ * segment at any depth of percent-decoding (`%2e%2e`, `%252e%252e`). No model API needs any of these.
+ */
+export function climbsOut(pathname: string): boolean {
+  let current = pathname;
+  for (let depth = 0; depth < 4; depth++) {
+    if (/%(2f|5c)|\\/i.test(current)) return true;
+    if (current.split('/').some((segment) => segment === '.' || segment === '..')) return true;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current);
+    } catch {
+      return true; // a malformed escape: nothing to forward
+    }
+    if (decoded === current) return false;
+    current = decoded;
+  }
+  return true;
+}
 
 /** The placeholder a client presented: `x-api-key` (Anthropic) or `Authorization: Bearer` (both APIs). */
 function presented(req: http.IncomingMessage): string | undefined {

@@ -24,6 +24,8 @@ import type { GenerationView, ModelGeneration } from './generations/types.js';
 import { watchCredentials, type CredentialsWatch } from './generations/watch.js';
 import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
+import { PLATFORM_SECRETS } from './platforms/catalog.js';
+import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
 import { mcpSecretValues } from './mcp-servers.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
@@ -227,8 +229,11 @@ export class Host implements HostApi {
    * them in this process's environment block, which any same-user process can read at /proc/<pid>/environ.
    */
   hideKeysFromOwnEnvironment(): void {
-    if (!this.credentialProxy) return;
-    if (!scrubOwnEnvironment(PROXIED_CREDENTIALS)) this.log.warn('could not blank the provider keys in the host process environment; same-user processes may read them');
+    // the provider keys (the credential proxy holds them) are gone from this process; the host's own tokens and the
+    // platforms' stay usable in it, but no longer readable at /proc/<pid>/environ
+    const hostSecrets = [...SETTINGS.filter((s) => s.secret && s.reader === 'host').map((s) => s.name), ...PLATFORM_SECRETS];
+    const names = [...(this.credentialProxy ? PROXIED_CREDENTIALS : []), ...hostSecrets];
+    if (!scrubOwnEnvironment(names, hostSecrets)) this.log.warn('could not blank the keys and tokens in the host process environment; same-user processes may read them');
   }
 
   // ---- HostApi (what channels call) ----
