@@ -107,11 +107,7 @@ export class SessionPipeline {
   private async turn(waitMs: number): Promise<number> {
     let handle = this.handle();
     await this.publish(handle);
-    const budget = this.deps.usage.budgets.check(handle.group);
-    if (budget.over !== this.admitted) {
-      await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '' });
-      this.admitted = budget.over;
-    }
+    await this.admit(handle);
     await this.pushUnacknowledged();
     const snapshot = await this.port.sync(this.version, 0, waitMs, this.abort.signal);
     if (this.stopped) return 0;
@@ -127,10 +123,22 @@ export class SessionPipeline {
     return Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);
   }
 
+  /**
+   * Tell the session whether the group's budget admits turns, when that changed: on every turn, and before every write
+   * (a budget raised since the last turn must not leave the session refusing the message it is given now).
+   */
+  private async admit(handle: SessionHandle): Promise<void> {
+    const budget = this.deps.usage.budgets.check(handle.group);
+    if (budget.over === this.admitted) return;
+    await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '' });
+    this.admitted = budget.over;
+  }
+
   /** Write an inbound row into the session, kept in the inbox first; returns its receipt (seq null: not there yet). */
   async write(row: InboxRow): Promise<{ id: string; seq: number | null }> {
     this.deps.inbox.keep(this.id, row);
     try {
+      await this.admit(this.handle());
       const written = await this.port.accept(row);
       this.deps.inbox.markPushed(this.id, row.id);
       return written;
