@@ -43,6 +43,32 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
     expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
   });
 
+  it("colours the agent's lines with the group's theme (a package theme file); a pipe or TERM=dumb stays plain", { timeout: 180_000 }, async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-theme-'));
+    homes.push(home);
+    // The default group's folder, made before the chat creates it: a package with its own theme, chosen.
+    const group = path.join(home, 'groups', 'main');
+    fs.mkdirSync(path.join(group, 'themes'), { recursive: true });
+    fs.writeFileSync(path.join(group, 'package.json'), JSON.stringify({ name: 'main', pincer: { theme: 'dusk' } }));
+    const colours = { agent: '#ff8800', user: '#eeeeee', tool: '#aa88ff', notice: '#888888', error: '#ff0000', accent: '#00aaff', background: '#101010', text: '#eeeeee' };
+    fs.writeFileSync(path.join(group, 'themes', 'dusk.json'), JSON.stringify({ name: 'dusk', colours }));
+    for (const [term, coloured] of [['xterm-256color', true], ['dumb', false]] as const) {
+      const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat', '--provider', 'mock'], { PINCER_HOME: home, TZ: 'UTC', TERM: term, COLORTERM: 'truecolor' });
+      await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
+      terminal.line(`hello ${term}`);
+      await terminal.waitFor('the answer', (s) => s.includes('agent> ') && s.includes(`hello ${term}</message>`), 60_000);
+      const styled = terminal.styledScreen();
+      const line = styled.split('\n').find((l) => l.includes('agent> '))!;
+      // tmux gives 24-bit colours back as it stores them: 38;2;255;136;0 for #ff8800
+      if (coloured) expect(line).toContain('\x1b[38;2;255;136;0m');
+      else expect(line).not.toContain('\x1b[38;2;');
+      terminal.keys('C-d');
+      await terminal.waitFor('exit', () => terminal.exitCode() !== undefined);
+      expect(terminal.exitCode()).toBe(0);
+      stopAllTerminals();
+    }
+  });
+
   it('answers /help itself and leaves on /quit', async () => {
     const { terminal, home } = chat();
     await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bwrapArgs } from '../src/container/bwrap.js';
+import { bwrapArgs, bwrapEnvArgs } from '../src/container/bwrap.js';
 import { createLauncher, loadLauncherConfig, packageRoot } from '../src/container/config.js';
 import { containerNameFor, dockerRunArgs } from '../src/container/docker-args.js';
 import { dockerCliEnvironment, providerFamily, runnerEnvironment, sandboxProviderDefaults } from '../src/container/env.js';
@@ -269,7 +269,6 @@ describe('bwrap arguments', () => {
       { appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: true, extraEnv: [] },
       resolveFolders({ workspace: root, env: {} }),
       '/opt/pincer/dist/src/cli/main.js',
-      { AGENT_PROVIDER: 'mock', TZ: 'UTC' },
     );
     expect(args).toContain('--unshare-all');
     expect(args).not.toContain('--share-net');
@@ -282,10 +281,14 @@ describe('bwrap arguments', () => {
     expect(joined).toContain('--cap-drop ALL');
     expect(joined).toContain('--ro-bind-try /etc/passwd /etc/passwd');
     expect(joined).not.toMatch(/--ro-bind \/etc \/etc|shadow/);
-    expect(joined).toContain('--setenv AGENT_PROVIDER mock');
-    expect(joined).toContain('--setenv PINCER_WORKSPACE /workspace');
+    // the environment is never on the command line (any local user reads /proc/<pid>/cmdline): it goes through fd 3
+    expect(joined).not.toContain('--setenv');
+    expect(joined).toContain('--clearenv --args 3');
+    const envArgs = bwrapEnvArgs({ AGENT_PROVIDER: 'mock', TZ: 'UTC' }).join(' ');
+    expect(envArgs).toContain('--setenv AGENT_PROVIDER mock');
+    expect(envArgs).toContain('--setenv PINCER_WORKSPACE /workspace');
     expect(args.slice(-5)).toEqual([expect.stringMatching(/node$/), '--max-semi-space-size=1', '--liftoff-only', '/app/dist/src/cli/main.js', 'runner']);
-    const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js', {});
+    const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js');
     expect(shared).toContain('--share-net');
   });
 });

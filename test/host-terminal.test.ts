@@ -22,6 +22,7 @@ function setup() {
     restartRunner: async () => undefined,
     runnerLogTail: async () => [],
     tasks: new TaskBoard(() => []),
+    modelCatalogue: () => [],
     groupOf: () => {
       throw new Error('not used by the terminal');
     },

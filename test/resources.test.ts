@@ -38,7 +38,7 @@ describe('resource packages', () => {
       'prompts/README.txt': 'not a prompt',
     });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'convention', extensions: 'none' });
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'convention', extensions: 'none', themes: 'none' });
     expect(loaded.skills.map((s) => [s.name, s.description])).toEqual([
       ['notes', 'Notes'],
       ['pdf', 'Work with PDF files'],
@@ -60,7 +60,7 @@ describe('resource packages', () => {
       'commands/ship.md': 'Ship it: $ARGUMENTS',
     });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'manifest', prompts: 'manifest', extensions: 'none' });
+    expect(loaded.sources).toEqual({ skills: 'manifest', prompts: 'manifest', extensions: 'none', themes: 'none' });
     expect(loaded.skills.map((s) => s.name)).toEqual(['deploy']);
     expect(loaded.prompts.map((p) => p.name)).toEqual(['ship']);
     expect(loaded.diagnostics).toEqual([]);
@@ -69,7 +69,7 @@ describe('resource packages', () => {
   it('falls back to the convention for a kind the manifest does not list', () => {
     const root = groupFolder({ 'package.json': manifest({ prompts: ['commands'] }), 'skills/a/SKILL.md': skill('a', 'A'), 'commands/x.md': 'X' });
     const loaded = loadResources(root);
-    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'manifest', extensions: 'none' });
+    expect(loaded.sources).toEqual({ skills: 'convention', prompts: 'manifest', extensions: 'none', themes: 'none' });
     expect(loaded.skills.map((s) => s.name)).toEqual(['a']);
     expect(loaded.prompts.map((p) => p.name)).toEqual(['x']);
   });
@@ -79,7 +79,7 @@ describe('resource packages', () => {
     { code: 'empty-glob', files: { 'package.json': manifest({ prompts: ['prompts/*.txt'] }), 'prompts/a.md': 'A' }, message: 'prompts: "prompts/*.txt" matched nothing' },
     { code: 'outside-package', files: { 'package.json': manifest({ skills: ['../elsewhere/*'] }) }, message: 'skills: "../elsewhere/*" is outside the package folder' },
     { code: 'invalid-manifest', files: { 'package.json': manifest({ skills: 42 }) }, message: '"pincer": skills:' },
-    { code: 'invalid-manifest', files: { 'package.json': manifest({ themes: ['t/*.json'] }) }, message: '"pincer.themes" is not a resource kind Pincer loads' },
+    { code: 'invalid-manifest', files: { 'package.json': manifest({ fonts: ['t/*.json'] }) }, message: '"pincer.fonts" is not a resource kind Pincer loads' },
     { code: 'invalid-manifest', files: { 'package.json': '{ not json' }, message: 'package.json: cannot read' },
     { code: 'no-skill-file', files: { 'skills/half/notes.md': 'x' }, message: 'half has no SKILL.md' },
     { code: 'name-collision', files: { 'skills/a/SKILL.md': skill('same', 'one'), 'skills/b/SKILL.md': skill('same', 'two') }, message: 'skill "same" is defined twice' },
@@ -135,5 +135,58 @@ describe('extension discovery (found, never run, by the resource loader)', () =>
     expect(loaded.sources.extensions).toBe('manifest');
     expect(loaded.extensions).toEqual([{ name: 'ext.mjs', file: path.join(root, 'lib/ext.mjs') }]);
     expect(loaded.diagnostics.map((d) => d.code)).toEqual(['outside-package']);
+  });
+});
+
+describe('themes (a resource kind: JSON files in themes/ or the manifest\'s entries)', () => {
+  const colours = { agent: '#ff8800', user: '#eeeeee', tool: '#aa88ff', notice: '#888888', error: '#ff0000', accent: '#00aaff', background: '#101010', text: '#eeeeee' };
+
+  it('loads a good theme, chooses it by name, and names it in the summary', () => {
+    const root = groupFolder({ 'package.json': manifest({ theme: 'dusk' }), 'themes/dusk.json': JSON.stringify({ name: 'dusk', colours }) });
+    const loaded = loadResources(root);
+    expect(loaded.diagnostics).toEqual([]);
+    expect(loaded.sources.themes).toBe('convention');
+    expect(loaded.theme).toMatchObject({ name: 'dusk', colours, file: path.join(root, 'themes', 'dusk.json') });
+    expect(describeResources(loaded)).toBe('resources: 0 skills from none, 0 prompts from none, 1 theme (dusk) from convention, theme dusk');
+  });
+
+  it('uses the built-in dark theme by default and light when asked; nothing is said about themes then', () => {
+    expect(loadResources(groupFolder({})).theme.name).toBe('dark');
+    const light = loadResources(groupFolder({ 'package.json': manifest({ theme: 'light' }) }));
+    expect(light.theme).toMatchObject({ name: 'light', file: '(built in)' });
+    expect(light.diagnostics).toEqual([]);
+    expect(describeResources(loadResources(groupFolder({})))).toBe('resources: 0 skills from none, 0 prompts from none');
+  });
+
+  it.each([
+    ['not JSON', '{ name: dusk', /themes: .*bad\.json: not JSON/],
+    ['a colour that is not #rrggbb', JSON.stringify({ name: 'bad', colours: { ...colours, agent: 'orange' } }), /themes: .*bad\.json: .*colours\.agent.*a colour is #rrggbb/],
+    ['a missing colour', JSON.stringify({ name: 'bad', colours: { ...colours, error: undefined } }), /themes: .*bad\.json: .*colours\.error/],
+    ['an unknown key', JSON.stringify({ name: 'bad', colours, font: 'Comic Sans' }), /themes: .*bad\.json: .*font/],
+    ['a bad name', JSON.stringify({ name: 'Bad Theme!', colours }), /themes: .*bad\.json: .*a theme name is lower-case/],
+  ])('a theme file with %s is a diagnostic and is left out', (_what, content, message) => {
+    const root = groupFolder({ 'themes/bad.json': content });
+    const loaded = loadResources(root);
+    expect(loaded.themes).toEqual([]);
+    expect(loaded.diagnostics).toEqual([{ code: 'invalid-theme', message: expect.stringMatching(message) }]);
+    expect(loaded.theme.name).toBe('dark');
+  });
+
+  it('an unknown chosen theme is a diagnostic naming the known ones; the default applies', () => {
+    const loaded = loadResources(groupFolder({ 'package.json': manifest({ theme: 'neon' }), 'themes/dusk.json': JSON.stringify({ name: 'dusk', colours }) }));
+    expect(loaded.theme.name).toBe('dark');
+    expect(loaded.diagnostics).toEqual([{ code: 'invalid-theme', message: 'theme "neon" is not a theme of this package or a built-in one (known: dusk, dark, light); using dark' }]);
+  });
+
+  it('takes the manifest\'s entries instead of the folder, and a package theme may replace a built-in one', () => {
+    const root = groupFolder({
+      'package.json': manifest({ themes: ['looks/*.json'], theme: 'dark' }),
+      'looks/dark.json': JSON.stringify({ name: 'dark', colours }),
+      'themes/ignored.json': '{',
+    });
+    const loaded = loadResources(root);
+    expect(loaded.diagnostics).toEqual([]);
+    expect(loaded.sources.themes).toBe('manifest');
+    expect(loaded.theme).toMatchObject({ name: 'dark', colours });
   });
 });

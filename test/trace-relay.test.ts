@@ -113,7 +113,7 @@ describe('the trace relay', () => {
     expect(env.PINCER_TRACE_RELAY_SOCKET).toBe('/run/pincer-otlp/otlp.sock');
     expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(JSON.stringify(env)).not.toContain('secret');
-    const args = bwrapArgs({ appRoot: process.cwd(), node: process.execPath, isolateNetwork: true, extraEnv: [] }, resolveFolders(options), path.join(process.cwd(), 'dist/src/cli/main.js'), env);
+    const args = bwrapArgs({ appRoot: process.cwd(), node: process.execPath, isolateNetwork: true, extraEnv: [] }, resolveFolders(options), path.join(process.cwd(), 'dist/src/cli/main.js'));
     const at = args.indexOf('/run/pincer-otlp');
     expect(args.slice(at - 2, at + 1)).toEqual(['--ro-bind', fs.realpathSync(relayDir), '/run/pincer-otlp']);
   });

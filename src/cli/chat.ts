@@ -5,6 +5,7 @@ import { loadHostConfig } from '../host/config.js';
 import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
+import { loadResources } from '../runtime/resources/load.js';
 import { createLogger, fileSink, setLogSink } from '../shared/log.js';
 import { CliError } from './errors.js';
 import { defaultSender } from './messages.js';
@@ -93,6 +94,11 @@ async function chat(options: ChatOptions): Promise<number> {
   const { pipeline, group } = await host.sessionOf(terminal.conversation);
   started.sessionId = pipeline.id;
   if (group.provider !== options.provider) host.store.updateAgentGroup(group.id, { provider: options.provider });
+  // The group's theme colours the chat, where the terminal shows colour.
+  if (interactive && process.stdout.isTTY === true && process.env.TERM !== 'dumb' && process.env.NO_COLOR === undefined) {
+    const resources = loadResources(host.sessions.groupDir(group));
+    terminal.useTheme(resources.theme.colours);
+  }
 
   // Once the user leaves, wait until everything typed has been answered and delivered (or given up on).
   const settled = left.then(async () => {

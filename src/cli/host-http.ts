@@ -49,6 +49,7 @@ export function createHttpChannel(options: {
   const channel = new HttpChannel({
     port: http.port,
     host: http.host,
+    hostnames: http.hostnames,
     token,
     mailbox: new HttpMailbox(db),
     access: new AccessStore(db),

@@ -7,8 +7,9 @@ import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
 import type { ChannelAdapter } from '../host/channels/types.js';
-import { platformsIn } from '../host/platforms/catalog.js';
-import { createLogger } from '../shared/log.js';
+import { PLATFORM_SECRETS, platformsIn } from '../host/platforms/catalog.js';
+import { createLogger, redactInLogs } from '../shared/log.js';
+import { SETTINGS } from '../shared/settings.js';
 import { startTracing } from '../shared/tracing.js';
 import type { HttpSetup } from './host-http.js';
 import { registerHostControl } from './host-control.js';
@@ -41,6 +42,8 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
   });
   const platforms = platformsIn(process.env);
+  // no token or key of the host in any log line (an SDK's error may quote its HTTP client's configuration)
+  redactInLogs([...SETTINGS.filter((s) => s.secret).map((s) => s.name), ...PLATFORM_SECRETS].map((name) => process.env[name]));
   const refusal = [
     ...platforms.incomplete,
     ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
@@ -56,6 +59,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     try {
       prepareHome(config.home);
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
+      redactInLogs([token]);
     } catch (err) {
       if (!isHostError(err)) throw err;
       log.error(err.message);
@@ -106,9 +110,10 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
     log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
-  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop.
+  // A group whose runners cannot start is said at once, in one line, not found later in a crash loop: from its
+  // published generation (the environment and the secrets store as the runners get them), else the selection now.
   for (const group of host.store.listAgentGroups()) {
-    const selection = hostSelection(group.provider, process.env);
+    const selection = host.generations.published(group.id)?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');

@@ -29,7 +29,7 @@ interface AddOptions {
 }
 
 export function registerMcpServerCommands(program: Command): void {
-  const mcp = program.command('mcp-server').description("an agent group's own MCP servers, besides Pincer's (docs/providers.md)");
+  const mcp = program.command('mcp-server').description("an agent group's own MCP servers, besides Pincer's (docs/mcp-servers.md)");
 
   mcp
     .command('add <group> <name> [command...]')

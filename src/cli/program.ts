@@ -12,6 +12,7 @@ import { registerAccessCommands } from './access.js';
 import { registerUsageCommands } from './usage.js';
 import { registerMcpServerCommands } from './mcp-servers.js';
 import { registerSecretCommands } from './secret.js';
+import { registerModelsCommand } from './models.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -51,6 +52,7 @@ registerAccessCommands(program);
 registerUsageCommands(program);
 registerMcpServerCommands(program);
 registerSecretCommands(program);
+registerModelsCommand(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import { createLogger } from '../shared/log.js';
 import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
@@ -38,9 +39,14 @@ export class BwrapLauncher implements RunnerLauncher {
     const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...lifelineEnv(options) };
     if (this.settings.isolateNetwork) env[NO_NETWORK_ENV] = 'PINCER_BWRAP_NETWORK=host';
     const stdio = runnerStdio(options);
-    const command = lockedCommand(options.lockFile, onPath('bwrap') ?? 'bwrap', bwrapArgs(this.settings, folders, this.cliEntry, env));
-    const child = spawn(command.file, command.args, { env: {}, stdio: stdio.stdio });
+    const command = lockedCommand(options.lockFile, onPath('bwrap') ?? 'bwrap', bwrapArgs(this.settings, folders, this.cliEntry));
+    const child = spawn(command.file, command.args, { env: {}, stdio: [...stdio.stdio, 'pipe'] });
     stdio.close();
+    // The environment goes through fd 3 (`--args 3`), never on the command line: any local user reads
+    // /proc/<pid>/cmdline, and it held the placeholder key and the proxy's address.
+    const envPipe = child.stdio[ENV_FD] as Writable | null;
+    envPipe?.on('error', () => undefined); // bwrap ended before reading it: its exit says why
+    envPipe?.end(bwrapEnvArgs(env).map((arg) => `${arg}\0`).join(''));
     sendStdinDocument(child, options);
     log.info(`started bwrap runner for ${folders.workspace} (${Object.keys(env).length} variables)`);
     return launchedRunner('bwrap', child, {
@@ -57,14 +63,27 @@ export class BwrapLauncher implements RunnerLauncher {
 
 const ETC_ENTRIES = ['passwd', 'group', 'hosts', 'resolv.conf', 'nsswitch.conf', 'localtime', 'ssl', 'ca-certificates', 'alternatives'];
 
-/** The bwrap arguments (pure, for tests). Host paths are never exposed beyond the listed binds. */
-export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEntry: string, env: Record<string, string>): string[] {
+/** The descriptor bwrap reads the runner's environment from (NUL-separated `--setenv` arguments). */
+const ENV_FD = 3;
+
+/** The `--setenv` arguments of the runner's environment: sent through `ENV_FD`, never on the command line. */
+export function bwrapEnvArgs(env: Record<string, string>): string[] {
+  const setenv = { ...env, PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', PINCER_WORKSPACE: '/workspace' };
+  const args: string[] = [];
+  for (const [name, value] of Object.entries(setenv).sort(([a], [b]) => a.localeCompare(b))) args.push('--setenv', name, value);
+  return args;
+}
+
+/**
+ * The bwrap arguments (pure, for tests). Host paths are never exposed beyond the listed binds; the environment is
+ * not among them (`--args`: see `bwrapEnvArgs`).
+ */
+export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEntry: string): string[] {
   const args = ['--unshare-all'];
   if (!settings.isolateNetwork) args.push('--share-net');
   // run by root, bwrap keeps every capability inside unless told otherwise
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--clearenv');
-  const setenv = { ...env, PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', PINCER_WORKSPACE: '/workspace' };
-  for (const [name, value] of Object.entries(setenv).sort(([a], [b]) => a.localeCompare(b))) args.push('--setenv', name, value);
+  args.push('--args', String(ENV_FD)); // the environment (`bwrapEnvArgs`), read from that descriptor
   args.push(
     '--ro-bind', '/usr', '/usr',
     '--symlink', 'usr/lib', '/lib',

@@ -1,5 +1,6 @@
 import type { LaunchOptions } from './types.js';
 import { sandboxProxyEnv } from './workspace.js';
+import { isRunnerVariable, SYSTEM_VARIABLES } from '../shared/settings.js';
 
 /**
  * The environment a sandboxed runner gets: only what the runner needs (seed "容器启动": `AGENT_PROVIDER`, the admin
@@ -10,20 +11,20 @@ import { sandboxProxyEnv } from './workspace.js';
 /** Variables every runner may need. (Not the admin user id: the host checks admin rights from its own records.) */
 const COMMON = new Set(['AGENT_PROVIDER', 'TZ', 'LANG', 'LC_ALL']);
 
-/**
- * Pincer's own settings (`PINCER_*`: runner tuning, provider timeouts) pass, except the host's: its home, HTTP token,
- * launcher settings. A name that looks like a credential never passes on the strength of the prefix alone.
- */
-const HOST_ONLY = /^PINCER_(HOME|WORKSPACE|HTTP_|HOST_|RUNNER|DOCKER_|CONTAINER_|BWRAP_)|TOKEN|SECRET|PASSWORD|PASSWD/;
-
-/** Each provider's own variables (credentials, base URL, model, CLI switches); keys are registry names. */
+/** Each provider's own variables; a provider variable of another provider than the configured one stays out. */
 const PROVIDER_VARIABLES: Record<string, RegExp> = {
-  claude: /^(ANTHROPIC_|CLAUDE_CODE_|CLAUDE_AGENT_SDK_|IS_SANDBOX$)/,
+  claude: /^(ANTHROPIC_|CLAUDE_CODE_|CLAUDE_AGENT_SDK_|CLAUDE_|IS_SANDBOX$)/,
   codex: /^(OPENAI_|CODEX_)/,
   opencode: /^(OPENCODE_|OPENAI_)/,
   pincer: /^(ANTHROPIC_|OPENAI_)/,
   mock: /^MOCK_/,
 };
+/**
+ * A host path means nothing inside a sandbox (`sandboxProviderDefaults` sets its own); the collector's address and
+ * headers (OTEL_*) stay on the host: a sandbox's spans go through the host's relay (`sandboxProxyEnv`).
+ */
+const HOST_PATHS = new Set(['CLAUDE_CONFIG_DIR']);
+const ANY_PROVIDER = /^(ANTHROPIC_|CLAUDE_|IS_SANDBOX$|OPENAI_|CODEX_|OPENCODE_|MOCK_)/;
 
 /** `AGENT_PROVIDER` as the registry would name it (aliases of SPEC §4); unset or `auto`/`default` → `auto`. */
 export function providerFamily(name: string | undefined): string {
@@ -37,7 +38,7 @@ export function providerFamily(name: string | undefined): string {
 }
 
 /**
- * Pick the runner's variables from `env`: the common ones, `PINCER_*` settings that are not the host's, and the
+ * Pick the runner's variables from `env`: the common ones, the runner's settings of the registry, and the
  * variables of the configured provider only (with `auto`, every provider's, since `auto` chooses by credentials).
  * `extra` names (PINCER_CONTAINER_ENV) pass as given. Unset and empty values are left out.
  */
@@ -48,12 +49,13 @@ export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string
   const extraNames = new Set(extra);
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || value === '') continue;
+    if (value === undefined || value === '' || HOST_PATHS.has(name) || name.startsWith('OTEL_')) continue;
+    // an allow-list (src/shared/settings.ts): a runner's own settings, never the system's (the sandbox sets PATH and
+    // HOME itself) nor anything the registry does not name; of the provider variables only the configured provider's
     const pass =
       extraNames.has(name) ||
       COMMON.has(name) ||
-      (name.startsWith('PINCER_') && !HOST_ONLY.test(name)) ||
-      providerPatterns.some((pattern) => pattern.test(name));
+      (isRunnerVariable(name) && !SYSTEM_VARIABLES.includes(name) && (!ANY_PROVIDER.test(name) || providerPatterns.some((pattern) => pattern.test(name))));
     if (pass) out[name] = value;
   }
   return out;

@@ -46,6 +46,8 @@ export const ConfigFileSchema = z.strictObject({
   mcpServers: McpServersSchema.optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
+  /** the agent group's model-runtime generation the host had published when it wrote this file (informational). */
+  modelGeneration: z.number().int().positive().optional(),
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 

@@ -9,6 +9,7 @@ import { HostError } from './errors.js';
 import { loadKubernetesSettings } from './kubernetes/settings.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
+import { isHostSecret, isRunnerConfigVariable } from '../shared/settings.js';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -23,6 +24,7 @@ const HostEnvSchema = z.object({
   AGENT_PROVIDER: z.string().min(1).default('auto'),
   PINCER_MODEL: z.string().optional(),
   PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  PINCER_HTTP_HOSTNAMES: z.string().optional(),
   PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -94,7 +96,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
+    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, hostnames: idList(e.PINCER_HTTP_HOSTNAMES), token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
     sessionPort: sessionPortOf(e.PINCER_RUNNER, e.PINCER_SESSION_ORPHAN_MS, env),
     runners: {
       // Served sessions supervise their runners themselves, of this kind; in a pod (the sandbox) they are processes.
@@ -128,7 +130,6 @@ function idList(value: string | undefined): string[] {
     .filter(Boolean);
 }
 
-/** What a runner inherits: the host's environment less the host's own secrets and per-group settings. */
 function sessionPortOf(runner: string, orphanMs: number, env: NodeJS.ProcessEnv): HostConfig['sessionPort'] {
   if (runner === 'session-serve') return { kind: 'session-serve', orphanMs };
   if (runner !== 'kubernetes') return { kind: 'local', orphanMs };
@@ -139,11 +140,29 @@ function sessionPortOf(runner: string, orphanMs: number, env: NodeJS.ProcessEnv)
   }
 }
 
-function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const copy = { ...env };
-  // Platform tokens and secrets (TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, …) are the host's, never an agent's.
-  for (const key of ['PINCER_HTTP_TOKEN', 'PINCER_METRICS_TOKEN', 'AGENT_PROVIDER', 'PINCER_ADMIN_USER_ID', 'NANOCLAW_ADMIN_USER_ID', 'PINCER_WORKSPACE', 'TZ', ...PLATFORM_VARIABLES]) {
-    delete copy[key];
+/**
+ * What the runners' configuration holds (and so, after the credential proxy and the supervisor, what a runner may
+ * get): an ALLOW-list derived from the settings registry (src/shared/settings.ts) — the variables a runner or its
+ * launcher reads, the system's basics, and the names the administrator adds with PINCER_CONTAINER_ENV. Nothing else of
+ * the host's environment, whatever its name. The host's own secrets may not be added.
+ */
+export function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const extra = extraRunnerNames(env);
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || PER_GROUP.has(name)) continue;
+    if (isRunnerConfigVariable(name) || extra.has(name)) out[name] = value;
   }
-  return copy;
+  return out;
+}
+
+/** Set per group by the host for each runner (never the host's own value), or the host's alone. */
+const PER_GROUP = new Set(['AGENT_PROVIDER', 'TZ', 'PINCER_WORKSPACE']);
+
+/** PINCER_CONTAINER_ENV: more names for every runner; a host secret named there stops the host. */
+function extraRunnerNames(env: NodeJS.ProcessEnv): Set<string> {
+  const names = (env.PINCER_CONTAINER_ENV ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+  const refused = names.filter((name) => isHostSecret(name) || PLATFORM_VARIABLES.includes(name));
+  if (refused.length > 0) throw new HostError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
+  return new Set(names);
 }

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { HostError } from './errors.js';
+import { loopbackPeerUid } from './peer-uid.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 
 /**
@@ -22,7 +23,7 @@ import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js'
  */
 
 /** One upstream API and how its key is carried. */
-interface Upstream {
+export interface Upstream {
   /** where requests go: the host's own `*_BASE_URL`, else the public API. */
   base: URL;
   /** the header the real credential goes in, and its value; undefined: a keyless server, requests pass as they are. */
@@ -55,32 +56,69 @@ export function credentialEnvironment(env: NodeJS.ProcessEnv, secrets: ReadonlyM
   return out;
 }
 
+/** What the proxy forwards to: per API, the upstream and its key (none: the host has neither a key nor a server). */
+export interface ProxyUpstreams {
+  anthropic?: Upstream;
+  openai?: Upstream;
+}
+
+/**
+ * The upstreams of `env` (see {@link credentialEnvironment}). Throws {@link HostError} `config` on a base URL the
+ * proxy cannot forward to.
+ */
+export function proxyUpstreams(env: NodeJS.ProcessEnv): ProxyUpstreams {
+  const anthropic = anthropicUpstream(env);
+  const openai = openaiUpstream(env);
+  return { ...(anthropic ? { anthropic } : {}), ...(openai ? { openai } : {}) };
+}
+
+/**
+ * Which upstreams a request of a session goes to (`undefined`: a request without a placeholder). The host answers
+ * from the session's agent group's published model-runtime generation, so a rotated key is used from the next
+ * upstream request on; a request already forwarded keeps the key it went with.
+ */
+export type UpstreamSource = (sessionId: string | undefined) => ProxyUpstreams;
+
 export class CredentialProxy {
   private readonly placeholders = new Map<string, string>(); // placeholder → session id
   private readonly bySession = new Map<string, string>(); // session id → placeholder
   private tcp: http.Server | null = null;
   private unix: http.Server | null = null;
   private socketDir: string | null = null;
+  /** TCP connections from another local user than the host's. */
+  private readonly foreign = new WeakSet<object>();
 
   private constructor(
-    private readonly upstreams: { anthropic?: Upstream; openai?: Upstream },
+    private readonly source: UpstreamSource,
     private readonly log: Logger,
   ) {}
 
   /**
    * A proxy for the credentials (and the keyless custom OpenAI-compatible server) in `env`, or undefined when `env`
-   * holds none (then runners get no key at all, and a provider that needs one says so).
+   * holds none (then runners get no key at all, and a provider that needs one says so). `source`, when given, is
+   * asked on every request instead of `env`'s upstreams (the host's published generations: live key rotation).
    */
-  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger): CredentialProxy | undefined {
-    const anthropic = anthropicUpstream(env);
-    const openai = openaiUpstream(env);
-    if (!anthropic && !openai) return undefined;
-    return new CredentialProxy({ anthropic, openai }, log);
+  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger, source?: UpstreamSource): CredentialProxy | undefined {
+    const upstreams = proxyUpstreams(env);
+    if (!upstreams.anthropic && !upstreams.openai) return undefined;
+    return new CredentialProxy(source ?? (() => upstreams), log);
+  }
+
+  /** The upstreams now (of no session in particular). */
+  private get upstreams(): ProxyUpstreams {
+    return this.source(undefined);
   }
 
   /** Listen on 127.0.0.1 (an ephemeral port) and on a Unix socket in a fresh owner-only folder. */
   async start(): Promise<void> {
     this.tcp = http.createServer((req, res) => this.handle(req, res));
+    // Any local user can connect to 127.0.0.1: only the host's own user (its process runners and sandboxes) may use
+    // the proxy there, whatever placeholder it presents. (A sandbox without a network uses the owner-only socket.)
+    const ownUid = process.getuid?.();
+    this.tcp.on('connection', (socket) => {
+      const uid = loopbackPeerUid(socket);
+      if (ownUid !== undefined && uid !== undefined && uid !== ownUid) this.foreign.add(socket);
+    });
     await new Promise<void>((resolve, reject) => {
       this.tcp!.once('error', reject);
       this.tcp!.listen(0, '127.0.0.1', () => resolve());
@@ -116,7 +154,7 @@ export class CredentialProxy {
     const out: NodeJS.ProcessEnv = { ...env };
     for (const name of PROXIED_CREDENTIALS) delete out[name];
     const base = `http://127.0.0.1:${this.port()}`;
-    const { anthropic, openai } = this.upstreams;
+    const { anthropic, openai } = this.source(sessionId);
     if (anthropic) {
       out.ANTHROPIC_API_KEY = placeholder;
       out.ANTHROPIC_BASE_URL = `${base}/anthropic`;
@@ -152,15 +190,30 @@ export class CredentialProxy {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.foreign.has(req.socket)) {
+      this.log.warn('credential proxy: refused a request from another local user');
+      return refuse(res, 403, "Pincer credential proxy: it serves only the host's own user");
+    }
     const url = req.url ?? '/';
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
-    const upstream = kind && this.upstreams[kind];
-    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
+    let upstream: Upstream | undefined;
+    try {
+      upstream = kind && this.source(sessionId)[kind];
+    } catch (err) {
+      // the session's group has no published generation (its first build failed): nothing to forward with
+      this.log.warn(`credential proxy: ${errorMessage(err)}`);
+      return refuse(res, 503, `Pincer credential proxy: ${errorMessage(err)}`);
+    }
+    if (!kind || !upstream) return refuse(res, 404, `no upstream for ${url.split('?')[0]} (the host has neither a key nor a server of its own for it)`);
     if (upstream.auth && sessionId === undefined) {
       this.log.warn(`credential proxy: refused a ${kind} request with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`);
       return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runner runs)');
+    }
+    if (climbsOut(url.slice(kind.length + 1).split('?')[0]!)) {
+      this.log.warn(`credential proxy: refused a ${kind} request whose path climbs out when decoded`);
+      return refuse(res, 400, "Pincer credential proxy: the path leads outside the upstream's base URL (an encoded slash, backslash or dot segment)");
     }
     const target = new URL(upstream.base.href.replace(/\/$/, '') + url.slice(kind.length + 1));
     // Only below the base URL: `..` (written plainly or encoded) would reach the server's other endpoints — a local
@@ -201,6 +254,28 @@ export class CredentialProxy {
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Whether a request path could leave the base once an upstream decodes it: an encoded slash or backslash (`..%2f`,
+ * which the URL parser keeps as one segment and a server may decode, then normalise), a raw backslash, or a `.`/`..`
+ * segment at any depth of percent-decoding (`%2e%2e`, `%252e%252e`). No model API needs any of these.
+ */
+export function climbsOut(pathname: string): boolean {
+  let current = pathname;
+  for (let depth = 0; depth < 4; depth++) {
+    if (/%(2f|5c)|\\/i.test(current)) return true;
+    if (current.split('/').some((segment) => segment === '.' || segment === '..')) return true;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current);
+    } catch {
+      return true; // a malformed escape: nothing to forward
+    }
+    if (decoded === current) return false;
+    current = decoded;
+  }
+  return true;
+}
 
 /** The placeholder a client presented: `x-api-key` (Anthropic) or `Authorization: Bearer` (both APIs). */
 function presented(req: http.IncomingMessage): string | undefined {

@@ -7,8 +7,11 @@ import fs from 'node:fs';
  * their values in place, through `/proc/self/mem`, and unsets them. Linux only; elsewhere (or if the kernel refuses)
  * it returns false and the caller logs it. This narrows what a same-user process finds; it is no sandbox.
  */
-export function scrubOwnEnvironment(names: readonly string[]): boolean {
+export function scrubOwnEnvironment(names: readonly string[], keep: readonly string[] = []): boolean {
   const present = names.filter((name) => process.env[name]);
+  // `keep`: still needed in this process (a platform adapter reads its token again when it reconnects): the value
+  // moves to the heap (setenv), which /proc/<pid>/environ does not show
+  const kept = new Map(present.filter((name) => keep.includes(name)).map((name) => [name, process.env[name]!]));
   if (present.length === 0) return true;
   let ok = false;
   try {
@@ -46,5 +49,6 @@ export function scrubOwnEnvironment(names: readonly string[]): boolean {
     ok = false;
   }
   for (const name of present) delete process.env[name];
+  for (const [name, value] of kept) process.env[name] = value;
   return ok;
 }

@@ -9,8 +9,10 @@
  * - `quarantined`: the conversation's session folder is unsafe to open (a linked or unreadable session.db); the host
  *   leaves it alone until an administrator moves it aside.
  * - `over-budget`: the agent group has reached a budget; the message says which limit and when it resets.
+ * - `not-ready`: retryable: the agent group has no model-runtime generation to serve (its build failed, the message
+ *   says why); asking again changes nothing until its configuration or the credentials change.
  */
-export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'quarantined' | 'over-budget';
+export type HostErrorCode = 'config' | 'unknown-conversation' | 'unknown-group' | 'invalid-input' | 'not-found' | 'delivery' | 'quarantined' | 'over-budget' | 'not-ready';
 
 export class HostError extends Error {
   constructor(

@@ -15,9 +15,17 @@ import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
 import { HostError, isHostError } from './errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
-import { credentialEnvironment, CredentialProxy, PROXIED_CREDENTIALS } from './credential-proxy.js';
+import { CredentialProxy, PROXIED_CREDENTIALS, type ProxyUpstreams } from './credential-proxy.js';
+import { readCredentials } from './generations/credentials.js';
+import { declaresExtensions } from './generations/extensions.js';
+import { GenerationPublisher } from './generations/publisher.js';
+import { writePublishedView } from './generations/published-file.js';
+import type { GenerationView, ModelGeneration } from './generations/types.js';
+import { watchCredentials, type CredentialsWatch } from './generations/watch.js';
 import { TraceRelay } from './trace-relay.js';
 import { scrubOwnEnvironment } from './environ-scrub.js';
+import { PLATFORM_SECRETS } from './platforms/catalog.js';
+import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
 import { mcpSecretValues } from './mcp-servers.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
@@ -89,16 +97,33 @@ export class Host implements HostApi {
   private readonly traceRelay: TraceRelay | undefined;
   readonly usage: HostUsage;
   private readonly traces: HostTraces;
+  /** every agent group's model-runtime generation: the one place credentials, models and the catalogue are read */
+  readonly generations: GenerationPublisher;
+  private credentialsWatch: CredentialsWatch | undefined;
+  /** per local session: the turn in flight and the generation its first upstream request went with */
+  private readonly turnPins = new Map<string, { turn: string; generation: ModelGeneration }>();
   /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
   private cluster: Promise<SessionCluster> | undefined;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
     this.log = options.log ?? createLogger('host');
+    const secrets = new SecretsStore(config.home);
+    this.generations = new GenerationPublisher({
+      readCredentials: (previous) => readCredentials(config.runners.env, () => secrets.read(), previous),
+      groups: () => this.store.listAgentGroups(),
+      hasExtensions: (group) => declaresExtensions(this.sessions.groupDir(group)),
+      log: this.log,
+      onPublish: (generation) => {
+        const group = this.store.getAgentGroup(generation.groupId);
+        if (group) writePublishedView(config.home, this.generations.view(group));
+      },
+    });
     // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
     // file that is not 0600): before the home is locked.
-    this.secrets = new SecretsStore(config.home);
-    this.credentialProxy = CredentialProxy.fromEnvironment(credentialEnvironment(config.runners.env, this.secrets.read()), this.log);
+    this.secrets = secrets;
+    const credentials = this.generations.loadCredentials();
+    this.credentialProxy = CredentialProxy.fromEnvironment({ ...credentials.env }, this.log, (sessionId) => this.upstreamsOf(sessionId));
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -146,6 +171,8 @@ export class Host implements HostApi {
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
+      host.generations.publishAllNow();
+      host.credentialsWatch = watchCredentials(options.config.home, host.log, (why) => void host.generations.republish(why).catch((err: unknown) => host.log.error(`model runtime: ${errorMessage(err)}`)));
       await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
       for (const session of host.store.listSessions()) {
         try {
@@ -174,6 +201,7 @@ export class Host implements HostApi {
     if (this.stopped) return;
     this.stopped = true;
     for (const channel of this.channels.values()) if (channel.type === 'terminal') await channel.stop();
+    this.credentialsWatch?.close();
     for (const engine of this.engines.values()) engine.stopStarting();
     await this.supervisor.stopAll();
     for (const pipeline of this.pipelines.values()) {
@@ -201,8 +229,11 @@ export class Host implements HostApi {
    * them in this process's environment block, which any same-user process can read at /proc/<pid>/environ.
    */
   hideKeysFromOwnEnvironment(): void {
-    if (!this.credentialProxy) return;
-    if (!scrubOwnEnvironment(PROXIED_CREDENTIALS)) this.log.warn('could not blank the provider keys in the host process environment; same-user processes may read them');
+    // the provider keys (the credential proxy holds them) are gone from this process; the host's own tokens and the
+    // platforms' stay usable in it, but no longer readable at /proc/<pid>/environ
+    const hostSecrets = [...SETTINGS.filter((s) => s.secret && s.reader === 'host').map((s) => s.name), ...PLATFORM_SECRETS];
+    const names = [...(this.credentialProxy ? PROXIED_CREDENTIALS : []), ...hostSecrets];
+    if (!scrubOwnEnvironment(names, hostSecrets)) this.log.warn('could not blank the keys and tokens in the host process environment; same-user processes may read them');
   }
 
   // ---- HostApi (what channels call) ----
@@ -404,7 +435,8 @@ export class Host implements HostApi {
       channels: this.channels,
       log: this.log,
       metrics: this.options.metrics,
-      configFor: (s, group) => this.sessions.configFor(s, group),
+      configFor: (s, group) => this.sessions.configFor(s, group, this.generations.published(group.id)?.number),
+      modelRuntimeHold: (group) => this.modelRuntimeHold(group),
       secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
@@ -469,6 +501,64 @@ export class Host implements HostApi {
       conversations.set(`${conversation.channelType}\n${conversation.platformId}\n${conversation.threadId ?? ''}`, conversation);
     }
     for (const conversation of conversations.values()) await this.delivery.notify({ session }, conversation, text);
+  }
+
+  /** The model catalogue of every agent group, as published (`GET /v1/models`, `pincer models`). */
+  modelCatalogue(): GenerationView[] {
+    return this.store.listAgentGroups().map((group) => this.generations.view(group));
+  }
+
+  /** Why runners of `group` may not start: no generation to serve (answered at once; see GenerationPublisher.admit). */
+  private modelRuntimeHold(group: AgentGroup): string | undefined {
+    try {
+      this.generations.admit(group);
+      return undefined;
+    } catch (err) {
+      if (isHostError(err, 'not-ready')) return err.message;
+      throw err;
+    }
+  }
+
+  /**
+   * What the credential proxy forwards a session's request with: its agent group's published generation's credentials,
+   * else the newest credentials read. A turn in flight keeps the generation of its first request to its end (a key
+   * rotated meanwhile is used from the next turn on, and the open turn is never cut off); a turn is the runner's
+   * batch as its state row says now, read from the session database (local sessions; a served session's requests
+   * take the newest generation each).
+   */
+  private upstreamsOf(sessionId: string | undefined): ProxyUpstreams {
+    const session = sessionId === undefined ? undefined : this.store.getSession(sessionId);
+    const group = session && this.store.getAgentGroup(session.agentGroupId);
+    if (!session || !group) return this.generations.currentCredentials()?.upstreams ?? {};
+    let generation: ModelGeneration;
+    try {
+      generation = this.generations.admit(group);
+    } catch (err) {
+      // a group with no generation (its model configuration cannot be built) still has the host's credentials; its
+      // runners are held from starting until it has one, so this serves only a runner that was running already
+      if (!isHostError(err, 'not-ready')) throw err;
+      return this.generations.currentCredentials()?.upstreams ?? {};
+    }
+    const turn = this.turnOf(session.id);
+    if (turn === undefined) {
+      this.turnPins.delete(session.id);
+      return generation.credentials.upstreams;
+    }
+    const pin = this.turnPins.get(session.id);
+    if (pin?.turn === turn) return pin.generation.credentials.upstreams;
+    this.turnPins.set(session.id, { turn, generation });
+    return generation.credentials.upstreams;
+  }
+
+  /** The turn a local session's runner has in flight (`<pid>:<batch ids>`), or undefined when it has none. */
+  private turnOf(sessionId: string): string | undefined {
+    let live;
+    try {
+      live = this.engines.get(sessionId)?.liveState();
+    } catch {
+      return undefined; // a database being set up afresh: no turn to keep
+    }
+    return live && live.batchIds.length > 0 ? `${live.pid}:${live.batchIds.join(',')}` : undefined;
   }
 
   private quarantine(session: SessionRecord, reason: string): void {
@@ -536,6 +626,7 @@ export class Host implements HostApi {
 }
 
 const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
+
 
 function quarantineNotice(reason: string): string {
   return `This conversation's session is set aside and gets no answers (${reason}). An administrator can move its folder aside and restart the host.`;

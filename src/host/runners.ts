@@ -10,6 +10,7 @@ import { isProcessAlive } from './home-lock.js';
 import { openSessionDbSafely } from './session-slot.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { HostConfig } from './types.js';
+import { setting } from '../shared/settings.js';
 
 /**
  * Runner lifecycle: at most one runner per session, started as a child process when the session has due work,
@@ -257,7 +258,9 @@ export class RunnerSupervisor {
 
   private runnerEnv(launch: RunnerLaunch): NodeJS.ProcessEnv {
     const env = { ...this.config.env, AGENT_PROVIDER: launch.provider, TZ: launch.timezone };
-    return this.credentials ? this.credentials.runnerEnv(launch.sessionId, env) : env;
+    const given = this.credentials ? this.credentials.runnerEnv(launch.sessionId, env) : env;
+    // the launcher's own settings (PINCER_CONTAINER_*, DOCKER_HOST) stay with the launcher
+    return Object.fromEntries(Object.entries(given).filter(([name]) => setting(name)?.reader !== 'launcher'));
   }
 
   private handleExit(sessionId: string, entry: Entry, code: number | string): void {

@@ -93,7 +93,7 @@ export class SessionDirectory {
    * either the old file or the new one, never half of each), tagged with the group's generation. The admin user ids
    * stay out of it: the host checks admin rights itself, and the agent has no use for them.
    */
-  configFor(session: SessionRecord, group: AgentGroup): ConfigFile {
+  configFor(session: SessionRecord, group: AgentGroup, modelGeneration?: number): ConfigFile {
     // The session's own MCP servers replace the group's of the same name; secret values stay references.
     const mcpServers = { ...group.mcpServers, ...session.mcpServers };
     return {
@@ -101,6 +101,7 @@ export class SessionDirectory {
       timezone: group.timezone,
       assistantName: group.name,
       generation: group.configGeneration,
+      ...(modelGeneration !== undefined ? { modelGeneration } : {}),
       ...(group.model ? { model: group.model } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
       ...(Object.keys(mcpServers).length > 0 ? { mcpServers } : {}),

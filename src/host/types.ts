@@ -20,7 +20,7 @@ export interface HostConfig {
   } | null;
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
-  http: { port: number; host: string; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
+  http: { port: number; host: string; hostnames?: string[]; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
   /**
    * How the host reaches its sessions (src/host/session/port.ts): `local` (the folder on this machine, its engine in
    * the host) or `session-serve` (PINCER_RUNNER=session-serve: one `pincer session-serve` process per session, over

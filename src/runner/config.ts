@@ -41,6 +41,8 @@ export interface RunnerConfig {
   modelProvider?: string;
   /** the host's configuration generation of config.json (one atomic snapshot), for the log. */
   generation?: number;
+  /** the agent group's model-runtime generation the host published this file with, for the log. */
+  modelGeneration?: number;
   adminUserId: string | undefined;
   assistantName: string | undefined;
   /** the model (PINCER_MODEL, else config.json `model`), e.g. `anthropic/claude-sonnet-4-5` */
@@ -80,6 +82,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     groupProvider: file.groupProvider,
     modelProvider: model ? file.models?.[model]?.provider : undefined,
     generation: file.generation,
+    modelGeneration: file.modelGeneration,
     adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
     model,

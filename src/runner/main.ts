@@ -125,7 +125,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
     `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
-      (config.generation === undefined ? '' : `, config generation ${config.generation}`),
+      (config.generation === undefined ? '' : `, config generation ${config.generation}`) +
+      (config.modelGeneration === undefined ? '' : `, model runtime generation ${config.modelGeneration}`),
   );
   try {
     await runner.run();
@@ -134,7 +135,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     return 1;
   } finally {
     waker.close();
-    if (lifeline) process.stdin.destroy();
+    if (lifeline || env[STDIN_DOCUMENT_ENV] === '1') process.stdin.destroy(); // an open stdin would keep the process alive
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
     await pools.close();
     await tracing.shutdown().catch((err: unknown) => log.warn(`trace export failed: ${errorMessage(err)}`));

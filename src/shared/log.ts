@@ -31,13 +31,24 @@ export function setLogSink(write: (line: string) => void): void {
   sink = write;
 }
 
+/** Values never written to a log (the host's tokens and keys): replaced by `[redacted]` in every line. */
+const redacted = new Set<string>();
+/** Keep `values` out of every log line of this process from now on (values under 8 characters are not secrets). */
+export function redactInLogs(values: Iterable<string | undefined>): void {
+  for (const value of values) if (value !== undefined && value.length >= 8) redacted.add(value);
+}
+function redact(line: string): string {
+  for (const value of redacted) if (line.includes(value)) line = line.split(value).join('[redacted]');
+  return line;
+}
+
 /** A logger whose lines start with the time and `[area]`; the level comes from PINCER_LOG_LEVEL (default info). */
 export function createLogger(area: string, write: (line: string) => void = (line) => sink(line)): Logger {
   const threshold = thresholdFromEnv();
   const emit = (level: LogLevel, message: string): void => {
     if (ORDER[level] < threshold) return;
     const prefix = level === 'info' || level === 'debug' ? `[${area}]` : `[${area}] ${level}:`;
-    write(`${new Date().toISOString()} ${prefix} ${message}\n`);
+    write(`${new Date().toISOString()} ${prefix} ${redacted.size > 0 ? redact(message) : message}\n`);
   };
   return {
     debug: (m) => emit('debug', m),

@@ -43,7 +43,8 @@ export interface RunnerHandle {
 
 const running = new Set<RunnerHandle>();
 
-export function startRunner(workspace: string, env: Record<string, string> = {}): RunnerHandle {
+/** `stdin`: written to the runner's stdin (kept open), as a launcher hands over its launch document. */
+export function startRunner(workspace: string, env: Record<string, string> = {}, options: { stdin?: string } = {}): RunnerHandle {
   const child = spawn(process.execPath, [BUILT_CLI, 'runner'], {
     env: {
       PATH: process.env.PATH,
@@ -53,8 +54,12 @@ export function startRunner(workspace: string, env: Record<string, string> = {})
       PINCER_WORKSPACE: workspace,
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'],
   });
+  if (options.stdin !== undefined) {
+    child.stdin!.on('error', () => undefined); // it exited first: its exit code says why
+    child.stdin!.write(options.stdin);
+  }
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | string>((resolve) =>

@@ -25,6 +25,8 @@ export interface Terminal {
   line(text: string): void;
   /** the whole screen and scroll-back, trailing blank lines dropped. */
   screen(): string;
+  /** the same with its colours as escape sequences (`capture-pane -e`). */
+  styledScreen(): string;
   /** wait until the screen matches. */
   waitFor(what: string, test: (screen: string) => boolean, timeoutMs?: number): Promise<string>;
   /** the program's exit code, once it has ended (the session prints it). */
@@ -48,6 +50,7 @@ export function openTerminal(argv: string[], env: Record<string, string>): Termi
       tmux('send-keys', '-t', name, 'Enter');
     },
     screen: () => tmux('capture-pane', '-p', '-J', '-S', '-', '-t', name).replace(/\n+$/, ''),
+    styledScreen: () => tmux('capture-pane', '-p', '-e', '-J', '-S', '-', '-t', name).replace(/\n+$/, ''),
     waitFor: (what, test, timeoutMs = 30_000) => waitFor(what, () => {
       const screen = terminal.screen();
       return test(screen) ? screen : undefined;

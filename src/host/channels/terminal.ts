@@ -204,8 +204,31 @@ export class TerminalChannel implements ChannelAdapter {
     this.write(`pincer: sent ${name} (${mb(stat.size)})`);
   }
 
+  /**
+   * Colour the chat's lines from now on (the agent group's theme). Only for a terminal that shows colour: the caller
+   * decides (a pipe, `TERM=dumb` and `NO_COLOR` keep plain text).
+   */
+  useTheme(colours: { agent: string; notice: string; error: string }): void {
+    this.palette = colours;
+  }
+
+  private palette: { agent: string; notice: string; error: string } | undefined;
+
   private write(text: string): void {
-    this.options.output.write(`${this.options.interactive ? CLEAR_LINE : ''}${text}\n`);
+    this.options.output.write(`${this.options.interactive ? CLEAR_LINE : ''}${this.paint(text)}\n`);
+  }
+
+  private paint(text: string): string {
+    const palette = this.palette;
+    if (!palette) return text;
+    const colour = text.startsWith('agent')
+      ? palette.agent
+      : /^pincer: (cannot|.*\bfailed\b)/.test(text)
+        ? palette.error
+        : text.startsWith('pincer:')
+          ? palette.notice
+          : undefined;
+    return colour ? `${ansiColour(colour)}${text}\x1b[39m` : text;
   }
 
   private prompt(): void {
@@ -220,4 +243,10 @@ export class TerminalChannel implements ChannelAdapter {
       this.options.output.write(`${CLEAR_LINE}${status}`);
     }
   }
+}
+
+/** `#rrggbb` as a 24-bit foreground colour. */
+function ansiColour(hex: string): string {
+  const n = Number.parseInt(hex.slice(1), 16);
+  return `\x1b[38;2;${(n >> 16) & 255};${(n >> 8) & 255};${n & 255}m`;
 }

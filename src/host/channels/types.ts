@@ -1,3 +1,4 @@
+import type { GenerationView } from '../generations/types.js';
 import type { AgentGroup } from '../central-db/types.js';
 import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
@@ -106,6 +107,8 @@ export interface HostApi {
   runnerLogTail(sessionId: string, lines: number): Promise<string[]>;
   /** Scheduled tasks of every session: list, get, pause, resume, update, cancel. */
   readonly tasks: Pick<TaskBoard, 'list' | 'get' | 'change'>;
+  /** Every agent group's published model-runtime generation (catalogue, selection, credential names): never a key. */
+  modelCatalogue(): GenerationView[];
 }
 
 export interface SessionSummary {

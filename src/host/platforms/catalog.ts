@@ -158,6 +158,9 @@ export function platformSpec(name: string): PlatformSpec | undefined {
 /** Every environment variable a platform adapter reads: removed from what runners inherit. */
 export const PLATFORM_VARIABLES: readonly string[] = PLATFORMS.flatMap((spec) => spec.variables);
 
+/** The platform variables that hold a secret (tokens, signing secrets, private keys). */
+export const PLATFORM_SECRETS: readonly string[] = PLATFORM_VARIABLES.filter((name) => /TOKEN|SECRET|PRIVATE_KEY/.test(name));
+
 /** The platforms configured in `env`, and those configured only in part (the host refuses to start with those). */
 export function platformsIn(env: NodeJS.ProcessEnv): { enabled: { spec: PlatformSpec; inbound: InboundMode }[]; incomplete: string[] } {
   const enabled: { spec: PlatformSpec; inbound: InboundMode }[] = [];

@@ -117,7 +117,7 @@ export class SessionEngine {
   }
 
   setAdmission(admission: Admission): void {
-    const changed = admission.over !== this.admission.over;
+    const changed = admission.over !== this.admission.over || admission.hold !== this.admission.hold;
     this.admission = admission;
     if (changed) this.slot.waker.notify();
   }
@@ -188,7 +188,9 @@ export class SessionEngine {
       const backoff = supervisor.backoffRemainingMs(id);
       if (backoff > 0) waits.push(backoff);
       else if (this.admission.over) this.refuseOverBudget();
-      else {
+      else if (this.admission.hold !== undefined) {
+        // the group's model runtime is not ready: the messages wait; the host lifts the hold once it publishes one
+      } else {
         supervisor.start({
           sessionId: id,
           folder: this.deps.session.folder,

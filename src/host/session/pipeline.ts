@@ -17,6 +17,10 @@ const LONG_POLL_MS = 25_000;
 /** A failing turn waits 100 ms, then twice as long each time, up to 30 s. */
 const FAILURE_BACKOFF_BASE_MS = 100;
 const FAILURE_BACKOFF_MAX_MS = 30_000;
+/** A held start (the model runtime not ready) is retried after 1 s, then twice as long each time, up to 30 s. */
+const HOLD_RETRY_BASE_MS = 1000;
+/** The chat is told once a start has been held this many times in a row. */
+const HOLD_NOTICE_AT = 3;
 
 export interface PipelineDeps {
   store: CentralStore;
@@ -28,6 +32,11 @@ export interface PipelineDeps {
   metrics?: HostMetrics;
   /** the runner configuration document of a session of `group`. */
   configFor(session: SessionRecord, group: AgentGroup): ConfigFile;
+  /**
+   * Why no runner of `group` may start now (its model runtime has no generation to serve), or undefined when one may.
+   * Must not block: an unchanged state answers at once.
+   */
+  modelRuntimeHold?(group: AgentGroup): string | undefined;
   /** the values of the secrets `config`'s MCP servers refer to (handed to runners at launch, never written). */
   secretsFor?(config: ConfigFile): Record<string, string>;
   /** what the host itself does about an event (`reset`, `quarantined`); notices and counts are the pipeline's. */
@@ -48,7 +57,8 @@ export class SessionPipeline {
   private version = 0;
   private typingIn: ConversationRef | null = null;
   private published = '';
-  private admitted: boolean | undefined;
+  private admitted: string | undefined;
+  private held = 0;
   private stopped = false;
   private loop: Promise<void> | null = null;
   private readonly abort = new AbortController();
@@ -106,8 +116,11 @@ export class SessionPipeline {
   /** One turn; returns how long the next `sync` may wait. */
   private async turn(waitMs: number): Promise<number> {
     let handle = this.handle();
+    const hold = this.deps.modelRuntimeHold?.(handle.group);
     await this.publish(handle);
-    await this.admit(handle);
+    await this.admit(handle, hold);
+    if (hold !== undefined) waitMs = Math.min(waitMs, await this.onHold(hold));
+    else this.held = 0;
     await this.pushUnacknowledged();
     const snapshot = await this.port.sync(this.version, 0, waitMs, this.abort.signal);
     if (this.stopped) return 0;
@@ -124,14 +137,26 @@ export class SessionPipeline {
   }
 
   /**
-   * Tell the session whether the group's budget admits turns, when that changed: on every turn, and before every write
-   * (a budget raised since the last turn must not leave the session refusing the message it is given now).
+   * Tell the session whether the group's budget admits turns (and whether its model runtime holds runner starts),
+   * when that changed: on every turn, and before every write (a budget raised since the last turn must not leave the
+   * session refusing the message it is given now).
    */
-  private async admit(handle: SessionHandle): Promise<void> {
+  private async admit(handle: SessionHandle, hold = this.deps.modelRuntimeHold?.(handle.group)): Promise<void> {
     const budget = this.deps.usage.budgets.check(handle.group);
-    if (budget.over === this.admitted) return;
-    await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '' });
-    this.admitted = budget.over;
+    const admission = `${budget.over}\n${hold ?? ''}`;
+    if (admission === this.admitted) return;
+    await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '', ...(hold !== undefined ? { hold } : {}) });
+    this.admitted = admission;
+  }
+
+  /** A start held again: back off, and tell the chat once it has happened {@link HOLD_NOTICE_AT} times in a row. */
+  private async onHold(why: string): Promise<number> {
+    this.held += 1;
+    if (this.held === 1 || this.held === HOLD_NOTICE_AT) this.deps.log.warn(`session ${this.id}: runner start held (${this.held} in a row): ${why}`);
+    if (this.held === HOLD_NOTICE_AT) {
+      await this.deps.delivery.notify({ session: this.session }, conversationOf({ session: this.session }, NO_ROUTING), `The agent cannot start yet: ${why}. Your messages wait; retrying with back-off.`);
+    }
+    return Math.min(HOLD_RETRY_BASE_MS * 2 ** Math.min(this.held - 1, 5), FAILURE_BACKOFF_MAX_MS);
   }
 
   /** Write an inbound row into the session, kept in the inbox first; returns its receipt (seq null: not there yet). */
@@ -215,6 +240,8 @@ export class SessionPipeline {
     await this.deps.delivery.deliverSession(handle, snapshot.outbound);
   }
 }
+
+const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

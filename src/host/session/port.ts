@@ -100,8 +100,11 @@ export interface SessionState {
 }
 
 export interface Admission {
+  /** over budget: due messages are refused with `notice` */
   over: boolean;
   notice: string;
+  /** no runner may start yet (the group's model runtime is not ready: why); due messages wait, nothing is refused */
+  hold?: string;
 }
 
 export interface DrainResult {

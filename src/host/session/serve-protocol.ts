@@ -62,7 +62,7 @@ export const CALLS = {
   ]),
   platformMessageIdOf: z.tuple([seq]),
   publishConfig: z.union([z.tuple([z.record(z.string(), z.unknown())]), z.tuple([z.record(z.string(), z.unknown()), z.record(z.string(), z.string())])]),
-  setAdmission: z.tuple([z.strictObject({ over: z.boolean(), notice: z.string() })]),
+  setAdmission: z.tuple([z.strictObject({ over: z.boolean(), notice: z.string(), hold: z.string().optional() })]),
   runner: z.tuple([z.enum(['start', 'stop'])]),
   usageAfter: z.tuple([seq]),
   done: z.tuple([z.array(z.string()).max(100_000), seq]),

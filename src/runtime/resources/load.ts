@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expandEntries } from './entries.js';
 import { readManifest } from './manifest.js';
 import { firstParagraph, parseMarkdownFile } from './markdown.js';
+import { chooseTheme, themesAt } from './themes.js';
 import type { ExtensionResource, LoadedResources, PromptResource, ResourceDiagnostic, ResourceSource, SkillResource } from './types.js';
 
 /**
@@ -34,10 +35,23 @@ export function loadResources(root: string, reservedCommands: readonly string[] 
     promptPaths = [path.join(root, 'prompts')];
   }
 
+  let themeSource: ResourceSource = 'none';
+  let themePaths: string[] = [];
+  if (manifest?.themes) {
+    themeSource = 'manifest';
+    themePaths = expandEntries(root, manifest.themes, 'themes', diagnostics);
+  } else if (isDirectory(path.join(root, 'themes'))) {
+    themeSource = 'convention';
+    themePaths = [path.join(root, 'themes')];
+  }
+  const themes = uniqueByName(themePaths.flatMap((p) => themesAt(p, diagnostics)), 'theme', diagnostics);
+
   const extensions = extensionsIn(root, manifest?.extensions, diagnostics);
   return {
     root,
-    sources: { skills: skillSource, prompts: promptSource, extensions: extensions.source },
+    sources: { skills: skillSource, prompts: promptSource, extensions: extensions.source, themes: themeSource },
+    themes,
+    theme: chooseTheme(manifest?.theme, themes, diagnostics),
     extensions: extensions.found,
     skills: uniqueByName(skillPaths.flatMap((p) => skillsAt(p, diagnostics)), 'skill', diagnostics),
     prompts: uniqueByName(

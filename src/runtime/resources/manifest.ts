@@ -26,6 +26,8 @@ const PincerManifestSchema = z.looseObject({
   skills: Entries.optional(),
   prompts: Entries.optional(),
   extensions: Entries.optional(),
+  themes: Entries.optional(),
+  theme: z.string().optional(),
   runtime: z.unknown().optional(),
 });
 
@@ -35,10 +37,13 @@ export interface PincerManifest {
   skills?: string[];
   prompts?: string[];
   extensions?: string[];
+  themes?: string[];
+  /** the theme the group uses (a name) */
+  theme?: string;
   runtime?: RuntimeSettings;
 }
 
-const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions', 'runtime']);
+const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions', 'themes', 'theme', 'runtime']);
 
 /** The manifest of `root`, or undefined when there is no package.json or it has no `"pincer"` key. */
 export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): PincerManifest | undefined {
@@ -60,7 +65,7 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
   }
   for (const key of Object.keys(manifest.data)) {
     if (!KNOWN_KEYS.has(key)) {
-      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, runtime)` });
+      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, themes, theme, runtime)` });
     }
   }
   let runtime: RuntimeSettings | undefined;
@@ -69,7 +74,7 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
     if (parsed.success) runtime = parsed.data;
     else diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.runtime": ${describeIssues(parsed.error)}` });
   }
-  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions, runtime };
+  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions, themes: manifest.data.themes, theme: manifest.data.theme, runtime };
 }
 
 /** The group's runtime settings (empty when none or invalid; problems go to `diagnostics`). */

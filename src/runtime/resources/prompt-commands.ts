@@ -26,11 +26,12 @@ export function skillsSection(skills: readonly SkillResource[]): string | undefi
 /** One log line: what was loaded from where. */
 export function describeResources(resources: LoadedResources): string {
   const names = (items: { name: string }[], prefix = '') => (items.length ? ` (${items.map((i) => prefix + i.name).join(', ')})` : '');
-  const { skills, prompts, sources, extensions } = resources;
+  const { skills, prompts, sources, extensions, themes, theme } = resources;
   return (
     `resources: ${skills.length} skill${skills.length === 1 ? '' : 's'}${names(skills)} from ${sources.skills}, ` +
     `${prompts.length} prompt${prompts.length === 1 ? '' : 's'}${names(prompts, '/')} from ${sources.prompts}` +
     (extensions.length ? `, ${extensions.length} extension${extensions.length === 1 ? '' : 's'}${names(extensions)} from ${sources.extensions}` : '') +
+    (themes.length || theme.name !== 'dark' ? `, ${themes.length} theme${themes.length === 1 ? '' : 's'}${names(themes)} from ${sources.themes}, theme ${theme.name}` : '') +
     (resources.diagnostics.length ? `, ${resources.diagnostics.length} problem${resources.diagnostics.length === 1 ? '' : 's'}` : '')
   );
 }

@@ -32,7 +32,17 @@ export interface ExtensionResource {
   file: string;
 }
 
+/** A theme (themes.ts): the colours of the chat's lines and of the web page. */
+export interface ThemeResource {
+  name: string;
+  description?: string;
+  /** the JSON file, or `(built in)` */
+  file: string;
+  colours: { agent: string; user: string; tool: string; notice: string; error: string; accent: string; background: string; text: string };
+}
+
 export type ResourceDiagnosticCode =
+  | 'invalid-theme'
   | 'not-javascript'
   | 'extension-failed'
   | 'invalid-manifest'
@@ -54,11 +64,15 @@ export interface LoadedResources {
   /** the agent group folder the resources were loaded from */
   root: string;
   /** where each kind was declared */
-  sources: { skills: ResourceSource; prompts: ResourceSource; extensions: ResourceSource };
+  sources: { skills: ResourceSource; prompts: ResourceSource; extensions: ResourceSource; themes: ResourceSource };
   skills: SkillResource[];
   prompts: PromptResource[];
   /** found, not loaded: only a runner imports them (their code runs in the agent's sandbox, never in the host) */
   extensions: ExtensionResource[];
+  /** the package's own themes */
+  themes: ThemeResource[];
+  /** the theme the group uses: its `"theme"`, else the built-in `dark` */
+  theme: ThemeResource;
   diagnostics: ResourceDiagnostic[];
 }
 

@@ -6,6 +6,7 @@ import { HostError } from '../../errors.js';
 import type { ConversationRef } from '../../types.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from '../types.js';
 import { Authenticator } from './auth.js';
+import { hostHeaderCheck } from './host-check.js';
 import { errorResponse } from './io.js';
 import { BUILTIN_ROUTES } from './routes/index.js';
 import { SseHub } from './sse.js';
@@ -87,6 +88,7 @@ export class HttpChannel implements ChannelAdapter {
     const routers = { open: new Hono<HttpEnv>(), api: new Hono<HttpEnv>() };
     for (const module of [...BUILTIN_ROUTES, ...(this.options.routes ?? [])]) module(routers, context);
     const app = new Hono<HttpEnv>();
+    app.use('*', hostHeaderCheck(this.options.host, this.options.hostnames ?? []));
     app.route('/', routers.open);
     app.use('*', auth.middleware());
     app.route('/', routers.api);

@@ -106,7 +106,7 @@ export function errorResponse(c: Context, err: unknown, log: Logger): Response {
         ? 400
         : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group'
           ? 404
-          : err.code === 'quarantined'
+          : err.code === 'quarantined' || err.code === 'not-ready'
             ? 503
             : err.code === 'over-budget'
               ? 429

@@ -47,6 +47,8 @@ export type HttpRouteModule = (routers: HttpRouters, context: HttpContext) => vo
 export interface HttpChannelOptions {
   port: number;
   host: string;
+  /** host names the server answers to besides IP literals and localhost (PINCER_HTTP_HOSTNAMES). */
+  hostnames?: readonly string[];
   /** the admin token (the home's token file or PINCER_HTTP_TOKEN). */
   token: string;
   mailbox: HttpMailbox;

@@ -2,6 +2,7 @@ import type { HttpRouteModule } from '../types.js';
 import { conversationRoutes } from './conversations.js';
 import { fileRoutes } from './files.js';
 import { loginRoutes } from './login.js';
+import { modelRoutes } from './models.js';
 import { sessionRoutes } from './sessions.js';
 import { taskRoutes } from './tasks.js';
 import { webhookRoutes } from './webhooks.js';
@@ -13,4 +14,4 @@ import { webRoutes } from './web.js';
  * and one line below; an area that needs something the channel does not have (a ledger, a Chat SDK instance) is
  * passed in `HttpChannelOptions.routes` by whoever builds the channel instead.
  */
-export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, loginRoutes, conversationRoutes, taskRoutes, webhookRoutes, fileRoutes, runnerRoutes, webRoutes];
+export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, loginRoutes, conversationRoutes, taskRoutes, webhookRoutes, fileRoutes, runnerRoutes, modelRoutes, webRoutes];

@@ -1,4 +1,7 @@
+import type { Context } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { LoginThrottle } from '../login-throttle.js';
 import { z } from 'zod';
 import { BROWSER_SESSION_MS, hashSecret, type Principal } from '../access.js';
 import { sameOrigin, SESSION_COOKIE } from '../auth.js';
@@ -15,11 +18,22 @@ import type { HttpRouteModule } from '../types.js';
 const Login = z.object({ token: z.string().min(1) });
 
 export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) => {
+  const throttle = new LoginThrottle();
   open.post('/v1/login', async (c) => {
     if (!sameOrigin(c)) throw new HttpError(403, 'cross-origin login refused: log in from the page of this host');
+    const address = clientAddress(c);
+    const waitMs = throttle.waitMs(address);
+    if (waitMs > 0) {
+      c.header('Retry-After', String(Math.ceil(waitMs / 1000)));
+      return c.json({ error: `too many failed logins from ${address}: try again in ${Math.ceil(waitMs / 1000)} s` }, 429);
+    }
     const { token } = validate(Login, await readJson(c));
     const principal = auth.byToken(token);
-    if (!principal) throw new HttpError(401, 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', 'token');
+    if (!principal) {
+      throttle.fail(address);
+      throw new HttpError(401, 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', 'token');
+    }
+    throttle.succeed(address);
     const session = access.openBrowserSession(hashSecret(token));
     setCookie(c, SESSION_COOKIE, session.id, {
       httpOnly: true,
@@ -40,6 +54,14 @@ export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) =>
 
   api.get('/v1/whoami', (c) => c.json(describe(c.get('principal'))));
 };
+
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
 
 function describe(principal: Principal): { name: string; admin: boolean; conversations: string[] | null } {
   return { name: principal.name, admin: principal.kind === 'admin', conversations: principal.kind === 'admin' ? null : [...principal.conversations] };

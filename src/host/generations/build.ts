@@ -1,0 +1,72 @@
+import { hasProviderPrefix, isModelRouteError, resolveModelRoute } from '../../runtime/model-route.js';
+import type { AgentGroup } from '../central-db/types.js';
+import { groupRegistry, groupSelection, projectCatalogue, type SelectionMemo } from './catalogue.js';
+import type { HostCredentials, ModelGeneration } from './types.js';
+
+/** A group's configuration no generation can be built from: the message says what to fix. */
+export class GenerationBuildError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GenerationBuildError';
+  }
+}
+
+export interface BuildInput {
+  group: AgentGroup;
+  /** the number the generation gets if it is published */
+  number: number;
+  credentials: HostCredentials;
+  /** the group folder declares extensions: they may register runtimes this host does not know (only runners run them) */
+  hasExtensions: boolean;
+  /** selections already made in this pass */
+  memo?: SelectionMemo;
+  now?: () => Date;
+}
+
+/** The publish state a build is for: a group's configuration generation and the credentials version. */
+export function inputsOf(group: AgentGroup, credentials: HostCredentials): string {
+  return `config ${group.configGeneration}, credentials ${credentials.version}`;
+}
+
+/**
+ * Build one group's generation, whole, from what it is given (no I/O): the configured model's route, the prepared
+ * selection, the registry and the projected catalogue, frozen. Configuration that cannot run fails the build with
+ * {@link GenerationBuildError} (an unknown runtime, a model whose route is wrong, the built-in runtime with no model);
+ * a runtime that is only missing its key or binary does not — the generation says so, and a key set later publishes
+ * the next one.
+ */
+export function buildGeneration({ group, number, credentials, hasExtensions, memo = new Map(), now = () => new Date() }: BuildInput): ModelGeneration {
+  const model = group.model ?? (credentials.env.PINCER_MODEL || null);
+  if (model && hasProviderPrefix(model)) {
+    try {
+      resolveModelRoute({ ref: model, env: credentials.env });
+    } catch (err) {
+      if (isModelRouteError(err)) throw new GenerationBuildError(`agent group ${group.name}: ${err.message}`);
+      throw err;
+    }
+  }
+  const selection = groupSelection(group.provider, model, credentials);
+  if (!selection.ok && (selection.code === 'config' || selection.code === 'insecure-route' || (selection.code === 'unknown' && !hasExtensions))) {
+    throw new GenerationBuildError(`agent group ${group.name}: ${selection.message}`);
+  }
+  const registry = groupRegistry(model);
+  const catalogue = projectCatalogue(registry, { policy: group.provider, model, credentials, memo });
+  return deepFreeze({
+    groupId: group.id,
+    groupName: group.name,
+    number,
+    builtAt: now().toISOString(),
+    inputs: inputsOf(group, credentials),
+    credentials,
+    model,
+    selection,
+    registry,
+    catalogue,
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  for (const inner of Object.values(value)) deepFreeze(inner);
+  return Object.freeze(value);
+}
