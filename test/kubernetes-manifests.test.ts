@@ -1,6 +1,9 @@
+import { loadAllYaml } from '@kubernetes/client-node';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildClaim, buildPod, buildSecret, claimName, launchName, launchSelector, nameOf } from '../src/host/kubernetes/manifests.js';
-import { isHostOnlyVariable, loadKubernetesSettings } from '../src/host/kubernetes/settings.js';
+import { isHostOnlyVariable, KUBERNETES_SETTING_NAMES, loadKubernetesSettings } from '../src/host/kubernetes/settings.js';
 
 /** The session objects of `PINCER_RUNNER=kubernetes` as plain data, from the settings. */
 const BASE = { PINCER_K8S_IMAGE: 'registry.example/pincer:1', KUBECONFIG: '/tmp/kubeconfig' };
@@ -99,3 +102,40 @@ describe('session objects', () => {
     expect(JSON.stringify(buildPod(settings, SESSION, 2, 3000))).not.toContain('bearer-xyz');
   });
 });
+
+describe('deploy/kubernetes', () => {
+  const dir = path.join(import.meta.dirname, '..', 'deploy', 'kubernetes');
+  const objects = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .flatMap((f) => loadAllYaml(fs.readFileSync(path.join(dir, f), 'utf8')) as { kind: string; metadata: { name: string; labels?: Record<string, string> }; [k: string]: unknown }[]);
+  const byKind = (kind: string) => objects.filter((o) => o.kind === kind);
+
+  it('the kustomization lists every file, and every object is labelled as pincer’s', () => {
+    const kustomization = loadAllYaml(fs.readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8'))[0] as { resources: string[] };
+    expect(kustomization.resources.sort()).toEqual(fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort());
+    for (const o of objects) expect(o.metadata.labels?.['app.kubernetes.io/managed-by'], `${o.kind} ${o.metadata.name}`).toBe('pincer');
+  });
+
+  it('the host runs PINCER_RUNNER=kubernetes with settings the code knows, as the Role’s service account', () => {
+    const [host] = byKind('StatefulSet') as unknown as { spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: { env: { name: string; value: string }[] }[] } } } }[];
+    expect(host!.spec.replicas).toBe(1);
+    const env = host!.spec.template.spec.containers[0]!.env;
+    expect(env).toContainEqual({ name: 'PINCER_RUNNER', value: 'kubernetes' });
+    const unknown = env.map((e) => e.name).filter((n) => n.startsWith('PINCER_K8S_') && !KUBERNETES_SETTING_NAMES.includes(n));
+    expect(unknown).toEqual([]);
+    const endpoint = env.find((e) => e.name === 'PINCER_K8S_ENDPOINT_PORT')!.value;
+    expect(Number(endpoint)).toBe(loadKubernetesSettings(BASE).endpointPort);
+    const binding = byKind('RoleBinding')[0] as unknown as { subjects: { name: string }[]; roleRef: { name: string } };
+    expect(binding.subjects[0]!.name).toBe(host!.spec.template.spec.serviceAccountName);
+    expect(binding.roleRef.name).toBe(byKind('Role')[0]!.metadata.name);
+  });
+
+  it('the NetworkPolicy selects the session pods by the labels the code puts on them, on the endpoint port', () => {
+    const policy = byKind('NetworkPolicy')[0] as unknown as { spec: { podSelector: { matchLabels: Record<string, string> }; ingress: { ports: { port: number }[] }[] } };
+    const pod = buildPod(loadKubernetesSettings(BASE), SESSION, 1, 3000);
+    expect(pod.metadata!.labels).toMatchObject(policy.spec.podSelector.matchLabels);
+    expect(policy.spec.ingress[0]!.ports[0]!.port).toBe(pod.spec!.containers[0]!.ports![0]!.containerPort);
+  });
+});
+

@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { loadAllYaml } from '@kubernetes/client-node';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeKube } from './support/fake-kube.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
@@ -8,10 +11,23 @@ import { waitFor } from './support/wait.js';
  * runs each pod's `pincer session-serve` as a local child on its own loopback address.
  */
 let kube: FakeKube | null = null;
+/** every (verb, resource) the host asked of the fake clusters in this file. */
+const called = new Set<string>();
+let finished = 0;
 afterEach(async () => {
   await stopAllHosts();
+  for (const call of kube?.calls ?? []) called.add(`${call.verb} ${call.resource}`);
   await kube?.close();
   kube = null;
+  finished += 1;
+});
+
+/** The shipped Role grants exactly what the code used here (checked when the whole file ran). */
+afterAll(() => {
+  const role = loadAllYaml(fs.readFileSync(path.join(import.meta.dirname, '..', 'deploy', 'kubernetes', 'role.yaml'), 'utf8'))[0] as { rules: { resources: string[]; verbs: string[] }[] };
+  const granted = new Set(role.rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`))));
+  expect([...called].filter((c) => !granted.has(c))).toEqual([]);
+  if (finished === TESTS) expect([...granted].filter((g) => !called.has(g)).sort()).toEqual([]);
 });
 
 interface Event {
@@ -51,6 +67,9 @@ function env(fake: FakeKube, extra: Record<string, string> = {}): Record<string,
   };
 }
 
+/** how many tests this file has (the Role is compared both ways only when all of them ran). */
+const TESTS = 11;
+
 const livePods = (fake: FakeKube) => fake.list('pods').filter((p) => !p.metadata.deletionTimestamp);
 
 describe('sessions on Kubernetes (fake cluster)', () => {
@@ -79,19 +98,21 @@ describe('sessions on Kubernetes (fake cluster)', () => {
 
   it('idle → the pod is drained and deleted, the claim kept; the next message starts a new pod on the same claim', async () => {
     kube = await FakeKube.start();
-    const host = await startHost(env(kube, { PINCER_K8S_IDLE_MS: '1500' }));
+    const host = await startHost(env(kube, { PINCER_K8S_IDLE_MS: '2000' }));
     const { sessionId } = await send(host, 'idle', 'before sleep');
     await answers(host, 'idle', 'before sleep');
-    await waitFor('the pod deleted', () => kube!.list('pods').length === 0, { timeoutMs: 30_000 });
+    await waitFor('the pod drained', () => /drained and deleted \(idle for \d+ ms\); claim kept/.test(host.stderr()), { timeoutMs: 30_000 });
+    await waitFor('the pod gone', () => kube!.list('pods').length === 0, { timeoutMs: 30_000 });
     expect(kube.list('persistentvolumeclaims').map((c) => c.metadata.name)).toEqual([`pincer-${sessionId}`]);
     expect(kube.list('secrets')).toEqual([]);
-    expect(host.stderr()).toMatch(/drained and deleted \(idle for \d+ ms\); claim kept/);
     const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string }[];
     expect(sessions.map((s) => s.id)).toEqual([sessionId]);
 
     await send(host, 'idle', 'after waking');
     await answers(host, 'idle', 'after waking');
-    expect(livePods(kube).map((p) => p.metadata.name)).toEqual([`pincer-${sessionId}-2`]);
+    // (not the live pods now: on a slow machine the new one may be idle and drained again already)
+    expect(host.stderr()).toMatch(new RegExp(`pod pincer-${sessionId}-2, epoch 2, on http://`));
+    expect(kube.list('persistentvolumeclaims')).toHaveLength(1);
     // The same database: the first message is there, answered once.
     const chats = (await events(host, 'idle')).filter((e) => e.type === 'chat');
     expect(chats.filter((e) => e.text?.includes('before sleep'))).toHaveLength(1);
@@ -106,8 +127,7 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     await answers(host, 't', 'hello');
     const due = new Date(Date.now() + 8000).toISOString();
     expect((await host.request('POST', '/v1/conversations/t/tasks', { prompt: 'wake me later', processAfter: due })).status).toBe(202);
-    await waitFor('the pod drained', () => kube!.list('pods').length === 0, { timeoutMs: 30_000 });
-    expect(host.stderr()).toMatch(new RegExp(`drained and deleted .*next due ${due.slice(0, 16)}`));
+    await waitFor('the pod drained', () => new RegExp(`drained and deleted .*next due ${due.slice(0, 16)}`).test(host.stderr()), { timeoutMs: 30_000 });
     await answers(host, 't', 'wake me later', 1, 60_000);
     expect(host.stderr()).toMatch(/something falls due at .*; starting its pod/);
     expect(kube.list('pods').map((p) => p.metadata.name)).toContain(`pincer-${sessionId}-2`);
@@ -187,6 +207,16 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     expect(notice.text).toMatch(/check PINCER_K8S_IMAGE=pincer:missing/);
     await waitFor('the failed pod deleted', () => kube!.list('pods').length === 0, { timeoutMs: 20_000 });
     expect((await events(host, 'img')).filter((e) => /ErrImagePull/.test(e.text ?? ''))).toHaveLength(1);
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('a pod that exits before it serves: the notice quotes the end of its log', async () => {
+    kube = await FakeKube.start();
+    // `echo` instead of `pincer`: it prints its arguments and exits 0 without serving.
+    const host = await startHost(env(kube, { PINCER_K8S_COMMAND: 'echo', PINCER_RUNNER_BACKOFF_MAX_MS: '500' }));
+    await send(host, 'x', 'hello');
+    const notice = await waitFor('a notice', async () => (await events(host, 'x')).find((e) => e.type !== 'chat' && /before it served/.test(e.text ?? '')), { timeoutMs: 60_000 });
+    expect(notice.text).toMatch(/exited \(0\) before it served: session-serve \S+ --launch-file/);
     expect(await host.stop()).toBe(0);
   });
 

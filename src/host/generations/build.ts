@@ -45,7 +45,9 @@ export function buildGeneration({ group, number, credentials, hasExtensions, mem
       throw err;
     }
   }
-  const selection = groupSelection(group.provider, model, credentials);
+  const key = `group\n${group.provider}\n${model ?? ''}`;
+  const selection = memo.get(key) ?? groupSelection(group.provider, model, credentials);
+  memo.set(key, selection);
   if (!selection.ok && (selection.code === 'config' || selection.code === 'insecure-route' || (selection.code === 'unknown' && !hasExtensions))) {
     throw new GenerationBuildError(`agent group ${group.name}: ${selection.message}`);
   }

@@ -41,6 +41,8 @@ export class GenerationPublisher {
   /** bumped by every change that needs a pass; a pass that sees it move stops */
   private passSeq = 0;
   private pass: Promise<void> | null = null;
+  /** selections made from the current credentials (probing the providers is the dear part of a build) */
+  private memo: { version: number; selections: SelectionMemo } | undefined;
 
   constructor(private readonly deps: PublisherDeps) {}
 
@@ -66,8 +68,7 @@ export class GenerationPublisher {
   /** Build every group now, in one go (host start: nothing runs yet), from the credentials read last. */
   publishAllNow(): void {
     this.loadCredentials();
-    const memo: SelectionMemo = new Map();
-    for (const group of this.deps.groups()) this.publishGroup(group, memo);
+    for (const group of this.deps.groups()) this.publishGroup(group, this.selections());
   }
 
   /**
@@ -83,12 +84,11 @@ export class GenerationPublisher {
     const previous = this.pass;
     const run = (async () => {
       await previous?.catch(() => undefined);
-      const memo: SelectionMemo = new Map();
       for (const group of this.deps.groups()) {
         if (seq !== this.passSeq) return; // superseded: the newer pass publishes
         const slot = this.slots.get(group.id);
         if (!this.credentials || slot?.published?.inputs === inputsOf(group, this.credentials)) continue;
-        this.publishGroup(group, memo);
+        this.publishGroup(group, this.selections());
         await (this.deps.yieldTurn ?? nextTurn)();
       }
     })();
@@ -108,7 +108,7 @@ export class GenerationPublisher {
     if (!credentials) throw new HostError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
     const inputs = inputsOf(group, credentials);
     if (slot?.published?.inputs === inputs) return slot.published;
-    if (slot?.failure?.inputs !== inputs) this.publishGroup(group, new Map());
+    if (slot?.failure?.inputs !== inputs) this.publishGroup(group, this.selections());
     const now = this.slots.get(group.id);
     if (now?.published) return now.published;
     throw new HostError('not-ready', `agent group ${group.name} has no model runtime yet: ${now?.failure?.error ?? 'not built yet'}`);
@@ -131,6 +131,13 @@ export class GenerationPublisher {
     const stale = this.credentials === undefined || generation?.inputs !== inputsOf(group, this.credentials);
     const failure = slot?.failure ?? this.credentialsFailure ?? null;
     return viewOf(group, generation, stale, failure);
+  }
+
+  /** The selection memo of the current credentials (a new one when they changed). */
+  private selections(): SelectionMemo {
+    const version = this.credentials?.version ?? 0;
+    if (this.memo?.version !== version) this.memo = { version, selections: new Map() };
+    return this.memo.selections;
   }
 
   /** Build `group` now and publish it if the build succeeds; a failure is recorded and logged, the old one stays. */

@@ -58,10 +58,6 @@ export class SessionCluster {
     }
   }
 
-  async deleteClaim(name: string): Promise<void> {
-    await this.ignoreNotFound(() => this.api.deleteNamespacedPersistentVolumeClaim({ name, namespace: this.namespace }), 'delete', `persistentvolumeclaim ${name}`);
-  }
-
   async createSecret(secret: V1Secret): Promise<void> {
     await this.run(() => this.api.createNamespacedSecret({ namespace: this.namespace, body: secret }), 'create', `secret ${secret.metadata!.name}`);
   }

@@ -43,6 +43,9 @@ const KubernetesEnvSchema = z.object({
   KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
 });
 
+/** The names of the settings (the deploy manifests and docs are checked against them). */
+export const KUBERNETES_SETTING_NAMES: readonly string[] = Object.keys(KubernetesEnvSchema.shape);
+
 export interface KubernetesSettings {
   /** how the host reaches the API server: KUBECONFIG (its first file), else the in-cluster service account. */
   access: { kubeconfig: string } | { inCluster: true };
