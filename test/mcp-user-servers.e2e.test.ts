@@ -58,6 +58,12 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
     }
     expect((await cli(host.home, 'mcp-server', 'list')).stdout).toBe(listed.stdout);
 
+    // pincer doctor shows each server of the group and what would keep it from starting.
+    const doctor = await runCli(['doctor', '--home', host.home], { PATH: process.env.PATH, HOME: process.env.HOME });
+    expect(doctor.stdout).toContain('✗ MCP server memory: stdio npx -y @modelcontextprotocol/server-memory (env: MEMORY_FILE_PATH, API_TOKEN)');
+    expect(doctor.stdout).toContain(`    ! no secret named "MEMORY_TOKEN" in the host's secrets store (pincer secret set MEMORY_TOKEN)`);
+    expect(doctor.stdout).toContain('✗ MCP server docs: http http://127.0.0.1:9/mcp (headers: Authorization)');
+
     expect((await cli(host.home, 'mcp-server', 'remove', 'main', 'docs')).status).toBe(0);
     expect((await cli(host.home, 'mcp-server', 'remove', 'main', 'memory')).status).toBe(0);
     expect((await cli(host.home, 'mcp-server', 'list')).stdout).toBe("main\t(no MCP servers besides Pincer's)\n");

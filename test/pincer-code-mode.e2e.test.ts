@@ -37,7 +37,7 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
       { call: 'exec', args: { code: 'while (true) {}' } },
       { call: 'exec', args: { code: 'const a = []; for (;;) a.push(new ArrayBuffer(1 << 20));' } },
       { call: 'exec', args: { code: 'return [typeof require, typeof process, typeof fetch, typeof tools.bash]', language: 'typescript' } },
-      { call: 'exec', args: { code: 'const out = await tools.bash({ command: "sleep 8; echo slept" }); return out.split("\\n")[0]' } },
+      { call: 'exec', args: { code: 'const out = await tools.bash({ command: "sleep 14; echo slept" }); return out.split("\\n")[0]' } },
       { call: 'wait', args: { handle: 'p5', seconds: 60 } },
       { text: 'programs ran' },
     );
@@ -49,9 +49,9 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
         OPENAI_BASE_URL: fake.baseUrl,
         PINCER_MODEL_MAX_RETRIES: '0',
         PINCER_WORKER_PARALLELISM: '1',
-        PINCER_CODE_SLICE_MS: '2500',
+        PINCER_CODE_SLICE_MS: '8000',
         PINCER_CODE_MEMORY_MB: '16',
-        PINCER_CODE_WAIT_MS: '6000',
+        PINCER_CODE_WAIT_MS: '12000',
       },
       home,
     );
@@ -84,7 +84,7 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
     };
     expect(toolAnswer(1)).toMatch(/^\{"edited":"edited notes.md at line 1","sent":"Sent as message \d+\."\}\n--- console ---\nwrote 18 bytes to made.txt \(new file\)$/);
     // 2–4: the limits and the sandbox, as tool errors the model reads.
-    expect(toolAnswer(2)).toContain('the program ran longer than its limit of 2500 ms of computing and was stopped');
+    expect(toolAnswer(2)).toContain('the program ran longer than its limit of 8000 ms of computing and was stopped');
     expect(toolAnswer(3)).toContain('the program used more than its memory limit of 16 MB and was stopped');
     expect(toolAnswer(4)).toBe('["undefined","undefined","undefined","function"]');
     // 5–6: a handle, then wait's result.

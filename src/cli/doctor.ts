@@ -119,6 +119,10 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
     if (!selection.ok && selection.code === 'unknown' && group.resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     out.push(`  ${describeResources(group.resources)}`);
     for (const diagnostic of group.resources.diagnostics) out.push(`  ! ${diagnostic.message}`);
+    for (const server of group.mcpServers) {
+      out.push(`  ${server.problems.length === 0 ? '' : '✗ '}MCP server ${server.name}: ${server.what}`);
+      for (const problem of server.problems) out.push(`    ! ${problem}`);
+    }
     out.push(`  sessions: ${group.sessions.length === 0 ? 'none yet' : group.sessions.map((s) => path.basename(s)).join(', ')}`);
   }
   if (report.groups.length > 0) out.push('');

@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CentralStore } from '../host/central-db/store.js';
+import { SecretsStore } from '../host/secrets.js';
+import { checkMcpServers, secretNamesIn, type McpServerCheck } from './mcp-servers.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
 import { RUNNER_COMMANDS } from '../runner/commands.js';
@@ -41,6 +43,8 @@ export interface GroupReport {
   selection: Selection;
   resources: LoadedResources;
   sessions: string[];
+  /** the group's own MCP servers and what would keep each from starting */
+  mcpServers: McpServerCheck[];
   /** every session of the group is a `pincer chat` one: a failing selection only concerns `pincer host`, not a failure */
   chatOnly?: boolean;
 }
@@ -83,6 +87,7 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
     const store = new CentralStore(db, home);
     const sessions = store.listSessions();
     const groupEnv = { ...env, AGENT_PROVIDER: undefined };
+    const secretNames = secretNamesIn(() => new SecretsStore(home).names());
     return store.listAgentGroups().map((group) => {
       const dir = path.join(home, 'groups', group.folder);
       return {
@@ -93,6 +98,7 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
         selection: selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
         resources: loadResources(dir, RUNNER_COMMANDS),
         sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),
+        mcpServers: checkMcpServers(group.mcpServers, secretNames, env),
       };
     });
   } finally {
