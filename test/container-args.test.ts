@@ -240,7 +240,7 @@ describe('launcher configuration', () => {
   });
 
   it.each([
-    [{ PINCER_RUNNER: 'kubernetes' }, /PINCER_RUNNER/],
+    [{ PINCER_RUNNER: 'firecracker' }, /PINCER_RUNNER/],
     [{ PINCER_CONTAINER_MEMORY: 'lots' }, /PINCER_CONTAINER_MEMORY: like 512m or 2g/],
     [{ PINCER_CONTAINER_CPUS: 'two' }, /PINCER_CONTAINER_CPUS/],
     [{ PINCER_CONTAINER_PIDS: '-1' }, /PINCER_CONTAINER_PIDS/],

@@ -118,12 +118,7 @@ export class SessionPipeline {
     let handle = this.handle();
     const hold = this.deps.modelRuntimeHold?.(handle.group);
     await this.publish(handle);
-    const budget = this.deps.usage.budgets.check(handle.group);
-    const admission = `${budget.over}\n${hold ?? ''}`;
-    if (admission !== this.admitted) {
-      await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '', ...(hold !== undefined ? { hold } : {}) });
-      this.admitted = admission;
-    }
+    await this.admit(handle, hold);
     if (hold !== undefined) waitMs = Math.min(waitMs, await this.onHold(hold));
     else this.held = 0;
     await this.pushUnacknowledged();
@@ -141,6 +136,19 @@ export class SessionPipeline {
     return Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);
   }
 
+  /**
+   * Tell the session whether the group's budget admits turns (and whether its model runtime holds runner starts),
+   * when that changed: on every turn, and before every write (a budget raised since the last turn must not leave the
+   * session refusing the message it is given now).
+   */
+  private async admit(handle: SessionHandle, hold = this.deps.modelRuntimeHold?.(handle.group)): Promise<void> {
+    const budget = this.deps.usage.budgets.check(handle.group);
+    const admission = `${budget.over}\n${hold ?? ''}`;
+    if (admission === this.admitted) return;
+    await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '', ...(hold !== undefined ? { hold } : {}) });
+    this.admitted = admission;
+  }
+
   /** A start held again: back off, and tell the chat once it has happened {@link HOLD_NOTICE_AT} times in a row. */
   private async onHold(why: string): Promise<number> {
     this.held += 1;
@@ -155,6 +163,7 @@ export class SessionPipeline {
   async write(row: InboxRow): Promise<{ id: string; seq: number | null }> {
     this.deps.inbox.keep(this.id, row);
     try {
+      await this.admit(this.handle());
       const written = await this.port.accept(row);
       this.deps.inbox.markPushed(this.id, row.id);
       return written;

@@ -74,12 +74,15 @@ export class RemoteSessionPort implements SessionPort {
     return this.call('platformMessageIdOf', [seq]);
   }
 
-  /** The file is copied to the host's own folder (a channel reads it there), by its row id and a plain name. */
+  /**
+   * The file is copied to the host's own folder, laid out as a session's outbox (`<session>/outbox/<row>/<name>`), so
+   * a channel reads it exactly as it reads a local session's file.
+   */
   async outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
     const url = `${this.target.url}/v1/sessions/${encodeURIComponent(this.sessionId)}/files/${encodeURIComponent(rowId)}/${encodeURIComponent(name)}`;
     const res = await this.fetch(url, { method: 'GET' }, 0);
     if (!res.ok) await this.fail(res);
-    const dir = path.join(this.target.filesDir, this.sessionId, encodeURIComponent(rowId));
+    const dir = path.join(this.target.filesDir, this.sessionId, 'outbox', encodeURIComponent(rowId));
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = path.join(dir, encodeURIComponent(name));
     fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()), { mode: 0o600 });
