@@ -29,6 +29,10 @@ describe('tasks over HTTP', () => {
     const changed = await host.request('PATCH', `/v1/tasks/${id}`, { prompt: 'Review open PRs and issues', recurrence: '30 8 * * 1-5' });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ id, prompt: 'Review open PRs and issues', recurrence: '30 8 * * 1-5' });
+    // the next run follows the new rule: a weekday at 08:30 UTC (it was computed for 09:00 by the old one)
+    const next = new Date(changed.body.processAfter as string);
+    expect([next.getUTCHours(), next.getUTCMinutes()]).toEqual([8, 30]);
+    expect([0, 6]).not.toContain(next.getUTCDay());
 
     // bad input: a clear error naming the field, and the task is as it was
     const badCron = await host.request('PATCH', `/v1/tasks/${id}`, { recurrence: 'every tuesday' });

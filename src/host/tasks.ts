@@ -96,6 +96,11 @@ function updateRow(db: Database.Database, row: InboundRow, change: Extract<TaskC
   const recurrence = change.recurrence === undefined ? row.recurrence : change.recurrence;
   if (recurrence) validateCron(recurrence, timezone);
   let processAfter = row.process_after;
+  // A recurring task given another rule runs next by the new rule (its due time came from the old one); a one-off
+  // task given a rule keeps the time it was scheduled for, as its first run.
+  if (change.processAfter === undefined && row.recurrence && recurrence && recurrence !== row.recurrence) {
+    processAfter = nextOccurrence(recurrence, timezone).toISOString();
+  }
   if (change.processAfter !== undefined) {
     const parsed = parseTimeInZone(change.processAfter, timezone);
     if (!parsed) throw new HostError('invalid-input', `processAfter: not a time: "${change.processAfter}" (write it like 2026-12-01T09:00, read in ${timezone}, or with Z)`, 'processAfter');
