@@ -113,7 +113,14 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   // A group whose runners cannot start is said at once, in one line, not found later in a crash loop: from its
   // published generation (the environment and the secrets store as the runners get them), else the selection now.
   for (const group of host.store.listAgentGroups()) {
-    const selection = host.generations.published(group.id)?.selection ?? hostSelection(group.provider, process.env);
+    // admit() rebuilds a group changed since its generation (the --provider just above); none published: decide now
+    let generation: ReturnType<typeof host.generations.admit> | undefined;
+    try {
+      generation = host.generations.admit(group);
+    } catch {
+      generation = undefined;
+    }
+    const selection = generation?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
