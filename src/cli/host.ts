@@ -106,21 +106,18 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
+  let changedByFlag: string | undefined;
   if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
     host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
+    changedByFlag = defaultGroup.id;
     log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
   }
   // A group whose runners cannot start is said at once, in one line, not found later in a crash loop: from its
   // published generation (the environment and the secrets store as the runners get them), else the selection now.
   for (const group of host.store.listAgentGroups()) {
-    // admit() rebuilds a group changed since its generation (the --provider just above); none published: decide now
-    let generation: ReturnType<typeof host.generations.admit> | undefined;
-    try {
-      generation = host.generations.admit(group);
-    } catch {
-      generation = undefined;
-    }
-    const selection = generation?.selection ?? hostSelection(group.provider, process.env);
+    // (the group --provider just changed: its generation is of the old policy, so decide now)
+    const published = group.id === changedByFlag ? undefined : host.generations.published(group.id);
+    const selection = published?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
