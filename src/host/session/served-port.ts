@@ -71,6 +71,12 @@ export class ServedSessionPort implements SessionPort {
   private closed = false;
   /** the end of a launch that stopped answering: the next one starts only after it (never two writers). */
   private ending: Promise<void> = Promise.resolve();
+  /** the launch the last `sync` went to: a new one counts its versions from 0. */
+  private syncedWith: RemoteSessionPort | null = null;
+  /** the last configuration published (and its secrets' values) and admission, given to each new launch. */
+  private config: ConfigFile | null = null;
+  private secrets: Record<string, string> | undefined;
+  private admission: Admission | null = null;
 
   constructor(private readonly options: ServedSessionOptions) {
     this.backoff = new Backoff(options.config.runners.backoffBaseMs, options.config.runners.backoffMaxMs);
@@ -95,7 +101,6 @@ export class ServedSessionPort implements SessionPort {
     // A new launch counts its versions from 0: ask a new process for everything it has.
     return this.use((p, fresh) => p.sync(fresh ? 0 : afterVersion, afterSeq, waitMs, signal), (p) => p !== this.syncedWith, (p) => (this.syncedWith = p), signal);
   }
-  private syncedWith: RemoteSessionPort | null = null;
   state(): Promise<SessionState> {
     return this.use((p) => p.state());
   }
@@ -113,10 +118,6 @@ export class ServedSessionPort implements SessionPort {
     this.secrets = secrets;
     return this.use((p) => p.publishConfig(config, secrets));
   }
-  /** the last configuration published (and its secrets' values), given to each new launch. */
-  private config: ConfigFile | null = null;
-  private secrets: Record<string, string> | undefined;
-  private admission: Admission | null = null;
   setAdmission(admission: Admission): Promise<void> {
     this.admission = admission;
     return this.use((p) => p.setAdmission(admission));
