@@ -175,7 +175,7 @@ describe('central DB', () => {
     const read = () => JSON.parse(fs.readFileSync(path.join(session.folder, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(read()).toMatchObject({ provider: 'mock', timezone: 'Europe/Berlin', generation: 1 });
     writeJsonAtomic(path.join(session.folder, 'config.json'), sessions.configFor(session, store.updateAgentGroup(group.id, { provider: 'echo', model: 'm1' })));
-    expect(read()).toEqual({ provider: 'echo', model: 'm1', timezone: 'Europe/Berlin', assistantName: 'main', generation: 2 });
+    expect(read()).toEqual({ provider: 'echo', model: 'm1', timezone: 'Europe/Berlin', assistantName: 'main', generation: 2, destinations: [{ channelType: 'http', platformId: 'c' }] });
     expect(loadRunnerConfig({ PINCER_WORKSPACE: session.folder })).toMatchObject({ provider: 'echo', model: 'm1', timeZone: 'Europe/Berlin' });
     expect(fs.readdirSync(session.folder).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     store.db.close();

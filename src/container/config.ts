@@ -32,6 +32,7 @@ const EnvSchema = z.object({
   PINCER_CONTAINER_USER: z.string().regex(/^\d+(:\d+)?$/, 'uid or uid:gid').optional(),
   PINCER_CONTAINER_ENV: names,
   PINCER_BWRAP_NETWORK: z.enum(['none', 'host']).default('none'),
+  PINCER_UNSANDBOXED_SCRIPTS: z.enum(['', '0', '1']).default(''),
 });
 
 /**
@@ -46,6 +47,8 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
   return {
     kind: e.PINCER_RUNNER === 'auto' || e.PINCER_RUNNER === 'session-serve' || e.PINCER_RUNNER === 'kubernetes' ? 'process' : e.PINCER_RUNNER,
     cliEntry,
+    // a Kubernetes pod is the sandbox of the process runner inside it
+    unsandboxedScripts: e.PINCER_UNSANDBOXED_SCRIPTS === '1' || e.PINCER_RUNNER === 'kubernetes',
     docker: {
       image: e.PINCER_CONTAINER_IMAGE,
       appRoot,
@@ -70,7 +73,7 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
 export function createLauncher(config: LauncherConfig & { cliEntry: string }): RunnerLauncher {
   switch (config.kind) {
     case 'process':
-      return new ProcessLauncher(config.cliEntry);
+      return new ProcessLauncher(config.cliEntry, config.unsandboxedScripts);
     case 'docker':
       return new DockerLauncher(config.docker, config.cliEntry);
     case 'bwrap':

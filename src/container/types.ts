@@ -129,6 +129,8 @@ export interface BwrapSettings {
 /** The launcher configuration a host reads from its environment. */
 export interface LauncherConfig {
   kind: RunnerKind;
+  /** PINCER_UNSANDBOXED_SCRIPTS=1: a plain process runner runs task scripts too (refused there otherwise). */
+  unsandboxedScripts?: boolean;
   docker: DockerSettings;
   bwrap: BwrapSettings;
 }

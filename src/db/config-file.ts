@@ -44,6 +44,11 @@ export const ConfigFileSchema = z.strictObject({
   timezone: z.string().optional(),
   /** the user's own MCP servers (the agent group's, with the session's overrides), besides Pincer's own (src/db/mcp-servers.ts) */
   mcpServers: McpServersSchema.optional(),
+  /**
+   * the conversations the agent may send to (its own, and those bound to its group): \`send_message\` refuses others
+   * with a tool error. The host enforces the same list on delivery whatever this file says.
+   */
+  destinations: z.array(z.strictObject({ channelType: z.string().min(1), platformId: z.string().min(1) })).max(1000).optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
   /** the agent group's model-runtime generation the host had published when it wrote this file (informational). */

@@ -41,6 +41,8 @@ export interface DeliveryDeps {
   write(handle: SessionHandle, row: InboxRow): Promise<{ id: string; seq: number }>;
   /** the row was delivered (before the session hears of it): a launch that offers it again is not delivered to twice. */
   delivered?(handle: SessionHandle, row: OutboundRow): void;
+  /** why a row of the session may not go to that conversation (src/host/outbound-reach.ts); undefined: it may. */
+  reach?(session: SessionRecord, to: ConversationRef): string | undefined;
   config: HostConfig['delivery'];
   log: Logger;
   /** told of each row delivered and each failed attempt (metrics, traces). Must not throw. */
@@ -144,6 +146,8 @@ export class Delivery {
       return undefined;
     }
     const conversation = conversationOf(handle, row);
+    const refused = this.deps.reach?.(handle.session, conversation);
+    if (refused) throw new PermanentDeliveryError(refused);
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
       if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new ChannelAbsent();

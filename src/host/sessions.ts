@@ -8,6 +8,7 @@ import type { CentralStore, NewAgentGroup } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError } from './errors.js';
 import { linkInsideHome } from './home-paths.js';
+import { outboundDestinations } from './outbound-reach.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
 /**
@@ -105,6 +106,7 @@ export class SessionDirectory {
       ...(group.model ? { model: group.model } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
       ...(Object.keys(mcpServers).length > 0 ? { mcpServers } : {}),
+      destinations: outboundDestinations(this.store, session, this.config.defaultGroup?.name),
     };
   }
 

@@ -28,6 +28,7 @@ export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
     wake: session.wake,
     fallbackMs: session.pollIdleMs,
     maxFileBytes: own.data.PINCER_MAX_FILE_BYTES,
+    ...(session.file.destinations ? { destinations: session.file.destinations } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { findBySeq, insertOutbound, type MessageBySeq } from '../db/messages.js';
-import { batchRouting, resolveRouting } from './routing.js';
+import { batchRouting, refuseUnlistedDestination, resolveRouting } from './routing.js';
 import { destination, label, messageId, text } from './schemas.js';
 import { McpToolError, textResult, type ToolContext } from './types.js';
 
@@ -25,6 +25,7 @@ export function registerMessagingTools(server: McpServer, ctx: ToolContext): voi
     },
     ({ text, channel, platformId, threadId }) => {
       const routing = resolveRouting(db, { channel, platformId, threadId });
+      refuseUnlistedDestination(ctx.config.destinations, routing);
       const { seq } = insertOutbound(db, { kind: 'chat', content: { text }, routing });
       return textResult(`Sent as message ${seq}.`);
     },

@@ -48,3 +48,14 @@ export function resolveRouting(db: Database.Database, destination: Destination =
   if (platformId !== undefined) return { ...batch, platformId, threadId: threadId ?? null };
   return { ...batch, threadId: threadId ?? null };
 }
+
+/**
+ * A row for a conversation the host did not list in `destinations` is refused here with a tool error, so the agent
+ * hears why at once; the host refuses it on delivery anyway (docs/security.md, "Outbound").
+ */
+export function refuseUnlistedDestination(destinations: readonly { channelType: string; platformId: string }[] | undefined, routing: RoutingContext): void {
+  if (!destinations || routing.channelType === null || routing.platformId === null) return;
+  if (destinations.some((d) => d.channelType === routing.channelType && d.platformId === routing.platformId)) return;
+  const listed = destinations.map((d) => `${d.channelType}:${d.platformId}`).join(', ');
+  throw new McpToolError('invalid', `you may send only to ${listed}; ${routing.channelType}:${routing.platformId} is not one of them`);
+}

@@ -17,6 +17,8 @@ export interface McpConfig {
   wake: WakeMode;
   /** fallback interval of the question wait when no change wakes it (PINCER_POLL_IDLE_MS, default 1000 ms). */
   fallbackMs: number;
+  /** the conversations `send_message` may write to (config.json `destinations`); undefined: any (no host said). */
+  destinations?: readonly { channelType: string; platformId: string }[];
   /** the largest file `send_file` copies (PINCER_MAX_FILE_BYTES, default 50 MiB). */
   maxFileBytes: number;
 }

@@ -27,6 +27,7 @@ const EnvSchema = z.object({
   PINCER_STOP_GRACE_MS: positiveInt(3000),
   PINCER_SCRIPT_TIMEOUT_MS: positiveInt(30_000),
   PINCER_SCRIPT_ENV_ALLOW: z.string().default(''),
+  PINCER_SCRIPTS_REFUSED: z.string().default(''),
   PINCER_DOWNLOAD_TIMEOUT_MS: positiveInt(15_000),
   PINCER_ATTACHMENT_ALLOW_HOSTS: z.string().default(''),
 });
@@ -62,7 +63,8 @@ export interface RunnerConfig {
   batch: { maxMessages: number; maxBytes: number };
   stopGraceMs: number;
   /** task pre-scripts: timeout, and the environment names they may see beyond PATH, HOME, TZ, LANG. */
-  script: { timeoutMs: number; allowEnv: string[] };
+  /** `refused`: why this runner runs no task script (a plain process runner the host did not allow them in). */
+  script: { timeoutMs: number; allowEnv: string[]; refused?: string };
   downloadTimeoutMs: number;
   /** where attachment downloads may connect beyond public addresses (hosts, addresses, CIDR ranges, or `*`). */
   attachmentAllowHosts: DownloadAllowList;
@@ -100,6 +102,7 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     script: {
       timeoutMs: t.PINCER_SCRIPT_TIMEOUT_MS,
       allowEnv: t.PINCER_SCRIPT_ENV_ALLOW.split(',').map((name) => name.trim()).filter(Boolean),
+      ...(t.PINCER_SCRIPTS_REFUSED ? { refused: t.PINCER_SCRIPTS_REFUSED } : {}),
     },
     downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
     attachmentAllowHosts: allowHosts(t.PINCER_ATTACHMENT_ALLOW_HOSTS),

@@ -15,6 +15,8 @@ export interface TaskScriptOptions {
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
   allowEnv: readonly string[];
+  /** why no script runs here: each scripted task fails with it (a plain process runner, unless the host allowed them). */
+  refused?: string;
 }
 
 export class TaskScripts {
@@ -33,7 +35,8 @@ export class TaskScripts {
     const rest: ClaimedMessage[] = [];
     for (const message of messages) {
       if (message.message.kind === 'task' && message.message.content.script) {
-        this.start(message, message.message.content.script);
+        if (this.options.refused !== undefined) this.refuse(message, this.options.refused);
+        else this.start(message, message.message.content.script);
       } else {
         rest.push(message);
       }
@@ -61,6 +64,13 @@ export class TaskScripts {
     } catch (err) {
       this.log.warn(`${what} not recorded: ${errorMessage(err)}`);
     }
+  }
+
+  private refuse(message: ClaimedMessage, why: string): void {
+    const { row } = message;
+    this.log.warn(`task ${row.seq} script not run: ${why}`);
+    const done = this.record(`task ${row.seq} refusal`, () => this.queue.fail(row.id, why)).finally(() => this.running.delete(done));
+    this.running.add(done);
   }
 
   private start(message: ClaimedMessage, script: string): void {

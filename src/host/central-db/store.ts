@@ -179,6 +179,15 @@ export class CentralStore {
     ).run(channelType, platformId, agentGroupId, isoNow());
   }
 
+  /** Every conversation bound to an agent group, oldest first. */
+  bindingsOf(agentGroupId: string): Binding[] {
+    const rows = prepared(this.db, 'SELECT channel_type, platform_id FROM bindings WHERE agent_group_id = ? ORDER BY created_at').all(agentGroupId) as {
+      channel_type: string;
+      platform_id: string;
+    }[];
+    return rows.map((r) => ({ channelType: r.channel_type, platformId: r.platform_id, agentGroupId }));
+  }
+
   getBinding(channelType: string, platformId: string): Binding | undefined {
     const row = prepared(this.db, 'SELECT agent_group_id FROM bindings WHERE channel_type = ? AND platform_id = ?').get(
       channelType,

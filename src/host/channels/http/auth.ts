@@ -66,6 +66,12 @@ export class Authenticator {
         return c.json({ error: 'missing or wrong bearer token (Authorization: Bearer <token>), and no login session cookie' }, 401);
       }
       c.set('principal', principal);
+      const cookie = bearer === undefined ? getCookie(c, SESSION_COOKIE) : undefined;
+      c.set('stillAuthorised', () => {
+        if (bearer !== undefined) return this.byToken(bearer) !== undefined;
+        const tokenHash = cookie ? this.access.browserSessionToken(cookie) : undefined;
+        return tokenHash !== undefined && this.byTokenHash(tokenHash) !== undefined;
+      });
       await next();
     };
   }
@@ -85,9 +91,9 @@ export function requireConversation(c: Context<HttpEnv>, conversation: string): 
 }
 
 /** 403 unless the caller is an admin. */
-export function requireAdmin(c: Context<HttpEnv>): void {
+export function requireAdmin(c: Context<HttpEnv>, what = 'this'): void {
   const principal = c.get('principal');
-  if (principal.kind !== 'admin') throw new HttpError(403, `token "${principal.name}" is limited to its conversations; this needs an admin token`);
+  if (principal.kind !== 'admin') throw new HttpError(403, `token "${principal.name}" is limited to its conversations; ${what} needs an admin token`);
 }
 
 /** No Origin header (not a browser), or one naming this host. */

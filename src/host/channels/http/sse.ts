@@ -37,11 +37,17 @@ interface SseClient {
   /** queue a live event (ignored while the stream is still replaying, or after it fell behind). */
   live(text: string): void;
   close(): void;
+  /** end the stream if its caller's credential was revoked (or its browser session logged out). */
+  recheck(): void;
 }
+
+/** How often open streams check their caller's credential besides before each event (a revocation in another process). */
+const RECHECK_MS = 1000;
 
 export class SseHub {
   private readonly streams = new Map<string, Set<SseClient>>();
   private keepalive: NodeJS.Timeout | null = null;
+  private recheck: NodeJS.Timeout | null = null;
   private readonly maxBufferedBytes: number;
 
   constructor(
@@ -54,10 +60,17 @@ export class SseHub {
   start(): void {
     this.keepalive = setInterval(() => this.broadcast(': keepalive\n\n'), KEEPALIVE_MS);
     this.keepalive.unref();
+    this.recheck = setInterval(() => {
+      for (const set of this.streams.values()) for (const client of [...set]) client.recheck();
+    }, RECHECK_MS);
+    this.recheck.unref();
   }
 
-  /** The streaming response of one client. */
-  open(conversation: string, start: StreamStart): Response {
+  /**
+   * The streaming response of one client. `stillAuthorised` is asked before each event and every second: once it
+   * says no, the stream gets a `disconnect` event and ends.
+   */
+  open(conversation: string, start: StreamStart, stillAuthorised: () => boolean = () => true): Response {
     const set = this.streams.get(conversation) ?? new Set<SseClient>();
     this.streams.set(conversation, set);
     let client: SseClient | null = null;
@@ -66,6 +79,8 @@ export class SseHub {
     let behind = false;
     let closed = false;
     let cutTimer: NodeJS.Timeout | undefined;
+    /** ends the stream if its caller's credential is gone; true when it did. */
+    let revoked = (): boolean => false;
     const detach = (): void => {
       clearTimeout(cutTimer);
       if (client) set.delete(client);
@@ -82,9 +97,18 @@ export class SseHub {
             detach();
             controller.close();
           };
+          revoked = (): boolean => {
+            if (closed || stillAuthorised()) return false;
+            enqueue(formatControl('disconnect', { reason: 'credentials revoked or logged out: this stream has ended' }));
+            this.options.log?.info(`sse: a stream of ${conversation} ended: its credentials were revoked or logged out`);
+            finish();
+            return true;
+          };
           client = {
+            recheck: () => void revoked(),
             live: (text) => {
               if (cursor !== null || behind || closed) return;
+              if (revoked()) return;
               enqueue(text);
               const unread = QUEUE_HIGH_WATER - (controller.desiredSize ?? 0);
               if (unread <= this.maxBufferedBytes) return;
@@ -121,6 +145,7 @@ export class SseHub {
             return;
           }
           if (cursor === null || closed) return;
+          if (revoked()) return;
           const page = this.mailbox.after(conversation, cursor, REPLAY_PAGE);
           for (const event of page) controller.enqueue(encoder.encode(formatEvent(event)));
           cursor = page.at(-1)?.id ?? cursor;
@@ -155,6 +180,7 @@ export class SseHub {
   /** End every stream (the channel is stopping). */
   closeAll(): void {
     if (this.keepalive) clearInterval(this.keepalive);
+    if (this.recheck) clearInterval(this.recheck);
     for (const set of this.streams.values()) for (const client of [...set]) client.close();
     this.streams.clear();
   }

@@ -17,6 +17,11 @@ export interface HttpEnv {
   Variables: {
     /** the authenticated caller; set on `api` routes only. */
     principal: Principal;
+    /**
+     * Is the caller's credential still live (the token not revoked, the browser session not logged out)? Asked by
+     * long-lived responses (SSE) before each event and every second, so revocation ends them at once.
+     */
+    stillAuthorised: () => boolean;
   };
 }
 

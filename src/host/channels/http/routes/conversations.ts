@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
-import { requireConversation } from '../auth.js';
+import { requireAdmin, requireConversation } from '../auth.js';
 import { afterParam, conversationId, readJson, validate } from '../io.js';
 import { streamStart } from '../sse.js';
 import type { Context } from 'hono';
@@ -56,6 +56,8 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
   api.post('/v1/conversations/:id/tasks', async (c) => {
     const id = allowed(c);
     const { threadId, ...task } = validate(PostTask, await readJson(c));
+    // a script runs shell commands with no model involved: never for a token limited to some conversations
+    if (task.script !== undefined) requireAdmin(c, 'a task script');
     return c.json(await host.scheduleTask(conversationRef(id, threadId), task), 202);
   });
 
@@ -68,6 +70,6 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
 
   api.get('/v1/conversations/:id/stream', (c) => {
     const id = allowed(c);
-    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')));
+    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')), c.get('stillAuthorised'));
   });
 };

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { TaskSummary } from '../../../tasks.js';
-import { canSee } from '../auth.js';
+import { canSee, requireAdmin } from '../auth.js';
 import { conversationId, HttpError, readJson, validate } from '../io.js';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
@@ -55,6 +55,7 @@ export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
     // "" removes a recurrence or a script, like null.
     const recurrence = change.recurrence === '' ? null : change.recurrence;
     const script = change.script === '' ? null : change.script;
+    if (typeof script === 'string') requireAdmin(c, 'a task script');
     return c.json(await host.tasks.change(id, { op: 'update', ...change, recurrence, script }));
   });
 };
