@@ -71,7 +71,7 @@ describe('formatBatch', () => {
     const sys = message('system', { action: 'register_agent_group', status: 'success', result: { agent_group_id: 'ag-456' } });
     const out = formatBatch([task, hook, sys], LA);
     expect(out).toContain('[SCHEDULED TASK] (task series-1)\n\nInstructions:\nReview open PRs');
-    expect(out).toContain('[WEBHOOK: github/pull_request]\n\n{\n  &quot;action&quot;: &quot;opened&quot;\n}');
+    expect(out).toContain('[WEBHOOK: github/pull_request] (unsigned: posted with an API token)\n\n{\n  &quot;action&quot;: &quot;opened&quot;\n}');
     expect(out).toContain('[SYSTEM RESPONSE]\n\nAction: register_agent_group\nStatus: success\nResult: {&quot;agent_group_id&quot;:&quot;ag-456&quot;}');
     expect(out.split('\n\n---\n\n')).toHaveLength(3);
   });

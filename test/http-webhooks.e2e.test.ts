@@ -86,8 +86,8 @@ describe('signed webhooks', () => {
     expect(String(answer.data.text)).toContain('refs/heads/main');
     repo.close();
 
-    const deploy = '{"deploy":1}';
-    expect((await deliver(host, 'acme', deploy, { 'X-Acme-Signature': hex('acme-secret', deploy) }, '?event=deploy')).status).toBe(202);
+    const deploy = '{"event":"deploy"}';
+    expect((await deliver(host, 'acme', deploy, { 'X-Acme-Signature': hex('acme-secret', deploy) })).status).toBe(202);
     const signed = `t=${now},v1=${hex('x'.repeat(16), 'x')},v1=${hex(stripeSecret, `${now}.${invoice}`)}`;
     expect((await deliver(host, 'pay', invoice, { 'Stripe-Signature': signed })).status).toBe(202);
 
@@ -96,9 +96,9 @@ describe('signed webhooks', () => {
     expect(elsewhere.status).toBe(400);
     expect(elsewhere.body.field).toBe('conversation');
 
-    expect(await webhookRows(host, 'repo')).toEqual([{ source: 'gh', event: 'push', payload: JSON.parse(push) }]);
+    expect(await webhookRows(host, 'repo')).toEqual([{ source: 'gh', event: 'push', payload: JSON.parse(push), signed: true }]);
     expect((await webhookRows(host, 'webhook-acme')).map((r) => r.event)).toEqual(['deploy']);
-    expect(await webhookRows(host, 'billing')).toEqual([{ source: 'pay', event: 'invoice.paid', payload: JSON.parse(invoice) }]);
+    expect(await webhookRows(host, 'billing')).toEqual([{ source: 'pay', event: 'invoice.paid', payload: JSON.parse(invoice), signed: true }]);
 
     // removed: the source needs a token again
     expect((await pincerWebhook(host.home, 'remove', 'gh')).status).toBe(0);

@@ -43,6 +43,8 @@ export const WebhookContentSchema = z.looseObject({
   source: z.string(),
   event: z.string(),
   payload: z.unknown(),
+  /** true when the host checked the sender's signature (a signed webhook); absent or false: posted with a token. */
+  signed: z.boolean().optional(),
 });
 
 export const QuestionResponseSchema = z.looseObject({

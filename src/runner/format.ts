@@ -8,7 +8,7 @@ import type {
 } from '../db/content.js';
 import type { InboundRow } from '../db/types.js';
 import { compareIso, formatTime } from '../shared/time.js';
-import { escapeLine, escapeXml, xmlAttributes } from './xml.js';
+import { escapeBlock, escapeJson, escapeLine, escapeXml, xmlAttributes } from './xml.js';
 
 /**
  * Message formatting (seed "消息格式化"): rows of one batch become one prompt. Chat messages are XML with the
@@ -65,14 +65,14 @@ function formatChat(item: FormattableMessage, options: FormatOptions): string {
     sender = content.sender;
     if (content.replyTo) {
       lines.push(
-        `<quoted_message ${xmlAttributes({ sender: content.replyTo.sender })}>${escapeXml(content.replyTo.text)}</quoted_message>`,
+        `<quoted_message ${xmlAttributes({ sender: content.replyTo.sender })}>${escapeBlock(content.replyTo.text)}</quoted_message>`,
       );
     }
-    lines.push(escapeXml(content.text));
+    lines.push(escapeBlock(content.text));
   } else {
     const content = message.content as ChatSdkContent;
     sender = chatSdkSender(content);
-    lines.push(escapeXml(content.text));
+    lines.push(escapeBlock(content.text));
   }
   for (const note of item.notes ?? []) lines.push(escapeXml(note));
   const body = lines.filter((line) => line.length > 0).join('\n');
@@ -92,20 +92,21 @@ function formatSection(item: FormattableMessage): string {
     case 'task': {
       const content: TaskContent = message.content;
       const parts = [`[SCHEDULED TASK] (task ${escapeXml(row.series_id ?? row.id)})`, ...notes];
-      parts.push(`Instructions:\n${escapeXml(content.prompt)}`);
+      parts.push(`Instructions:\n${escapeBlock(content.prompt)}`);
       return parts.join('\n\n');
     }
     case 'webhook': {
       const content: WebhookContent = message.content;
-      const payload = JSON.stringify(content.payload ?? null, null, 2);
-      return [`[WEBHOOK: ${escapeLine(content.source)}/${escapeLine(content.event)}]`, escapeXml(payload), ...notes].join('\n\n');
+      // signed: the host checked the sender's signature; anyone with an API token can post an unsigned one under any name
+      const origin = content.signed === true ? '(signed by its sender)' : '(unsigned: posted with an API token)';
+      return [`[WEBHOOK: ${escapeLine(content.source)}/${escapeLine(content.event)}] ${origin}`, escapeJson(content.payload), ...notes].join('\n\n');
     }
     case 'system': {
       const content: SystemContent = message.content;
       const lines = [`Action: ${escapeLine(String(content.action ?? content.type))}`];
       if ('status' in content) lines.push(`Status: ${escapeXml(String(content.status))}`);
-      if ('result' in content && content.result !== undefined) lines.push(`Result: ${escapeXml(JSON.stringify(content.result))}`);
-      if ('error' in content && content.error !== undefined) lines.push(`Error: ${escapeXml(String(content.error))}`);
+      if ('result' in content && content.result !== undefined) lines.push(`Result: ${escapeBlock(JSON.stringify(content.result))}`);
+      if ('error' in content && content.error !== undefined) lines.push(`Error: ${escapeBlock(String(content.error))}`);
       return ['[SYSTEM RESPONSE]', lines.join('\n'), ...notes].join('\n\n');
     }
     default:

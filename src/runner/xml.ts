@@ -22,3 +22,27 @@ export function escapeLine(text: string): string {
   // eslint-disable-next-line no-control-regex
   return escapeXml(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' '));
 }
+
+/** Every form of line break a model may read as one: CR, LF, VT, FF, NEL (U+0085), LINE and PARAGRAPH SEPARATOR. */
+// eslint-disable-next-line no-control-regex
+const LINE_BREAKS = /\r\n|[\r\u000b\u000c\u0085\u2028\u2029]/g;
+
+/**
+ * Multi-line text a sender wrote (a message, a task's instructions), escaped, its line breaks made plain `\n`, and
+ * every line that could pass for Pincer's own framing — a `[…]` section header such as `[SYSTEM RESPONSE]` or
+ * `[WEBHOOK: github/push]`, or a `---` separator — written with a leading backslash. Only Pincer's own headers start
+ * a line with `[`, so text cannot forge a section of the prompt.
+ */
+export function escapeBlock(text: string): string {
+  return escapeXml(text)
+    .replace(LINE_BREAKS, '\n')
+    .split('\n')
+    .map((line) => (/^\s*(\[|---)/.test(line) ? `\\${line}` : line))
+    .join('\n');
+}
+
+/** A JSON value shown in a prompt: pretty-printed and escaped, with U+0085, U+2028 and U+2029 as `\u` escapes (JSON keeps them raw). */
+export function escapeJson(value: unknown): string {
+  const json = JSON.stringify(value ?? null, null, 2).replace(/[\u0085\u2028\u2029]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escapeXml(json);
+}

@@ -240,6 +240,23 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 10,
+    description: 'signed webhook deliveries already accepted (by the digest of what was signed), so a replay is not stored again',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS webhook_deliveries (
+          hook TEXT NOT NULL,
+          digest TEXT NOT NULL,
+          delivery_id TEXT,
+          message_id TEXT,
+          received_at TEXT NOT NULL,
+          PRIMARY KEY (hook, digest)
+        );
+        CREATE INDEX IF NOT EXISTS webhook_deliveries_received ON webhook_deliveries (received_at);
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

@@ -5,6 +5,7 @@ import { isoNow } from '../../../shared/time.js';
 import { HostError } from '../../errors.js';
 import { WEBHOOK_SCHEMES, type WebhookScheme, type WebhookSecret } from './signatures.js';
 import { webhookSourceProblem } from '../../../shared/names.js';
+import { WebhookReplays } from './webhook-replays.js';
 
 /**
  * Who may call the HTTP API, kept in the central DB: signed webhooks (their shared secrets, which HMAC checks need in
@@ -65,6 +66,11 @@ export function hashSecret(secret: string): string {
 
 export class AccessStore {
   constructor(private readonly db: Database.Database) {}
+
+  /** The deliveries of signed webhooks already accepted (replays refused; src/host/channels/http/webhook-replays.ts). */
+  webhookReplays(): WebhookReplays {
+    return new WebhookReplays(this.db);
+  }
 
   /** A new token; its secret is returned once and never stored. */
   createToken(input: { name: string; admin: boolean; conversations: string[] }): { token: string; info: TokenInfo } {
