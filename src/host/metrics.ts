@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryObserver } from './delivery.js';
+import { BoundedLabel } from './metric-labels.js';
 import type { CollectedTurn } from './usage/ledger.js';
 
 /**
@@ -23,6 +24,9 @@ export class HostMetrics {
   readonly pickupLatency: Histogram<string>;
   readonly turnDuration: Histogram<'provider'>;
   readonly tokens: Counter<'model' | 'type'>;
+  /** model and provider names come from agent-written rows: their label values are bounded (metric-labels.ts). */
+  private readonly modelLabels = new BoundedLabel();
+  private readonly providerLabels = new BoundedLabel();
   readonly cost: Counter<'model'>;
   readonly turns: Counter<'provider' | 'model'>;
   readonly deliveries: Counter<'channel'>;
@@ -88,14 +92,16 @@ export class HostMetrics {
 
   /** A turn copied into the ledger. */
   turn(turn: CollectedTurn): void {
-    this.turnDuration.observe({ provider: turn.provider }, turn.durationMs / 1000);
-    this.turns.inc({ provider: turn.provider, model: turn.models[0]?.model ?? 'unknown' });
+    const provider = this.providerLabels.of(turn.provider);
+    this.turnDuration.observe({ provider }, turn.durationMs / 1000);
+    this.turns.inc({ provider, model: this.modelLabels.of(turn.models[0]?.model ?? 'unknown') });
     for (const m of turn.models) {
-      this.tokens.inc({ model: m.model, type: 'input' }, m.inputTokens);
-      this.tokens.inc({ model: m.model, type: 'output' }, m.outputTokens);
-      this.tokens.inc({ model: m.model, type: 'cache_read' }, m.cacheReadTokens);
-      this.tokens.inc({ model: m.model, type: 'cache_write' }, m.cacheWriteTokens);
-      if (m.costUsd !== undefined) this.cost.inc({ model: m.model }, m.costUsd);
+      const model = this.modelLabels.of(m.model);
+      this.tokens.inc({ model, type: 'input' }, m.inputTokens);
+      this.tokens.inc({ model, type: 'output' }, m.outputTokens);
+      this.tokens.inc({ model, type: 'cache_read' }, m.cacheReadTokens);
+      this.tokens.inc({ model, type: 'cache_write' }, m.cacheWriteTokens);
+      if (m.costUsd !== undefined) this.cost.inc({ model }, m.costUsd);
     }
   }
 

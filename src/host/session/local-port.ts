@@ -1,3 +1,4 @@
+import { refuseOutboundOverLimits } from '../../db/outbound-limits.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ConfigFile } from '../../db/config-file.js';
@@ -90,6 +91,7 @@ export class LocalSessionPort implements SessionPort {
     const events = this.engine.eventsAfter(afterVersion);
     // Set aside (quarantined): its database is closed; the host hears why and lets go of it.
     if (!this.db.open) return { version, state: CLOSED_STATE, events, outbound: [] };
+    refuseOutboundOverLimits(this.db); // the agent's rows: too large or too many are never read into memory
     return { version, state: this.stateNow(), events, outbound: undeliveredRows(this.db, afterSeq) };
   }
 

@@ -21,6 +21,14 @@ export interface CollectedTurn {
   durationMs: number;
 }
 
+/**
+ * The most one turn is counted for, per field: far above any real turn (a model's context is a few million tokens),
+ * low enough that no number of agent-written rows makes a sum unusable. A row above it counts as this much.
+ */
+export const TURN_TOKENS_MAX = 10_000_000_000;
+export const TURN_COST_MAX_USD = 1_000_000;
+const clampTokens = (n: number): number => Math.min(n, TURN_TOKENS_MAX);
+
 /** Turns copied per pass at most; the rest wait for the next tick. */
 const BATCH = 500;
 
@@ -67,7 +75,7 @@ export class UsageLedger {
               output: model.outputTokens,
               cacheRead: model.cacheReadTokens,
               cacheWrite: model.cacheWriteTokens,
-              cost: cost ?? null,
+              cost: cost === undefined ? null : Math.min(cost, TURN_COST_MAX_USD),
               costSource: cost === undefined ? null : provided ? 'provider' : 'price-table',
               // the turn's duration once, on its first model, so sums over models stay right
               duration: index === 0 ? turn.durationMs : 0,
@@ -107,7 +115,14 @@ export class UsageLedger {
     return {
       agentGroupId: session.agentGroupId,
       provider: provider.data,
-      models: models.map((m) => ({ model: m.model, inputTokens: m.inputTokens, outputTokens: m.outputTokens, cacheReadTokens: m.cacheReadTokens, cacheWriteTokens: m.cacheWriteTokens, costUsd: m.costUsd })),
+      models: models.map((m) => ({
+        model: m.model,
+        inputTokens: clampTokens(m.inputTokens),
+        outputTokens: clampTokens(m.outputTokens),
+        cacheReadTokens: clampTokens(m.cacheReadTokens),
+        cacheWriteTokens: clampTokens(m.cacheWriteTokens),
+        costUsd: m.costUsd === undefined ? undefined : Math.min(m.costUsd, TURN_COST_MAX_USD),
+      })),
       durationMs: usage.durationMs,
     };
   }
@@ -116,7 +131,8 @@ export class UsageLedger {
   spent(agentGroupId: string, fromIso: string): { tokens: number; usd: number } {
     const row = prepared(
       this.db,
-      `SELECT coalesce(sum(input_tokens + output_tokens), 0) AS tokens, coalesce(sum(cost_usd), 0) AS usd
+      // total() never overflows (sum() of integers fails past 2^63, which agent-written rows could reach)
+      `SELECT total(input_tokens) + total(output_tokens) AS tokens, total(cost_usd) AS usd
        FROM usage_ledger WHERE agent_group_id = ? AND at >= ?`,
     ).get(agentGroupId, fromIso) as { tokens: number; usd: number };
     return row;

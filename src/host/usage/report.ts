@@ -44,10 +44,11 @@ const KEY_SQL: Record<UsageGrouping, string> = {
   day: 'substr(l.at, 1, 10)',
 };
 
+// total(), not sum(): sum() of integers fails with "integer overflow" past 2^63, and the rows come from the agent's DB
 const TOTALS_SQL = `count(DISTINCT l.session_id || ' ' || l.turn_id) AS turns,
-  coalesce(sum(l.input_tokens), 0) AS inputTokens, coalesce(sum(l.output_tokens), 0) AS outputTokens,
-  coalesce(sum(l.cache_read_tokens), 0) AS cacheReadTokens, coalesce(sum(l.cache_write_tokens), 0) AS cacheWriteTokens,
-  sum(l.cost_usd) AS costUsd, count(DISTINCT CASE WHEN l.cost_usd IS NULL THEN l.session_id || ' ' || l.turn_id END) AS unpricedTurns`;
+  total(l.input_tokens) AS inputTokens, total(l.output_tokens) AS outputTokens,
+  total(l.cache_read_tokens) AS cacheReadTokens, total(l.cache_write_tokens) AS cacheWriteTokens,
+  CASE WHEN count(l.cost_usd) = 0 THEN NULL ELSE total(l.cost_usd) END AS costUsd, count(DISTINCT CASE WHEN l.cost_usd IS NULL THEN l.session_id || ' ' || l.turn_id END) AS unpricedTurns`;
 
 export function usageReport(db: Database.Database, query: UsageQuery, now = new Date()): UsageReport {
   const by = parseGrouping(query.by);
@@ -55,7 +56,7 @@ export function usageReport(db: Database.Database, query: UsageQuery, now = new 
   const rows = prepared(
     db,
     `SELECT ${KEY_SQL[by]} AS key, ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ?
-     GROUP BY key ORDER BY coalesce(sum(l.cost_usd), 0) DESC, sum(l.input_tokens + l.output_tokens) DESC, key`,
+     GROUP BY key ORDER BY total(l.cost_usd) DESC, total(l.input_tokens) + total(l.output_tokens) DESC, key`,
   ).all(since) as UsageReport['rows'];
   const total = prepared(db, `SELECT ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ?`).get(since) as UsageTotals;
   return { since, by, rows, total };
