@@ -8,7 +8,7 @@ import { isContainerError } from '../container/errors.js';
 import { isSessionDbError } from '../db/connection.js';
 import { isHostError } from '../host/errors.js';
 import { isProviderError } from '../providers/registry.js';
-import { errorMessage } from '../shared/log.js';
+import { errorMessage, isDebugLogging } from '../shared/log.js';
 
 /** A usage or input error found by a command's own checks (a bad flag value, a folder that is not a session). */
 export class CliError extends Error {
@@ -47,7 +47,7 @@ export function handleCliError(err: unknown, command: Command | undefined, stder
     // commander has already printed (help, the version, or the one-line error above)
     return err.exitCode === 0 ? 0 : 2;
   }
-  const debug = process.env.PINCER_LOG_LEVEL === 'debug';
+  const debug = isDebugLogging();
   const known = err instanceof CliError || isHostError(err) || isProviderError(err) || isContainerError(err) || isSessionDbError(err) || isSystemError(err);
   if (known) {
     stderr.write(`pincer: ${errorMessage(err)} (${hintFor(command)})\n`);

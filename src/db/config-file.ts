@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { settingsSchema } from '../shared/settings.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { describeIssues } from './content.js';
 import { McpServersSchema } from './mcp-servers.js';
@@ -51,10 +52,8 @@ export const ConfigFileSchema = z.strictObject({
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
-const EnvSchema = z.object({
-  PINCER_WAKE: z.enum(['watch', 'poll']).default('watch'),
-  PINCER_POLL_IDLE_MS: z.coerce.number().int().positive().default(1000),
-});
+/** What every process of a session reads from its environment, parsed by the registry (src/shared/settings.ts). */
+const EnvSchema = settingsSchema(['PINCER_WORKSPACE', 'TZ', 'PINCER_WAKE', 'PINCER_POLL_IDLE_MS']);
 
 export interface SessionConfig {
   paths: SessionPaths;
@@ -66,15 +65,15 @@ export interface SessionConfig {
 }
 
 export function loadSessionConfig(env: NodeJS.ProcessEnv): SessionConfig {
-  const workspace = path.resolve(env.PINCER_WORKSPACE || '/workspace');
+  const tuning = EnvSchema.safeParse(env);
+  if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
+  const workspace = path.resolve(tuning.data.PINCER_WORKSPACE || '/workspace');
   if (!fs.existsSync(workspace) || !fs.statSync(workspace).isDirectory()) {
     throw new SessionConfigError('workspace', `workspace not found: ${workspace} (set PINCER_WORKSPACE to a session folder)`);
   }
   const paths = sessionPaths(workspace);
   const file = readConfigFile(paths.config);
-  const tuning = EnvSchema.safeParse(env);
-  if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
-  const timeZone = env.TZ || file.timezone || systemTimeZone();
+  const timeZone = tuning.data.TZ || file.timezone || systemTimeZone();
   if (!isValidTimeZone(timeZone)) throw new SessionConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
   return { paths, file, timeZone, wake: tuning.data.PINCER_WAKE, pollIdleMs: tuning.data.PINCER_POLL_IDLE_MS };
 }

@@ -1,12 +1,13 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import { migrate } from './schema.js';
+import { settingOrDefault } from '../shared/settings-load.js';
 
 /**
  * How long a writer waits for another process's lock before SQLITE_BUSY: 10 s, or PINCER_BUSY_TIMEOUT_MS but never
  * below the 5 s SPEC §2 asks for.
  */
-export const BUSY_TIMEOUT_MS = Math.max(5000, Number(process.env.PINCER_BUSY_TIMEOUT_MS) || 10_000);
+export const BUSY_TIMEOUT_MS = Math.max(5000, settingOrDefault(process.env, 'PINCER_BUSY_TIMEOUT_MS'));
 
 export class SessionDbError extends Error {
   constructor(
