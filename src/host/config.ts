@@ -8,8 +8,9 @@ import { HostError } from './errors.js';
 import { loadKubernetesSettings } from './kubernetes/settings.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
-import { isHostSecret, isRunnerConfigVariable, settingsSchema } from '../shared/settings.js';
-import { readSetting, settingOrDefault } from '../shared/settings-load.js';
+import { isHostSecret, isRunnerConfigVariable, RUNNER_DOCUMENT_SETTINGS, setting, settingsSchema } from '../shared/settings.js';
+import type { RunnerSection } from '../db/config-file.js';
+import { rawSetting, readSetting, settingOrDefault } from '../shared/settings-load.js';
 
 /**
  * Host settings from the environment, parsed by the registry (src/shared/settings.ts holds each one's parser and
@@ -124,6 +125,16 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     },
     delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
   };
+}
+
+/** The `runner` section of each session's `config.json`: the runner settings of the runners' configuration. */
+export function runnerSection(env: NodeJS.ProcessEnv): RunnerSection | undefined {
+  const entries = RUNNER_DOCUMENT_SETTINGS.flatMap((name) => {
+    const value = rawSetting(env, name);
+    // a bad value stays out: the runner's own environment has it and stops the runner with its one line, as before
+    return value === undefined || value === '' || !setting(name)!.parse.safeParse(value).success ? [] : [[name, value] as const];
+  });
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
 }
 
 /** `a, b,c` → `['a', 'b', 'c']`. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describeIssues } from '../db/content.js';
-import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
+import { loadSessionConfig, SessionConfigError, withRunnerSection } from '../db/config-file.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
@@ -34,6 +34,8 @@ const EnvSchema = settingsSchema([
 ]);
 
 export interface RunnerConfig {
+  /** the runner's environment with config.json's `runner` settings under it (its own variables win) */
+  env: NodeJS.ProcessEnv;
   paths: SessionPaths;
   /** provider name as configured (AGENT_PROVIDER, else config.json `provider`); resolved by the registry. */
   provider: string | undefined;
@@ -72,13 +74,15 @@ export interface RunnerConfig {
   sandboxNoNetwork: string | undefined;
 }
 
-export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
-  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(env);
+export function loadRunnerConfig(ownEnv: NodeJS.ProcessEnv): RunnerConfig {
+  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(ownEnv);
+  const env = withRunnerSection(ownEnv, file);
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
   const t = tuning.data;
   const model = t.PINCER_MODEL || file.model;
   return {
+    env,
     paths,
     provider: t.AGENT_PROVIDER || file.provider,
     groupProvider: file.groupProvider,

@@ -34,6 +34,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   let setup;
   try {
     const config = loadRunnerConfig(env);
+    // from here on, the session's runner settings (config.json `runner`) count as this process's environment
+    env = config.env;
     // Extensions first: a harness they register is a runtime the policy may choose (logged once the runner is up).
     const found = findExtensions(config.paths.agent);
     const extensions = await loadExtensions(found.found, (m) => log.info(m));

@@ -303,6 +303,15 @@ export function settingsReadBy(reader: Exclude<SettingReader, 'both'>): SettingN
   return SETTINGS.filter((s) => s.reader === reader || s.reader === 'both').map((s) => s.name as SettingName);
 }
 
+/**
+ * The settings a session's `config.json` carries in its `runner` section (what a runner on another machine gets in
+ * place of the host's environment): a runner's settings the administrator sets, never a secret, nor what the host or a
+ * launcher sets per launch, nor the group's own provider and time zone (`provider`, `timezone` of the same file).
+ */
+export const RUNNER_DOCUMENT_SETTINGS: readonly SettingName[] = SETTINGS.filter(
+  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name !== 'AGENT_PROVIDER' && s.name !== 'TZ',
+).map((s) => s.name as SettingName);
+
 /** Variables a runner process may have: the runner's settings and the system's. */
 export function isRunnerVariable(name: string): boolean {
   const s = BY_NAME.get(name);
