@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { loadLauncherConfig } from '../src/container/config.js';
 import { loadSessionConfig } from '../src/db/config-file.js';
 import { loadHostConfig } from '../src/host/config.js';
-import { readSetting, settingOrDefault, SettingError } from '../src/shared/settings-load.js';
+import { isPincerError } from '../src/shared/errors.js';
+import { readSetting, settingOrDefault } from '../src/shared/settings-load.js';
 import { renderSettingsTable, TABLE_BEGIN, TABLE_END, withSettingsTable } from '../src/shared/settings-doc.js';
 import { setting, SETTINGS, settingsSchema, SYSTEM_VARIABLES } from '../src/shared/settings.js';
 
@@ -77,7 +78,13 @@ describe('settings registry', () => {
     ['PINCER_SESSION_MODE', 'per-user', /^bad environment: PINCER_SESSION_MODE: /],
     ['PINCER_K8S_ENDPOINT_PORT', '70000', /^bad environment: PINCER_K8S_ENDPOINT_PORT: /],
   ] as const)('an explicit bad %s fails with the setting named', (name, value, message) => {
-    expect(() => readSetting({ [name]: value }, name)).toThrow(SettingError);
+    let caught: unknown;
+    try {
+      readSetting({ [name]: value }, name);
+    } catch (err) {
+      caught = err;
+    }
+    expect(isPincerError(caught) && caught.code).toBe('config');
     expect(() => readSetting({ [name]: value }, name)).toThrow(message);
   });
 

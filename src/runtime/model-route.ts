@@ -10,6 +10,7 @@
  */
 import type { ModelApi, ModelParams, ModelSettings } from '../db/model-settings.js';
 import { upstreamBaseUrl, type ProxiedBaseUrl } from '../shared/proxy-env.js';
+import { PincerError } from '../shared/errors.js';
 
 export type { ModelApi, ModelSettings } from '../db/model-settings.js';
 
@@ -52,13 +53,14 @@ export interface ModelRoute {
   policy: { model?: string; provider?: string };
 }
 
-export class ModelRouteError extends Error {
+/** Kept as a subclass: selection tells an insecure route from a malformed one by `reason`. */
+export class ModelRouteError extends PincerError {
   constructor(
     /** `format`: not `<provider>/<model>`; `missing-base-url`: local without a URL; `insecure`: plaintext HTTP to an official host */
-    readonly code: 'format' | 'missing-base-url' | 'insecure' | 'bad-url',
+    readonly reason: 'format' | 'missing-base-url' | 'insecure' | 'bad-url',
     message: string,
   ) {
-    super(message);
+    super('config', message);
     this.name = 'ModelRouteError';
   }
 }
@@ -200,7 +202,7 @@ function checkUrl(ref: string, baseUrl: string): void {
 function isOfficialHost(baseUrl: string): boolean {
   try {
     return OFFICIAL_HOSTS.has(new URL(baseUrl).hostname.toLowerCase());
-  } catch {
+  } catch { // not a URL: not an official host (the URL check reports it)
     return false;
   }
 }
@@ -218,7 +220,7 @@ function sameEndpoint(a: string, b: string): boolean {
     try {
       const url = new URL(value);
       return `${url.protocol}//${url.host.toLowerCase()}${url.pathname.replace(/\/+$/, '')}${url.search}`;
-    } catch {
+    } catch { // not a URL: compared as written
       return value;
     }
   };

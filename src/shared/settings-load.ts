@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { PincerError } from './errors.js';
 import { setting, settingsSchema, type SettingName, type SettingValue } from './settings.js';
 
 /**
@@ -6,13 +7,6 @@ import { setting, settingsSchema, type SettingName, type SettingValue } from './
  * configuration loaders gets a setting, so its parser and default live in one place. `env` is the environment the
  * caller was given (a runner's, a provider's child's), or `process.env` at an entry point.
  */
-export class SettingError extends Error {
-  readonly code = 'env';
-  constructor(message: string) {
-    super(message);
-    this.name = 'SettingError';
-  }
-}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -21,10 +15,10 @@ export function describeSettingIssues(error: z.ZodError): string {
   return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
 }
 
-/** The setting's value (its default when unset); an explicit bad value throws a SettingError naming the setting. */
+/** The setting's value (its default when unset); an explicit bad value throws a `config` PincerError naming the setting. */
 export function readSetting<N extends SettingName>(env: Env, name: N): SettingValue<N> {
   const parsed = setting(name)!.parse.safeParse(env[name]);
-  if (!parsed.success) throw new SettingError(`bad environment: ${name}: ${describeSettingIssues(parsed.error)}`);
+  if (!parsed.success) throw new PincerError('config', `bad environment: ${name}: ${describeSettingIssues(parsed.error)}`);
   return parsed.data as SettingValue<N>;
 }
 

@@ -5,6 +5,7 @@ import type { LaunchDocument } from '../session/serve-protocol.js';
 import type { SessionCluster } from './cluster.js';
 import { buildClaim, buildPod, buildSecret, EPOCH_LABEL, LAUNCH_KEY, launchName, launchSelector, type SessionObjects } from './manifests.js';
 import type { KubernetesSettings } from './settings.js';
+import { PincerError } from '../../shared/errors.js';
 
 /** One launch of a session: its pod (and Secret, same name) and the session port to it over the pod's IP. */
 export interface PodLaunch {
@@ -16,12 +17,13 @@ export interface PodLaunch {
 }
 
 /** A launch that cannot succeed until someone changes something (an image that cannot be pulled, a bad spec). */
-export class LaunchError extends Error {
+export class LaunchError extends PincerError {
   constructor(
     message: string,
+    /** kept as a subclass for this: the launcher stops retrying a launch that cannot succeed. */
     readonly permanent: boolean,
   ) {
-    super(message);
+    super(permanent ? 'config' : 'unavailable', message);
     this.name = 'LaunchError';
   }
 }
@@ -134,7 +136,7 @@ async function waitUntilServing(ctx: LaunchContext, name: string): Promise<strin
       throw new LaunchError(`pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`, true);
     }
     if (phase === 'Failed' || phase === 'Succeeded') {
-      const tail = await cluster.podLog(name, 5).catch(() => '');
+      const tail = await cluster.podLog(name, 5).catch(() => ''); // no log to show: the exit code alone is reported
       const code = container?.state?.terminated?.exitCode;
       throw new LaunchError(`pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`, false);
     }
