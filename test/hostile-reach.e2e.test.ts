@@ -116,7 +116,7 @@ describe('point 13: task scripts', { timeout: 120_000 }, () => {
     // a plain process runner on purpose: what it does with a script is the point
     const host = await startHost({ ...PROCESS_RUNNER, ...env });
     const marker = path.join(host.home, 'script-ran');
-    const task = await host.request('POST', '/v1/conversations/s/tasks', { prompt: 'p', script: `touch ${marker}; echo '{"wakeAgent":false}'` });
+    const task = await host.request('POST', '/v1/conversations/s/tasks', { prompt: 'p', processAfter: new Date().toISOString(), script: `touch ${marker}; echo '{"wakeAgent":false}'` });
     expect(task.status).toBe(202);
     const db = openSessionDb(path.join(host.sessionDir(task.body.sessionId as string), 'session.db'));
     const row = await waitFor('the task to end', () => {
