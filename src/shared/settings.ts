@@ -322,11 +322,13 @@ export function settingsReadBy(reader: Exclude<SettingReader, 'both'>): SettingN
 
 /**
  * The settings a session's `config.json` carries in its `runner` section (what a runner on another machine gets in
- * place of the host's environment): a runner's settings the administrator sets, never a secret, nor what the host or a
- * launcher sets per launch, nor the group's own provider and time zone (`provider`, `timezone` of the same file).
+ * place of the host's environment): Pincer's runner settings the administrator sets, never a secret, nor what the host
+ * or a launcher sets per launch, nor the group's own provider and time zone (`provider`, `timezone` of the same file).
  */
 export const RUNNER_DOCUMENT_SETTINGS: readonly SettingName[] = SETTINGS.filter(
-  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name !== 'AGENT_PROVIDER' && s.name !== 'TZ',
+  // Pincer's own only: a provider's or the collector's variables stay with the launch, whose sandbox passes only the
+  // configured provider's and sends spans through the host's relay (src/container/env.ts)
+  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name.startsWith('PINCER_'),
 ).map((s) => s.name as SettingName);
 
 /** Variables a runner process may have: the runner's settings and the system's. */
