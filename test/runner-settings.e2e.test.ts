@@ -34,6 +34,8 @@ describe("config.json's runner section", () => {
       PINCER_IDLE_TIMEOUT_MS: '1000',
       AGENT_PROVIDER: 'mock',
       PINCER_WORKSPACE: '/elsewhere',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', // a sandbox sends spans through the host's relay instead
+      OPENAI_BASE_URL: 'https://gateway.example/v1', // a provider's: only the configured provider's reach a sandbox
     });
     expect(section).toEqual({ PINCER_WAKE: 'poll', PINCER_HEARTBEAT_MS: '2500' });
     expect(runnerSection({ PATH: '/usr/bin' })).toBeUndefined();
