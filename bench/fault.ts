@@ -63,10 +63,10 @@ export async function killsScenario(messages: number, hostKills: number, runner:
   const done = await waitAllAnswered(() => host.port, conversations, accepted, 120_000);
   const recoveryMs = done ? Date.now() - faultEnded : null;
   const counts = await count(host.port, conversations, accepted);
-  if ((counts.duplicated > 0 || census.most() > 1) && process.env.FAULT_DEBUG) {
+  if ((counts.duplicated > 0 || census.most() > 1 || serves.most() > 1) && process.env.FAULT_DEBUG) {
     const all = (await Promise.all(conversations.map(async (c) => (await replies(host.port, c)).map((t) => `${c}: ${t}`)))).flat();
     const twice = accepted.filter((m) => all.filter((t) => t.includes(m)).length > 1);
-    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
+    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\ntwo session processes: ${serves.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
   }
   cpu.stop();
   await stop(host);
