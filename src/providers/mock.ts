@@ -5,6 +5,7 @@ import { AsyncQueue } from '../shared/async-queue.js';
 import { ProviderError } from './registry.js';
 import { turnUsageSchema } from '../shared/usage.js';
 import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderEvent, QueryInput, TurnUsage } from './types.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The deterministic provider (SPEC §4): answers the query and each push with one `result` whose text is `echo: ` and
@@ -29,12 +30,12 @@ export class MockProvider implements AgentProvider {
   private readonly model: string;
 
   constructor(config: ProviderConfig) {
-    this.usage = parseUsageOverride(config.env.MOCK_USAGE);
+    this.usage = parseUsageOverride(rawSetting(config.env, 'MOCK_USAGE'));
     this.model = config.model ?? 'mock';
-    this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
-    this.lingerMs = Number(config.env.MOCK_LINGER_MS ?? 0) || 0;
-    this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
-    this.nativeMedia = (config.env.MOCK_NATIVE_MEDIA ?? '')
+    this.delayMs = Number(rawSetting(config.env, 'MOCK_DELAY_MS') ?? 0) || 0;
+    this.lingerMs = Number(rawSetting(config.env, 'MOCK_LINGER_MS') ?? 0) || 0;
+    this.recordFile = rawSetting(config.env, 'MOCK_RECORD_FILE') || undefined;
+    this.nativeMedia = (rawSetting(config.env, 'MOCK_NATIVE_MEDIA') ?? '')
       .split(',')
       .filter((kind): kind is 'image' | 'pdf' => kind === 'image' || kind === 'pdf');
   }
@@ -74,7 +75,7 @@ export class MockProvider implements AgentProvider {
       if (this.delayMs > 0) {
         try {
           await sleep(this.delayMs, undefined, { signal });
-        } catch {
+        } catch { // aborted: the turn ends without an answer, as a real provider's would
           return;
         }
       }
@@ -89,7 +90,7 @@ export class MockProvider implements AgentProvider {
       const usage = { ...mockUsage(text, answer, this.model, this.delayMs), ...this.usage };
       yield { type: 'result', text: answer, resumeAt: `mock-turn-${turn}`, usage };
     }
-    if (this.lingerMs > 0) await sleep(this.lingerMs, undefined, { signal }).catch(() => undefined);
+    if (this.lingerMs > 0) await sleep(this.lingerMs, undefined, { signal }).catch(() => undefined); // aborted: the linger ends early
   }
 
   private record(entry: Record<string, unknown>): void {
@@ -126,7 +127,7 @@ function parseUsageOverride(raw: string | undefined): Partial<TurnUsage> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch {
+  } catch { // a prompt that is not JSON has no mock directives
     value = undefined;
   }
   const parsed = turnUsageSchema.partial().safeParse(value);
