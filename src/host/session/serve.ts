@@ -56,7 +56,7 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
     runnerEnv: (_id, env) => env,
     revoke: () => undefined,
     socketPath: () => doc.credentialProxySocket,
-  }, doc.traceRelay && { socketPath: () => doc.traceRelay!.socket, port: () => doc.traceRelay!.port });
+  });
   const engine = new SessionEngine({ session: { id: doc.sessionId, folder }, config: { runners, sweep }, supervisor, launch: doc.launch, log, durable: true });
   exits.engine = engine;
   const port = new LocalSessionPort(engine, doc.epoch);
