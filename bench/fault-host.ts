@@ -19,6 +19,8 @@ export interface FaultRow {
   mostRunners?: number;
   maxHostCpu: number;
   recoveryMs: number | null;
+  /** kills rows with host kills: the longest a killed host's runners lived on after it (until ended, or the next host ended them). */
+  leftoverMs?: number;
   note?: string;
 }
 

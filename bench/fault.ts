@@ -42,6 +42,9 @@ export async function killsScenario(messages: number, hostKills: number, runner:
   const accepted: string[] = [];
   const cpu = cpuSampler(() => host.child.pid);
   let runnerKills = 0;
+  // after every host kill: the runners it left, and how long until each of them was gone (by itself or ended by the
+  // next host, which must wait for it before it starts its own)
+  const leftovers: Promise<number>[] = [];
   const hostKillAt = new Set(Array.from({ length: hostKills }, (_, i) => Math.floor(((i + 1) * messages) / (hostKills + 1))));
   for (let i = 0; i < messages; i++) {
     const marker = `[msg-${String(i).padStart(5, '0')}]`;
@@ -50,17 +53,20 @@ export async function killsScenario(messages: number, hostKills: number, runner:
     if (hostKillAt.has(i)) {
       host.child.kill('SIGKILL');
       await new Promise((resolve) => host.child.once('exit', resolve));
+      leftovers.push(goneWithin(new Set([...liveRunners(home).values(), ...liveServes(home).values()].flat()), 30_000));
       host = await startHost(home, hostEnv);
+      census.sample();
+      serves.sample();
     }
   }
   const faultEnded = Date.now();
   const done = await waitAllAnswered(() => host.port, conversations, accepted, 120_000);
   const recoveryMs = done ? Date.now() - faultEnded : null;
   const counts = await count(host.port, conversations, accepted);
-  if ((counts.duplicated > 0 || census.most() > 1) && process.env.FAULT_DEBUG) {
+  if ((counts.duplicated > 0 || census.most() > 1 || serves.most() > 1) && process.env.FAULT_DEBUG) {
     const all = (await Promise.all(conversations.map(async (c) => (await replies(host.port, c)).map((t) => `${c}: ${t}`)))).flat();
     const twice = accepted.filter((m) => all.filter((t) => t.includes(m)).length > 1);
-    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
+    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\ntwo session processes: ${serves.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
   }
   cpu.stop();
   await stop(host);
@@ -68,19 +74,32 @@ export async function killsScenario(messages: number, hostKills: number, runner:
   const deadline = Date.now() + 15_000;
   while ((liveRunners(home).size > 0 || liveServes(home).size > 0) && Date.now() < deadline) await sleep(100);
   const left = [...liveRunners(home).values()].flat().length + [...liveServes(home).values()].flat().length;
+  const leftoverMs = Math.max(0, ...(await Promise.all(leftovers)));
   census.stop();
   serves.stop();
   killRunnersOf(home);
   if (!process.env.FAULT_DEBUG) fs.rmSync(home, { recursive: true, force: true });
   return {
-    scenario: runner === 'session-serve' ? `kills, session-serve (${runnerKills} session process or runner, ${hostKills} host SIGKILLs)` : `kills, ${runner} runners (${runnerKills} runner, ${hostKills} host SIGKILLs)`,
+    scenario: `${runner === 'session-serve' ? `kills, session-serve (${runnerKills} session process or runner` : `kills, ${runner} runners (${runnerKills} runner`}, ${hostKills} host SIGKILLs${leftovers.length > 0 && leftoverMs !== Infinity ? `; left runners gone ≤ ${(leftoverMs / 1000).toFixed(1)} s` : ''})`,
     sent: accepted.length,
     ...counts,
     mostRunners: Math.max(census.most(), serves.most()),
     maxHostCpu: cpu.max(),
     recoveryMs,
     ...(left > 0 ? { note: `${left} runner or session process(es) outlived the host` } : {}),
+    ...(leftoverMs === Infinity ? { note: 'a runner of a killed host was still alive 30 s later' } : {}),
+    ...(hostKills > 0 ? { leftoverMs } : {}),
   };
+}
+
+/** How long until every one of `pids` has ended (Infinity: one was still alive after `timeoutMs`). */
+async function goneWithin(pids: Set<number>, timeoutMs: number): Promise<number> {
+  const started = Date.now();
+  while ([...pids].some(alive)) {
+    if (Date.now() - started > timeoutMs) return Infinity;
+    await sleep(50);
+  }
+  return Date.now() - started;
 }
 
 /** SIGKILL one of the host's runners, as a failure in that mode would; whether one was killed. */
@@ -167,7 +186,9 @@ async function main(): Promise<void> {
     await dbFaultScenario('damaged', quick ? 60 : 200),
   );
   process.stdout.write(`${formatFaultTable(rows)}\n`);
-  process.exitCode = rows.some((r) => r.lost > 0 || (r.mostRunners ?? 0) > 1 || (r.recoveryMs === null && !r.note)) ? 1 : 0;
+  // a kills row must also duplicate nothing (every mock answer completes its messages with it) and leave no runner
+  const kills = (r: FaultRow): boolean => r.mostRunners !== undefined;
+  process.exitCode = rows.some((r) => r.lost > 0 || (r.mostRunners ?? 0) > 1 || (kills(r) && (r.duplicated > 0 || r.note !== undefined)) || (r.recoveryMs === null && !r.note)) ? 1 : 0;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

@@ -17,6 +17,7 @@ export function liveRunners(home: string): Map<string, number[]> {
     try {
       const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
       if (args.at(-1) !== 'runner' || !/node/.test(path.basename(args[0] ?? ''))) continue; // (a zombie has no args)
+      if (isForkOf(pid, args)) continue;
       const folder = workspaceOf(pid, root);
       if (folder === undefined || !(folder === root || folder.startsWith(`${root}${path.sep}`))) continue;
       found.set(folder, [...(found.get(folder) ?? []), pid]);
@@ -25,6 +26,21 @@ export function liveRunners(home: string): Map<string, number[]> {
     }
   }
   return found;
+}
+
+/**
+ * Whether `pid` is a child its parent forked and that has not exec'd its own program yet: until then it shows its
+ * parent's command line (a runner starting an MCP server, a session process starting its runner) and is not a second
+ * one of them.
+ */
+function isForkOf(pid: number, args: string[]): boolean {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  try {
+    return fs.readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').filter(Boolean).join('\0') === args.join('\0');
+  } catch {
+    return false;
+  }
 }
 
 function workspaceOf(pid: number, home: string): string | undefined {
@@ -64,7 +80,7 @@ export function liveServes(home: string): Map<string, number[]> {
       const at = args.indexOf('session-serve');
       if (at < 0 || !/node/.test(path.basename(args[0] ?? ''))) continue;
       const folder = path.resolve(args.at(-1)!);
-      if (!folder.startsWith(`${root}${path.sep}`)) continue;
+      if (!folder.startsWith(`${root}${path.sep}`) || isForkOf(Number(entry), args)) continue;
       found.set(folder, [...(found.get(folder) ?? []), Number(entry)]);
     } catch {
       // it ended while we looked

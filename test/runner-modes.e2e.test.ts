@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { killsScenario } from '../bench/fault.js';
 import { packageRoot } from '../src/container/config.js';
 import { ensureRunnerImage } from '../src/container/index.js';
 import { openSessionDb } from '../src/db/connection.js';
@@ -15,7 +16,8 @@ import { waitFor } from './support/wait.js';
  * The core scenarios in every runner mode users run — a plain process, bubblewrap, Docker — through one real host
  * each: an answer, a follow-up, a host restart that resumes the provider session, a task that fires, a file the user
  * sends. One suite, parametrised; the Docker mode shares one private daemon and one image build. A mode this machine
- * cannot run is skipped with the reason.
+ * cannot run is skipped with the reason. The fault suite's short kills row with Docker runners runs here too, on the
+ * same daemon and image (test/fault-suite.e2e.test.ts runs it with process, bwrap and session-serve runners).
  */
 const IMAGE = 'pincer-runner-modes';
 let daemon: PrivateDockerd | undefined;
@@ -114,20 +116,41 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
   });
 
   it.skipIf(skip !== undefined)("one trace per message holds the runner's spans (a sandbox exports through the host's relay)", async () => {
-    const otlp = await startOtlpReceiver();
-    try {
-      const host = await startHost({ ...env(), OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
-      const stream = host.stream('traced');
-      await post(host, 'traced', { text: 'trace me' });
-      await stream.waitFor('the answer', (e) => e.event === 'chat', 60_000);
-      const names = ['pincer.receive http', 'pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'];
-      const trace = await waitFor('a complete trace', () => [...otlp.traces().values()].find((spans) => names.every((n) => spans.some((s) => s.name === n))), { timeoutMs: 30_000 });
-      expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['pincer-host', 'pincer-runner']));
-      expect(otlp.traces().size).toBe(1);
-      stream.close();
-      expect(await host.stop()).toBe(0);
-    } finally {
-      await otlp.close();
-    }
+    await expectCompleteTrace(env());
   });
+});
+
+/** A message's one trace holds the host's spans and the runner's (a sandboxed runner's reach it through the relay). */
+async function expectCompleteTrace(env: Record<string, string>): Promise<void> {
+  const otlp = await startOtlpReceiver();
+  try {
+    const host = await startHost({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+    const stream = host.stream('traced');
+    await post(host, 'traced', { text: 'trace me' });
+    await stream.waitFor('the answer', (e) => e.event === 'chat', 60_000);
+    const names = ['pincer.receive http', 'pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'];
+    const trace = await waitFor('a complete trace', () => [...otlp.traces().values()].find((spans) => names.every((n) => spans.some((s) => s.name === n))), { timeoutMs: 30_000 });
+    expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['pincer-host', 'pincer-runner']));
+    expect(otlp.traces().size).toBe(1);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  } finally {
+    await otlp.close();
+  }
+}
+
+describe.skipIf(dockerSkip !== undefined)('the fault suite with docker runners (short)', () => {
+  it('loses and duplicates nothing while containers, their docker CLIs and the host are SIGKILLed; never two runners', async () => {
+    const row = await killsScenario(60, 1, 'docker', { DOCKER_HOST: daemon!.host, PINCER_CONTAINER_IMAGE: IMAGE });
+    process.stdout.write(`${row.scenario}: sent ${row.sent}, lost ${row.lost}, duplicated ${row.duplicated}, most runners ${row.mostRunners}\n`);
+    expect(row.sent).toBeGreaterThan(0);
+    expect(row.scenario).not.toMatch(/\(0 runner/); // some container or CLI was really killed
+    expect({ lost: row.lost, duplicated: row.duplicated, mostRunners: row.mostRunners, note: row.note, recovered: row.recoveryMs !== null }).toEqual({
+      lost: 0,
+      duplicated: 0,
+      mostRunners: 1,
+      note: undefined,
+      recovered: true,
+    });
+  }, 600_000);
 });

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { createLauncher, loadLauncherConfig } from '../container/config.js';
 import type { LaunchedRunner, LaunchOptions } from '../container/types.js';
 import { CLI_ENTRY } from '../shared/cli-entry.js';
@@ -21,10 +20,4 @@ export function launcherFor(config: HostConfig['runners']): LaunchRunner {
   if (config.kind === 'auto') throw new Error('PINCER_RUNNER=auto must be resolved before runners are launched (resolveRunnerKind)');
   const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind });
   return (options) => launcher.launch(options);
-}
-
-/** Resolves with the exit code (or signal) once `child` has exited, at once if it already has. */
-export function exitOf(child: ChildProcess): Promise<number | string> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode ?? child.signalCode ?? -1);
-  return new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
 }

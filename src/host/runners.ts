@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
-import { exitOf, launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
+import { launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
 import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
 import { readRunnerState } from '../db/state.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -155,11 +155,13 @@ export class RunnerSupervisor {
       pid,
       startedAt,
       stopping: false,
-      exited: exitOf(child).then(() => undefined),
+      // the runner's own end, not its local process's: a Docker CLI that died leaves its container running until
+      // the launcher has removed it, and until then its rows are still the runner's (never swept back to pending)
+      exited: runner.exited.then(() => undefined),
       // A sandboxed runner writes a pid of its own namespace: it is ours if it started after we launched it.
       owns: runner.kind === 'process' ? (state) => state.pid === pid : (state) => Date.parse(state.startedAt) >= startedAt - 1000,
     };
-    child.once('exit', (code, signal) => this.handleExit(launch.sessionId, entry, code ?? signal ?? -1));
+    void runner.exited.then((code) => this.handleExit(launch.sessionId, entry, code));
     child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
     this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.containerName ? `, container ${runner.containerName}` : ''}`);

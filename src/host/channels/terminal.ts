@@ -6,6 +6,7 @@ import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { mb } from '../../runner/media/acquire.js';
 import { errorMessage } from '../../shared/log.js';
+import { DISK_FULL_NOTICE, isDiskFull } from '../errors.js';
 import { saveAttachments } from '../incoming-files.js';
 import type { ConversationRef } from '../types.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
@@ -77,7 +78,7 @@ export class TerminalChannel implements ChannelAdapter {
       }
       this.lines = this.lines
         .then(() => this.onLine(host, text))
-        .catch((err: unknown) => this.write(`pincer: ${errorMessage(err)}`))
+        .catch((err: unknown) => this.write(`pincer: ${isDiskFull(err) ? DISK_FULL_NOTICE : errorMessage(err)}`))
         .finally(() => this.prompt());
     });
     // Ctrl-C while reading (raw mode: no signal reaches the process) and Ctrl-D / end of input both mean "leave".

@@ -3,6 +3,7 @@ import { parseMarkdown, type Adapter, type AdapterPostableMessage, type Chat, ty
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { errorMessage, type Logger } from '../../shared/log.js';
+import { DISK_FULL_NOTICE, isDiskFull } from '../errors.js';
 import { PincerError } from '../../shared/errors.js';
 import { openOutboxFile } from '../untrusted-files.js';
 import { ChannelDeliveryError, type ChannelAdapter, type DeliveryReceipt, type HostApi, type OutboundDelivery } from '../channels/types.js';
@@ -187,6 +188,8 @@ export class PlatformChannel implements ChannelAdapter {
         await this.accept(m);
       } catch (err) {
         this.options.log.warn(`${this.type}: message ${m.id} from ${m.author.userId} not stored: ${errorMessage(err)}`);
+        // the sender would otherwise hear nothing: a full disk is theirs to know (other failures may quote internals)
+        if (isDiskFull(err)) await this.tell(m.threadId, DISK_FULL_NOTICE);
       }
     }
   }
@@ -208,6 +211,23 @@ export class PlatformChannel implements ChannelAdapter {
     const content = { ...serializedContent(message), ...(attachments.length > 0 ? { attachments } : {}) };
     const receipt = await host.acceptInbound({ conversation, kind: 'chat-sdk', content, trigger, id });
     this.options.log.info(`${this.type}: message ${receipt.seq} from ${sender.id} in ${receipt.sessionId}${trigger === 0 ? ' (context only)' : ''}`);
+  }
+
+  /** A notice from the host itself (not the agent's) in a thread; one that cannot be sent is logged. */
+  private async tell(threadId: string, text: string): Promise<void> {
+    await this.adapter
+      ?.postMessage(threadId, { markdown: text })
+      .catch((err: unknown) => this.options.log.warn(`${this.type}: could not send a notice to ${threadId}: ${errorMessage(err)}`));
+  }
+
+  /**
+   * The Chat SDK stores a message's dedupe key in the state (the central DB) before it calls us, and its only report
+   * of that write failing is this log line: with a full disk the sender is told, as when our own store fails.
+   */
+  private noticeFailedMessage(message: string, meta: unknown): void {
+    if (message !== 'Message processing error' || typeof meta !== 'object' || meta === null) return;
+    const { error, threadId } = meta as { error?: unknown; threadId?: unknown };
+    if (isDiskFull(error) && typeof threadId === 'string') void this.tell(threadId, DISK_FULL_NOTICE);
   }
 
   /** A question button was pressed: its option becomes the question's answer, and the question shows what was chosen. */
@@ -319,7 +339,10 @@ export class PlatformChannel implements ChannelAdapter {
       debug: (message, ...args) => log.debug(line(message, args)),
       info: (message, ...args) => log.debug(line(message, args)),
       warn: (message, ...args) => log.warn(line(message, args)),
-      error: (message, ...args) => log.error(line(message, args)),
+      error: (message, ...args) => {
+        log.error(line(message, args));
+        this.noticeFailedMessage(message, args[0]);
+      },
     };
     return logger;
   }
