@@ -6,6 +6,7 @@ import { parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { HostError, isHostError } from './errors.js';
+import type { McpServerRequests } from './mcp-server-requests.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import type { InboxRow, SessionPort } from './session/port.js';
 import type { SessionDirectory } from './sessions.js';
@@ -32,6 +33,8 @@ export interface ActionDeps {
   sessions: SessionDirectory;
   /** user ids that are admins of every group (PINCER_ADMIN_USER_ID). */
   globalAdmins: readonly string[];
+  /** `add_mcp_server`: asks the group's admin (absent: the action is refused) */
+  mcpRequests?: McpServerRequests;
 }
 
 const RegisterAgentGroup = z.object({
@@ -65,6 +68,8 @@ export class ActionHandlers {
       switch (ctx.content.action) {
         case 'register_agent_group':
           return this.registerAgentGroup(ctx);
+        case 'add_mcp_server':
+          return this.deps.mcpRequests ? await this.deps.mcpRequests.request(ctx) : { status: 'error', error: 'add_mcp_server is not available on this host' };
         case 'update_task':
           return await this.updateTask(ctx);
         case 'schedule_task':
