@@ -126,6 +126,12 @@ export function overwriteMessagesPage(file: string): void {
   const fd = fs.openSync(file, 'r+');
   fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (rootpage - 1) * pageSize);
   fs.closeSync(fd);
+  // Then one write elsewhere (the header page, its value unchanged), as any later commit would: it changes the WAL, so
+  // every open connection drops the pages it had cached and reads the damaged one from the file. Without it a
+  // connection that cached the good page between the checkpoint and the overwrite would never see the damage.
+  const after = new Database(file, { timeout: 10_000 });
+  after.pragma(`user_version = ${after.pragma('user_version', { simple: true }) as number}`);
+  after.close();
 }
 
 async function lostMarkers(port: number, conversations: string[], accepted: string[]): Promise<string> {

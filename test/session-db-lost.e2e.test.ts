@@ -158,10 +158,7 @@ describe('session.db replaced under a running host', () => {
 });
 
 describe('session.db damaged under a running host', () => {
-  // Skipped: since idle runners stopped writing heartbeats, nothing reads the overwritten page of an idle session
-  // and the damage notice comes only some of the time (2 of 6 runs, also before this session's last changes; a new
-  // message did not find it either). The fault suite's "session DB page overwritten" row still runs this fault.
-  it.skip('a page overwritten: kept aside, a new database, and the session and the others go on', async () => {
+  it('a page overwritten: kept aside, a new database, and the session and the others go on', async () => {
     const host = await startHost();
     const first = await send(host, 'hurt', 'first');
     await send(host, 'fine', 'hello');
