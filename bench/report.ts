@@ -5,6 +5,7 @@ import type { FollowUpSamples } from './followup.js';
 import type { HostStartSamples } from './host-start.js';
 import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
+import type { McpStartSamples } from './mcp-start.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
 import type { ObservabilitySamples } from './observability.js';
@@ -26,6 +27,7 @@ export interface BenchResults {
   coldStart?: ColdStartResult;
   hostStart?: HostStartSamples;
   mcp?: McpSamples;
+  mcpStart?: McpStartSamples;
   platform?: PlatformSamples;
   sessionPort?: SessionPortSamples;
   observability?: ObservabilitySamples;
@@ -42,7 +44,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, platform, sessionPort, builtin, observability } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -87,6 +89,7 @@ export function buildRows(results: BenchResults): Row[] {
       { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
     );
   }
+  if (mcpStart) rows.push(...mcpStartRows(mcpStart));
   if (sessionPort) {
     const [r, l] = [summarize(sessionPort.remote), summarize(sessionPort.local)];
     const n = `n=${r.count}/${l.count}`;
@@ -184,6 +187,28 @@ export function buildRows(results: BenchResults): Row[] {
     );
   }
   return rows;
+}
+
+/**
+ * The user's MCP servers and the first model call: each variant beside no server at all. Servers start in parallel,
+ * so 3 or 10 cost about one server's start, not 3 or 10 of them; one that never starts costs the start deadline.
+ */
+function mcpStartRows(m: McpStartSamples): Row[] {
+  const [none, three, ten, stuck] = [summarize(m.none), summarize(m.three), summarize(m.ten), summarize(m.neverStarts)];
+  const over = (extra: number, text: string): Row['target'] => atMost(none.p50 + extra, `≤ none + ${text} (${((none.p50 + extra) / 1000).toFixed(2)} s)`);
+  return [
+    { metric: `first model call (built-in runtime): runner spawn → first request, no user MCP server, p50 (n=${none.count})`, unit: 'ms', pincer: none.p50, better: 'lower' },
+    { metric: '  with 3 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: three.p50, baseline: none.p50, better: 'lower', target: over(1000, '1 s') },
+    { metric: '  with 10 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: ten.p50, baseline: none.p50, better: 'lower', target: over(3000, '3 s') },
+    {
+      metric: `  with one MCP server that never starts (start deadline ${m.startMs / 1000} s), p50; baseline: none`,
+      unit: 'ms',
+      pincer: stuck.p50,
+      baseline: none.p50,
+      better: 'lower',
+      target: over(m.startMs + 1000, `the deadline + 1 s`),
+    },
+  ];
 }
 
 /** Summaries beside the raw samples, for the JSON file. */
