@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AgentGroup } from '../src/host/central-db/types.js';
-import { isHostError } from '../src/host/errors.js';
+import { isPincerError } from '../src/shared/errors.js';
 import { readCredentials } from '../src/host/generations/credentials.js';
 import { GenerationPublisher } from '../src/host/generations/publisher.js';
 import { SecretsStore } from '../src/host/secrets.js';
@@ -119,7 +119,7 @@ describe('model-runtime generations', () => {
       } catch (err) {
         caught = err;
       }
-      expect(isHostError(caught, 'not-ready')).toBe(true);
+      expect(isPincerError(caught, 'not-ready')).toBe(true);
       expect((caught as Error).message).toMatch(why);
     }
     expect(builds()).toBe(first); // the unchanged publish state was not built again

@@ -52,7 +52,7 @@ describe('input limits over HTTP', () => {
     const deep = '{"text":"x","replyTo":' + '['.repeat(4100) + ']'.repeat(4100) + '}';
     const tooDeep = await raw(host.port, 'POST', '/v1/conversations/deep/messages', deep);
     expect(tooDeep.status).toBe(400);
-    expect(JSON.parse(tooDeep.text)).toEqual({ error: 'JSON body nested 4101 levels deep: at most 64 allowed' });
+    expect(JSON.parse(tooDeep.text)).toEqual({ error: 'JSON body nested 4101 levels deep: at most 64 allowed', code: 'invalid-input' });
     const deepWebhook = await raw(host.port, 'POST', '/v1/webhooks/ci?conversation=deep&event=push', '['.repeat(5000) + ']'.repeat(5000));
     expect(deepWebhook.status).toBe(400);
     // Brackets inside strings are text, not nesting.

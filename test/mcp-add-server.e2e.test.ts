@@ -83,7 +83,7 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
     // Someone who is not an admin cannot decide; nothing changes and the question stays open.
     const answer = (userId: string, selectedOption: string) => host.request('POST', '/v1/conversations/ops/answers', { questionId, selectedOption, userId });
     const byOther = await answer('mallory', 'approve');
-    expect(byOther.status).toBe(400);
+    expect(byOther.status).toBe(403);
     expect(byOther.body.error).toBe('only an admin of agent group main may decide on MCP server "memory" (user "mallory" is not one)');
     expect(requestRows(host)).toMatchObject([{ name: 'memory', status: 'pending', decided_by: null }]);
     expect(await list(host.home)).toBe("main\t(no MCP servers besides Pincer's)\n");
@@ -100,7 +100,7 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
     const seen = (r: { userTexts: string[] }) => r.userTexts.some((t) => t.includes('[SYSTEM RESPONSE]') && t.includes('approved') && t.includes('memory'));
     await waitFor('the model sees the decision', () => fake.modelRequests().some(seen), { timeoutMs: 90_000 });
     const again = await answer('boss', 'refuse');
-    expect(again.status).toBe(400);
+    expect(again.status).toBe(409);
     expect(again.body.error).toContain('was decided already (approved)');
 
     // A second request, refused: the configuration stays as it was.

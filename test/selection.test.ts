@@ -112,7 +112,7 @@ describe('the registry with this build', () => {
     } catch (err) {
       caught = err;
     }
-    expect(isProviderError(caught) && caught.code).toBe('unknown');
+    expect(isProviderError(caught) && caught.reason).toBe('unknown');
     expect((caught as Error).message).toMatch(/^unknown provider "claud" \(known: claude, codex, opencode, mock/);
   });
 });

@@ -7,7 +7,7 @@ import { AccessStore } from '../host/channels/http/access.js';
 import { DEFAULT_HMAC_HEADER, DEFAULT_TOLERANCE_S, WEBHOOK_SCHEMES, type WebhookScheme } from '../host/channels/http/signatures.js';
 import { resolveHome } from '../host/config.js';
 import { prepareHome } from '../host/home.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * Who may call the HTTP API, kept in the home's central DB; a running host sees every change at the next request.
@@ -61,7 +61,7 @@ function registerTokenCommands(program: Command): void {
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { home?: string }) => {
       withStore(home(options), false, (store) => {
-        if (!store.revokeToken(name)) throw new CliError(`no live token named "${name}" (pincer token list)`);
+        if (!store.revokeToken(name)) throw new PincerError('invalid-input', `no live token named "${name}" (pincer token list)`);
         process.stderr.write(`token "${name}" revoked\n`);
       });
     });
@@ -82,9 +82,9 @@ function registerWebhookCommands(program: Command): void {
     .action((name: string, options: { scheme: string; secret?: string; conversation?: string; header?: string; tolerance?: string; home?: string }) => {
       withStore(home(options), true, (store) => {
         const tolerance = options.tolerance === undefined ? null : Number(options.tolerance);
-        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0)) throw new CliError(`--tolerance: not a number of seconds: "${options.tolerance}"`);
-        if (options.header !== undefined && options.scheme !== 'hmac') throw new CliError('--header is for --scheme hmac only');
-        if (options.tolerance !== undefined && options.scheme !== 'stripe') throw new CliError('--tolerance is for --scheme stripe only');
+        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0)) throw new PincerError('invalid-input', `--tolerance: not a number of seconds: "${options.tolerance}"`);
+        if (options.header !== undefined && options.scheme !== 'hmac') throw new PincerError('invalid-input', '--header is for --scheme hmac only');
+        if (options.tolerance !== undefined && options.scheme !== 'stripe') throw new PincerError('invalid-input', '--tolerance is for --scheme stripe only');
         const secret = options.secret ?? randomBytes(24).toString('hex');
         const hook = store.setWebhook({
           name,
@@ -117,7 +117,7 @@ function registerWebhookCommands(program: Command): void {
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { home?: string }) => {
       withStore(home(options), false, (store) => {
-        if (!store.removeWebhook(name)) throw new CliError(`no signed webhook named "${name}" (pincer webhook list)`);
+        if (!store.removeWebhook(name)) throw new PincerError('invalid-input', `no signed webhook named "${name}" (pincer webhook list)`);
         process.stderr.write(`webhook "${name}" removed\n`);
       });
     });
@@ -125,7 +125,7 @@ function registerWebhookCommands(program: Command): void {
 
 /** Run against the home's central DB (created when `create`); errors go to the CLI's one-line report, exit 2. */
 function withStore(home: string, create: boolean, run: (store: AccessStore) => void): void {
-  if (!create && !fs.existsSync(path.join(home, 'pincer.db'))) throw new CliError(`no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME`);
+  if (!create && !fs.existsSync(path.join(home, 'pincer.db'))) throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME`);
   prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {

@@ -7,7 +7,7 @@ import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { loadResources } from '../runtime/resources/load.js';
 import { createLogger, fileSink, setLogSink } from '../shared/log.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { defaultSender } from './messages.js';
 import { chatEnv, chatSelection } from './provider-views.js';
 
@@ -37,11 +37,11 @@ interface ChatOptions {
 async function chat(options: ChatOptions): Promise<number> {
   // Decide the provider first, the way the runner will: one line and exit 2 if it cannot start (no key, no model).
   const selection = chatSelection(options.provider, process.env);
-  if (!selection.ok) throw new CliError(selection.message);
+  if (!selection.ok) throw new PincerError('invalid-input', selection.message);
   // A built-in-runtime chat on a server of the user's: a wrong address is said now, not after the first message.
   if (selection.provider === 'pincer') {
     const probe = await probeModelServer(process.env);
-    if (probe?.problem) throw new CliError(probe.problem);
+    if (probe?.problem) throw new PincerError('invalid-input', probe.problem);
   }
   // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
   Object.assign(process.env, chatEnv(process.env));

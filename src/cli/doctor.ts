@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveHome } from '../host/config.js';
 import { describePlatforms } from '../host/platforms/catalog.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { credentialEnvironment } from '../host/credential-proxy.js';
 import { SecretsStore } from '../host/secrets.js';
 import { errorMessage } from '../shared/log.js';
@@ -28,7 +28,7 @@ export function registerDoctorCommand(program: Command): void {
     .option('--no-mcp-start', "do not start the agent groups' own MCP servers (by default each is started once to count its tools)")
     .action(async (options: { home?: string; workspace?: string[]; mcpStart?: boolean }) => {
       const home = resolveHome(process.env, options.home);
-      for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new CliError(`--workspace ${dir}: no such folder`);
+      for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new PincerError('invalid-input', `--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
       // The host's credentials: its environment with the secrets store's keys on top, as the credential proxy has them.
       let secretsProblem: string | undefined;

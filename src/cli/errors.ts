@@ -4,19 +4,9 @@
  * with PINCER_LOG_LEVEL=debug: a user who typed a wrong path should not read 19 lines of node internals.
  */
 import { CommanderError, type Command } from 'commander';
-import { isContainerError } from '../container/errors.js';
-import { isSessionDbError } from '../db/connection.js';
-import { isHostError } from '../host/errors.js';
-import { isProviderError } from '../providers/registry.js';
+import { cliReport } from '../shared/error-edges.js';
+import { isPincerError, PincerError } from '../shared/errors.js';
 import { errorMessage } from '../shared/log.js';
-
-/** A usage or input error found by a command's own checks (a bad flag value, a folder that is not a session). */
-export class CliError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
 
 /** `pincer session create`, `pincer send`: the command's name as typed, for the hint. */
 export function commandPath(command: Command): string {
@@ -41,22 +31,22 @@ export function configureErrorOutput(command: Command): void {
   for (const sub of command.commands) configureErrorOutput(sub);
 }
 
-/** The exit code for an error that ended a command, after writing what the user needs to see. */
+/**
+ * The exit code for an error that ended a command, after writing what the user needs to see: the CLI edge of the
+ * error vocabulary (`cliReport`). A failed file-system or database call is about the user's paths, so it is reported
+ * like bad input.
+ */
 export function handleCliError(err: unknown, command: Command | undefined, stderr: NodeJS.WritableStream = process.stderr): number {
   if (err instanceof CommanderError) {
     // commander has already printed (help, the version, or the one-line error above)
     return err.exitCode === 0 ? 0 : 2;
   }
   const debug = process.env.PINCER_LOG_LEVEL === 'debug';
-  const known = err instanceof CliError || isHostError(err) || isProviderError(err) || isContainerError(err) || isSessionDbError(err) || isSystemError(err);
-  if (known) {
-    stderr.write(`pincer: ${errorMessage(err)} (${hintFor(command)})\n`);
-    if (debug && err instanceof Error && err.stack) stderr.write(`${err.stack}\n`);
-    return 2;
-  }
-  stderr.write(`pincer: internal error: ${errorMessage(err).split('\n')[0]}${debug ? '' : ' (PINCER_LOG_LEVEL=debug shows the stack trace)'}\n`);
+  const known = isPincerError(err) ? err : isSystemError(err) ? new PincerError('invalid-input', errorMessage(err), { cause: err }) : err;
+  const report = cliReport(known, hintFor(command));
+  stderr.write(`${report.line}${!isPincerError(known) && !debug ? ' (PINCER_LOG_LEVEL=debug shows the stack trace)' : ''}\n`);
   if (debug && err instanceof Error && err.stack) stderr.write(`${err.stack}\n`);
-  return 1;
+  return report.exit;
 }
 
 /** A failed file-system or database call (ENOENT, EACCES, SQLITE_CANTOPEN): about the user's paths, not a bug. */

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
 import { loadHostConfig } from '../host/config.js';
-import { isHostError } from '../host/errors.js';
+import { isPincerError } from '../shared/errors.js';
 import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
@@ -61,7 +61,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
       token = config.http.token ?? loadOrCreateToken(path.join(config.home, 'http-token'), log);
       redactInLogs([token]);
     } catch (err) {
-      if (!isHostError(err)) throw err;
+      if (!isPincerError(err)) throw err;
       log.error(err.message);
       return 2;
     }

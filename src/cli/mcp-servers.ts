@@ -6,7 +6,7 @@ import { CentralStore, openCentralDb } from '../host/central-db/store.js';
 import { resolveHome } from '../host/config.js';
 import { prepareHome } from '../host/home.js';
 import { addGroupMcpServer, findGroup, removeGroupMcpServer } from '../host/mcp-servers.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * `pincer mcp-server add|list|remove`: an agent group's own MCP servers, in the home's central DB. Each session gets
@@ -89,22 +89,22 @@ export function registerMcpServerCommands(program: Command): void {
 function specFrom(command: string[], options: AddOptions): unknown {
   if (options.json !== undefined) {
     if (command.length > 0 || options.url || options.cwd || options.env.length + options.envSecret.length + options.header.length + options.headerSecret.length > 0) {
-      throw new CliError('--json is the whole server: give no command or other flags with it');
+      throw new PincerError('invalid-input', '--json is the whole server: give no command or other flags with it');
     }
     try {
       return JSON.parse(options.json) as unknown;
     } catch (err) {
-      throw new CliError(`--json: not JSON: ${(err as Error).message}`);
+      throw new PincerError('invalid-input', `--json: not JSON: ${(err as Error).message}`);
     }
   }
   if (options.url) {
-    if (command.length > 0) throw new CliError('give either a command (after --) or --url, not both');
-    if (options.env.length + options.envSecret.length > 0 || options.cwd) throw new CliError('--env, --env-secret and --cwd are for stdio servers (a command)');
+    if (command.length > 0) throw new PincerError('invalid-input', 'give either a command (after --) or --url, not both');
+    if (options.env.length + options.envSecret.length > 0 || options.cwd) throw new PincerError('invalid-input', '--env, --env-secret and --cwd are for stdio servers (a command)');
     const headers = { ...pairs('--header', options.header, false), ...pairs('--header-secret', options.headerSecret, true) };
     return { type: 'http', url: options.url, ...(Object.keys(headers).length ? { headers } : {}) };
   }
-  if (command.length === 0) throw new CliError('give the server\'s command after -- (e.g. -- npx -y @modelcontextprotocol/server-memory) or --url');
-  if (options.header.length + options.headerSecret.length > 0) throw new CliError('--header and --header-secret are for HTTP servers (--url)');
+  if (command.length === 0) throw new PincerError('invalid-input', 'give the server\'s command after -- (e.g. -- npx -y @modelcontextprotocol/server-memory) or --url');
+  if (options.header.length + options.headerSecret.length > 0) throw new PincerError('invalid-input', '--header and --header-secret are for HTTP servers (--url)');
   const env = { ...pairs('--env', options.env, false), ...pairs('--env-secret', options.envSecret, true) };
   const [program, ...args] = command;
   return { command: program, ...(args.length ? { args } : {}), ...(Object.keys(env).length ? { env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) };
@@ -114,10 +114,10 @@ function pairs(flag: string, values: string[], secret: boolean): Record<string, 
   const out: Record<string, McpValue> = {};
   for (const value of values) {
     const at = value.indexOf('=');
-    if (at <= 0) throw new CliError(`${flag}: expected NAME=${secret ? 'secret' : 'value'}, got "${value}"`);
+    if (at <= 0) throw new PincerError('invalid-input', `${flag}: expected NAME=${secret ? 'secret' : 'value'}, got "${value}"`);
     const key = value.slice(0, at);
     const rest = value.slice(at + 1);
-    if (secret && !SECRET_NAME.test(rest)) throw new CliError(`${flag} ${key}: "${rest}" is not a secret name (letters, digits, _ . -)`);
+    if (secret && !SECRET_NAME.test(rest)) throw new PincerError('invalid-input', `${flag} ${key}: "${rest}" is not a secret name (letters, digits, _ . -)`);
     out[key] = secret ? { secret: rest } : rest;
   }
   return out;
@@ -125,7 +125,7 @@ function pairs(flag: string, values: string[], secret: boolean): Record<string, 
 
 function withStore(homeOption: string | undefined, run: (store: CentralStore) => void): void {
   const home = resolveHome(process.env, homeOption);
-  if (!fs.existsSync(path.join(home, 'pincer.db'))) throw new CliError(`no Pincer home at ${home} (no pincer.db); start the host once, or pass --home or PINCER_HOME`);
+  if (!fs.existsSync(path.join(home, 'pincer.db'))) throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); start the host once, or pass --home or PINCER_HOME`);
   prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {

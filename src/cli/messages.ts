@@ -9,7 +9,7 @@ import { insertInbound, outboundAfter } from '../db/messages.js';
 import type { OutboundRow } from '../db/types.js';
 import { Waker } from '../db/wake.js';
 import { parseTimeInZone, systemTimeZone } from '../shared/time.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
 export function registerMessageCommands(program: Command): void {
@@ -25,7 +25,7 @@ export function registerMessageCommands(program: Command): void {
     .option('--channel-type <type>')
     .option('--thread-id <id>')
     .action((dir: string, text: string, options: SendOptions) => {
-      if (text.trim() === '' && options.contentJson === undefined) throw new CliError('<text> is empty: say what the message is');
+      if (text.trim() === '' && options.contentJson === undefined) throw new PincerError('invalid-input', '<text> is empty: say what the message is');
       const paths = sessionFolder(dir);
       const content = options.contentJson ?? JSON.stringify(defaultContent(options.kind, text, options.sender));
       const parsed = parseInboundContent(options.kind, content);
@@ -118,7 +118,7 @@ function defaultContent(kind: string, text: string, sender: string): unknown {
 /** The paths of the session folder at `dir`, or a usage error saying how to make one. */
 function sessionFolder(dir: string): ReturnType<typeof sessionPaths> {
   const paths = sessionPaths(dir);
-  if (!fs.existsSync(paths.db)) throw new CliError(`${dir} is not a session folder (no session.db); create one with: pincer session create ${dir}`);
+  if (!fs.existsSync(paths.db)) throw new PincerError('invalid-input', `${dir} is not a session folder (no session.db); create one with: pincer session create ${dir}`);
   return paths;
 }
 
@@ -144,7 +144,7 @@ export function outboundJson(row: OutboundRow): Record<string, unknown> {
 }
 
 function fail(message: string): never {
-  throw new CliError(message);
+  throw new PincerError('invalid-input', message);
 }
 
 /**

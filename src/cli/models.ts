@@ -4,7 +4,7 @@ import { buildViewsNow } from '../host/generations/offline.js';
 import { readPublishedViews } from '../host/generations/published-file.js';
 import type { CatalogueModel, GenerationView } from '../host/generations/types.js';
 import { readLock } from '../host/home-lock.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * `pincer models [--group NAME] [--all] [--json]`: each agent group's model catalogue — the models it can use now,
@@ -28,7 +28,7 @@ export function registerModelsCommand(program: Command): void {
       let views = fromHost ? published : buildViewsNow(home, process.env);
       if (options.group) {
         views = views.filter((v) => v.group === options.group || v.groupId === options.group);
-        if (views.length === 0) throw new CliError(`no agent group "${options.group}" in ${home}`);
+        if (views.length === 0) throw new PincerError('invalid-input', `no agent group "${options.group}" in ${home}`);
       }
       if (options.json) {
         process.stdout.write(`${JSON.stringify({ groups: views }, null, 2)}\n`);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolveHome } from '../host/config.js';
 import { prepareHome } from '../host/home.js';
 import { SecretsStore } from '../host/secrets.js';
-import { CliError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * `pincer secret set|list|remove NAME`: the host's secrets store (`<home>/secrets.json`, 0600). A value is read from
@@ -45,7 +45,7 @@ export function registerSecretCommands(program: Command): void {
     .option('--home <dir>', HOME_HELP)
     .action((name: string, options: { home?: string }) => {
       const store = new SecretsStore(resolveHome(process.env, options.home));
-      if (!store.remove(name)) throw new CliError(`no secret named "${name}" (pincer secret list)`);
+      if (!store.remove(name)) throw new PincerError('invalid-input', `no secret named "${name}" (pincer secret list)`);
       process.stderr.write(`secret ${name} removed\n`);
     });
 }
@@ -57,7 +57,7 @@ async function readValue(name: string): Promise<string> {
     const chunks: Buffer[] = [];
     for await (const chunk of stdin) chunks.push(chunk as Buffer);
     const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
-    if (value.length === 0) throw new CliError(`no value on stdin for ${name} (e.g. printf %s "$KEY" | pincer secret set ${name})`);
+    if (value.length === 0) throw new PincerError('invalid-input', `no value on stdin for ${name} (e.g. printf %s "$KEY" | pincer secret set ${name})`);
     return value;
   }
   process.stderr.write(`value for ${name} (not shown): `);
@@ -71,12 +71,12 @@ async function readValue(name: string): Promise<string> {
           if (char === '\r' || char === '\n') {
             stdin.off('data', onData);
             process.stderr.write('\n');
-            return value.length > 0 ? resolve(value) : reject(new CliError(`no value typed for ${name}`));
+            return value.length > 0 ? resolve(value) : reject(new PincerError('invalid-input', `no value typed for ${name}`));
           }
           if (char === '\u0003') {
             stdin.off('data', onData);
             process.stderr.write('\n');
-            return reject(new CliError('cancelled'));
+            return reject(new PincerError('invalid-input', 'cancelled'));
           }
           if (char === '\u007f' || char === '\b') value = value.slice(0, -1);
           else value += char;

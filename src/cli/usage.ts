@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CentralStore, openCentralDb } from '../host/central-db/store.js';
 import { loadHostConfig } from '../host/config.js';
-import { isHostError } from '../host/errors.js';
+import { isPincerError } from '../shared/errors.js';
 import { BUDGET_PERIODS, BUDGET_UNITS, Budgets, type Budget } from '../host/usage/budgets.js';
 import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
@@ -79,7 +79,7 @@ function withCentral(home: string | undefined, fn: (store: CentralStore, budgets
   try {
     dir = loadHostConfig(process.env, { home }).home;
   } catch (err) {
-    fail(isHostError(err) ? err.message : String(err));
+    fail(isPincerError(err) ? err.message : String(err));
   }
   const file = path.join(dir, 'pincer.db');
   if (!fs.existsSync(file)) fail(`no Pincer home at ${dir} (no pincer.db): pass --home or set PINCER_HOME`);
@@ -88,7 +88,7 @@ function withCentral(home: string | undefined, fn: (store: CentralStore, budgets
     const store = new CentralStore(db);
     fn(store, new Budgets(db, new UsageLedger(db, new PriceTable(), createLogger('usage'))));
   } catch (err) {
-    if (!isHostError(err)) throw err;
+    if (!isPincerError(err)) throw err;
     fail(err.message);
   } finally {
     db.close();

@@ -1,5 +1,7 @@
+import { PincerError, type ErrorCode } from '../shared/errors.js';
+
 /**
- * Errors of the container launchers. `code`:
+ * Errors of the container launchers. `reason`:
  * - `config`: bad launcher configuration (PINCER_RUNNER, limits); the message names the variable.
  * - `workspace`: the session folder (or the agent/global folder) does not exist or is not a directory.
  * - `docker-unavailable`: the docker CLI is missing or the daemon does not answer (message says which DOCKER_HOST).
@@ -9,16 +11,26 @@
  */
 export type ContainerErrorCode = 'config' | 'workspace' | 'docker-unavailable' | 'docker-failed' | 'image' | 'bwrap-unavailable';
 
-export class ContainerError extends Error {
+/** Kept as a subclass: callers (the launcher's auto choice, doctor) branch on the launcher's own `reason`. */
+export class ContainerError extends PincerError {
   constructor(
-    readonly code: ContainerErrorCode,
+    readonly reason: ContainerErrorCode,
     message: string,
   ) {
-    super(message);
+    super(REASON_CODE[reason], message);
     this.name = 'ContainerError';
   }
 }
 
-export function isContainerError(err: unknown, code?: ContainerErrorCode): err is ContainerError {
-  return err instanceof ContainerError && (code === undefined || err.code === code);
+const REASON_CODE: Record<ContainerErrorCode, ErrorCode> = {
+  config: 'config',
+  workspace: 'config',
+  'docker-unavailable': 'unavailable',
+  'docker-failed': 'unavailable',
+  image: 'unavailable',
+  'bwrap-unavailable': 'unavailable',
+};
+
+export function isContainerError(err: unknown, reason?: ContainerErrorCode): err is ContainerError {
+  return err instanceof ContainerError && (reason === undefined || err.reason === reason);
 }

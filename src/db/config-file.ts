@@ -7,6 +7,7 @@ import { McpServersSchema } from './mcp-servers.js';
 import { ModelSettingsSchema } from './model-settings.js';
 import { sessionPaths, type SessionPaths } from './layout.js';
 import type { WakeMode } from './wake.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The session folder as every process finds it (runner, MCP server): the workspace from PINCER_WORKSPACE, the optional
@@ -14,12 +15,13 @@ import type { WakeMode } from './wake.js';
  * shared by the host (which writes `config.json`) and the processes that read it. Bad configuration fails with one
  * clear line.
  */
-export class SessionConfigError extends Error {
+export class SessionConfigError extends PincerError {
   constructor(
-    readonly code: 'workspace' | 'config-file' | 'env',
+    /** kept apart from `code` (always `config`): which part of the folder's contract is wrong. */
+    readonly reason: 'workspace' | 'config-file' | 'env',
     message: string,
   ) {
-    super(message);
+    super('config', message);
     this.name = 'SessionConfigError';
   }
 }

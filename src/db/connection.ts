@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import { migrate } from './schema.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * How long a writer waits for another process's lock before SQLITE_BUSY: 10 s, or PINCER_BUSY_TIMEOUT_MS but never
@@ -8,14 +9,15 @@ import { migrate } from './schema.js';
  */
 export const BUSY_TIMEOUT_MS = Math.max(5000, Number(process.env.PINCER_BUSY_TIMEOUT_MS) || 10_000);
 
-export class SessionDbError extends Error {
+/** Kept as a subclass: the host tells a missing database (set up afresh) from an unreadable one by `reason`. */
+export class SessionDbError extends PincerError {
   constructor(
-    readonly code: 'missing' | 'unreadable',
+    readonly reason: 'missing' | 'unreadable',
     message: string,
     /** the SQLite error behind `unreadable` (its `code` tells a damaged file from a busy one). */
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(reason === 'missing' ? 'not-found' : 'unavailable', message, { cause: options?.cause });
     this.name = 'SessionDbError';
   }
 }

@@ -5,7 +5,7 @@ import type { OutboundRow } from '../db/types.js';
 import { parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
-import { HostError, isHostError } from './errors.js';
+import { PincerError, isPincerError } from '../shared/errors.js';
 import type { McpServerRequests } from './mcp-server-requests.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 import type { InboxRow, SessionPort } from './session/port.js';
@@ -82,7 +82,7 @@ export class ActionHandlers {
           return { status: 'error', error: `unknown action "${String(ctx.content.action)}"` };
       }
     } catch (err) {
-      if (isHostError(err)) return { status: 'error', error: err.message };
+      if (isPincerError(err)) return { status: 'error', error: err.message };
       throw err;
     }
   }
@@ -155,7 +155,7 @@ export class ActionHandlers {
 
   private time(text: string, timeZone: string): string {
     const iso = parseTimeInZone(text, timeZone);
-    if (!iso) throw new HostError('invalid-input', `processAfter: not a time: "${text}"`, 'processAfter');
+    if (!iso) throw new PincerError('invalid-input', `processAfter: not a time: "${text}"`, { field: 'processAfter' });
     return iso;
   }
 }
@@ -172,7 +172,7 @@ function parse<T>(schema: z.ZodType<T>, content: Record<string, unknown>): T {
   const parsed = schema.safeParse(content);
   if (!parsed.success) {
     const field = parsed.error.issues[0]?.path.join('.');
-    throw new HostError('invalid-input', `invalid ${String(content.action)}: ${describeIssues(parsed.error)}`, field);
+    throw new PincerError('invalid-input', `invalid ${String(content.action)}: ${describeIssues(parsed.error)}`, { field });
   }
   return parsed.data;
 }

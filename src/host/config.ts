@@ -5,7 +5,7 @@ import { describeIssues } from '../db/content.js';
 import { parseAllowHosts } from '../runner/media/download-targets.js';
 import { errorMessage } from '../shared/log.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { loadKubernetesSettings } from './kubernetes/settings.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
@@ -69,18 +69,18 @@ export interface HostFlags {
  */
 export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): HostConfig {
   const parsed = HostEnvSchema.safeParse(env);
-  if (!parsed.success) throw new HostError('config', `bad host environment: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw new PincerError('config', `bad host environment: ${describeIssues(parsed.error)}`);
   const e = parsed.data;
   const timezone = env.TZ || systemTimeZone();
-  if (!isValidTimeZone(timezone)) throw new HostError('config', `unknown time zone "${timezone}" (TZ)`);
+  if (!isValidTimeZone(timezone)) throw new PincerError('config', `unknown time zone "${timezone}" (TZ)`);
   // A runner setting, checked here too so that a typo stops the host at once instead of every runner later.
   try {
     parseAllowHosts(env.PINCER_ATTACHMENT_ALLOW_HOSTS ?? '');
   } catch (err) {
-    throw new HostError('config', errorMessage(err));
+    throw new PincerError('config', errorMessage(err));
   }
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
-    throw new HostError('config', `--http: not a port: ${flags.http.port}`);
+    throw new PincerError('config', `--http: not a port: ${flags.http.port}`);
   }
   return {
     home: resolveHome(env, flags.home),
@@ -136,7 +136,7 @@ function sessionPortOf(runner: string, orphanMs: number, env: NodeJS.ProcessEnv)
   try {
     return { kind: 'kubernetes', orphanMs, kubernetes: loadKubernetesSettings(env) };
   } catch (err) {
-    throw new HostError('config', errorMessage(err));
+    throw new PincerError('config', errorMessage(err));
   }
 }
 
@@ -163,6 +163,6 @@ const PER_GROUP = new Set(['AGENT_PROVIDER', 'TZ', 'PINCER_WORKSPACE']);
 function extraRunnerNames(env: NodeJS.ProcessEnv): Set<string> {
   const names = (env.PINCER_CONTAINER_ENV ?? '').split(',').map((name) => name.trim()).filter(Boolean);
   const refused = names.filter((name) => isHostSecret(name) || PLATFORM_VARIABLES.includes(name));
-  if (refused.length > 0) throw new HostError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
+  if (refused.length > 0) throw new PincerError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
   return new Set(names);
 }

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { loopbackPeerUid } from './peer-uid.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 
@@ -63,7 +63,7 @@ export interface ProxyUpstreams {
 }
 
 /**
- * The upstreams of `env` (see {@link credentialEnvironment}). Throws {@link HostError} `config` on a base URL the
+ * The upstreams of `env` (see {@link credentialEnvironment}). Throws {@link PincerError} `config` on a base URL the
  * proxy cannot forward to.
  */
 export function proxyUpstreams(env: NodeJS.ProcessEnv): ProxyUpstreams {
@@ -324,7 +324,7 @@ function baseUrlSetting(env: NodeJS.ProcessEnv, name: string): URL | undefined {
   if (!value) return undefined;
   const url = URL.canParse(value) ? new URL(value) : undefined;
   if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
-    throw new HostError('config', `${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1)`);
+    throw new PincerError('config', `${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1)`);
   }
   return url;
 }

@@ -14,9 +14,9 @@ import type { ActionHandlers } from './actions.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
-import { isHostError } from './errors.js';
 import type { InboxRow, SessionPort } from './session/port.js';
 import type { ConversationRef, HostConfig } from './types.js';
+import { isPincerError, PincerError } from '../shared/errors.js';
 
 /**
  * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
@@ -53,10 +53,12 @@ export interface DeliveryObserver {
 }
 
 /** A failure that retrying cannot fix (bad content, unknown channel): recorded at once. */
-class PermanentDeliveryError extends Error {}
+function permanentFailure(message: string): ChannelDeliveryError {
+  return new ChannelDeliveryError(message, { permanent: true });
+}
 
 /** The channel is not attached now but will be (the terminal, while no `pincer chat` runs): the row waits for it. */
-class ChannelAbsent extends Error {}
+const CHANNEL_ABSENT = 'the channel is not attached';
 
 /** Channels that come and go with a process; their rows wait instead of failing. */
 const ATTACHABLE_CHANNELS = new Set(['terminal']);
@@ -82,11 +84,11 @@ export class Delivery {
         await handle.port.ack([{ id: row.id, delivered: true, platformMessageId: platformMessageId ?? null }]);
         this.deps.observer?.delivered(handle, row);
       } catch (err) {
-        if (err instanceof ChannelAbsent) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
+        if (isPincerError(err, 'unavailable') && err.message === CHANNEL_ABSENT) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
         this.deps.observer?.failed(handle, row, message);
         const count = (attempt?.count ?? 0) + 1;
-        const permanent = err instanceof PermanentDeliveryError || (err instanceof ChannelDeliveryError && err.options.permanent === true);
+        const permanent = err instanceof ChannelDeliveryError && err.options.permanent === true;
         if (permanent || count >= this.deps.config.maxAttempts) {
           this.attempts.delete(key);
           await this.recordFailure(handle, row, permanent ? message : `${message} (after ${count} attempts)`);
@@ -121,7 +123,7 @@ export class Delivery {
     const content = parseJson(row.content);
     if (row.kind === 'system') {
       const action = OutboundSystemSchema.safeParse(content);
-      if (!action.success) throw new PermanentDeliveryError('system row without an "action"');
+      if (!action.success) throw permanentFailure('system row without an "action"');
       const answer = await this.deps.actions.run({ ...handle, row, content: action.data, write: (inbox) => this.deps.write(handle, inbox) });
       await this.deps.write(handle, {
         // one answer per action row, also when the row is offered again after a crash
@@ -135,19 +137,19 @@ export class Delivery {
     }
     if (row.channel_type === 'agent') {
       const chat = OutboundChatSchema.safeParse(content);
-      if (!chat.success) throw new PermanentDeliveryError('agent message without "text"');
+      if (!chat.success) throw permanentFailure('agent message without "text"');
       try {
         await this.deps.toAgent(handle, row, chat.data.text);
       } catch (err) {
-        throw new PermanentDeliveryError(errorMessage(err));
+        throw permanentFailure(errorMessage(err));
       }
       return undefined;
     }
     const conversation = conversationOf(handle, row);
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
-      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new ChannelAbsent();
-      throw new PermanentDeliveryError(`no channel "${conversation.channelType}" on this host`);
+      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new PincerError('unavailable', CHANNEL_ABSENT);
+      throw permanentFailure(`no channel "${conversation.channelType}" on this host`);
     }
     const payload = await this.payloadOf(handle, row, content);
     if (payload.type === 'question') {
@@ -212,14 +214,14 @@ async function outboxFile(handle: SessionHandle, row: OutboundRow, name: string)
   try {
     return await handle.port.outboxFile(row.id, name);
   } catch (err) {
-    if (isHostError(err, 'not-found') || isHostError(err, 'invalid-input')) throw new PermanentDeliveryError(err.message);
+    if (isPincerError(err, 'not-found') || isPincerError(err, 'invalid-input')) throw permanentFailure(err.message);
     throw err;
   }
 }
 
 function strict<T>(schema: z.ZodType<T>, content: unknown, what: string): T {
   const parsed = schema.safeParse(content);
-  if (!parsed.success) throw new PermanentDeliveryError(`invalid ${what} content: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw permanentFailure(`invalid ${what} content: ${describeIssues(parsed.error)}`);
   return parsed.data;
 }
 
@@ -227,6 +229,6 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new PermanentDeliveryError('content is not valid JSON');
+    throw permanentFailure('content is not valid JSON');
   }
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * What the lock tells another process about the host holding it: `pincer host status`/`stop` read it, and
@@ -44,11 +44,11 @@ export class HomeLock {
       const holder = readLock(home);
       if (holder && holder.pid !== process.pid) {
         const what = holder.command === 'chat' ? 'a pincer chat' : 'another host';
-        throw new HostError('config', `${what} (pid ${holder.pid}) is using ${home}; stop it first (pincer host stop) or use another PINCER_HOME`);
+        throw new PincerError('config', `${what} (pid ${holder.pid}) is using ${home}; stop it first (pincer host stop) or use another PINCER_HOME`);
       }
       fs.rmSync(file, { force: true }); // stale: its host is gone
     }
-    throw new HostError('config', `could not lock ${file}`);
+    throw new PincerError('config', `could not lock ${file}`);
   }
 
   /** Adds what the started host serves; written whole to a temp file and renamed, so a reader never sees half. */

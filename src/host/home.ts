@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The host's home holds its central DB, the HTTP token, the runners' logs and (by default) every session: owner-only
@@ -31,10 +31,10 @@ export function prepareHome(home: string): void {
   }
 }
 
-function unusableHome(home: string, why: string): HostError {
+function unusableHome(home: string, why: string): PincerError {
   const fallback = path.join(os.homedir(), '.pincer');
   const advice = home === fallback ? 'choose a folder you can write with --home or PINCER_HOME' : `choose a folder you can write with --home or PINCER_HOME (the default is ${fallback})`;
-  return new HostError('config', `cannot use ${home} as the Pincer home: ${why}; ${advice}`);
+  return new PincerError('config', `cannot use ${home} as the Pincer home: ${why}; ${advice}`);
 }
 
 /** Owner-only modes for an SQLite database and its WAL/SHM files (SQLite gives new WAL/SHM files the DB's mode). */

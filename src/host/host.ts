@@ -12,7 +12,7 @@ import { CentralStore, openCentralDb } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
-import { HostError, isHostError } from './errors.js';
+import { PincerError, isPincerError } from '../shared/errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
 import { CredentialProxy, PROXIED_CREDENTIALS, type ProxyUpstreams } from './credential-proxy.js';
@@ -183,7 +183,7 @@ export class Host implements HostApi {
         try {
           await host.open(session);
         } catch (err) {
-          if (!isHostError(err, 'quarantined')) throw err; // logged; the other sessions go on
+          if (!isPincerError(err, 'quarantined')) throw err; // logged; the other sessions go on
         }
       }
       for (const channel of host.channels.values()) await channel.start(host);
@@ -249,13 +249,13 @@ export class Host implements HostApi {
 
   private async writeInbound(message: InboundEnvelope, traceContext: string | undefined): Promise<InboundReceipt> {
     const parsed = parseInboundContent(message.kind, JSON.stringify(message.content));
-    if (!parsed.ok) throw new HostError('invalid-input', parsed.error);
+    if (!parsed.ok) throw new PincerError('invalid-input', parsed.error);
     const { pipeline, group } = await this.sessionOf(message.conversation);
     if (message.recurrence) validateCron(message.recurrence, group.timezone);
     const budget = this.usage.gate(group);
     if (budget.over) {
       void this.delivery.notify({ session: pipeline.session }, message.conversation, budget.notice);
-      throw new HostError('over-budget', budget.notice);
+      throw new PincerError('over-budget', budget.notice);
     }
     const written = await pipeline.write({
       id: message.id ?? randomUUID(),
@@ -274,13 +274,13 @@ export class Host implements HostApi {
   async answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): Promise<InboundReceipt> {
     const question = this.store.getQuestion(answer.questionId);
     if (!question || question.channelType !== conversation.channelType || question.platformId !== conversation.platformId) {
-      throw new HostError('not-found', `no question "${answer.questionId}" in this conversation`);
+      throw new PincerError('not-found', `no question "${answer.questionId}" in this conversation`);
     }
     const pipeline = this.pipelines.get(question.sessionId);
-    if (!pipeline) throw new HostError('not-found', `the session of question "${answer.questionId}" is gone`);
+    if (!pipeline) throw new PincerError('not-found', `the session of question "${answer.questionId}" is gone`);
     if (this.mcpRequests.owns(answer.questionId)) return this.mcpRequests.decide(question, answer, (row) => pipeline.write(row));
     if (!this.store.markQuestionAnswered(answer.questionId)) {
-      throw new HostError('invalid-input', `question "${answer.questionId}" was answered already`, 'questionId');
+      throw new PincerError('invalid-input', `question "${answer.questionId}" was answered already`, { field: 'questionId' });
     }
     // An answer after the question closed (timed out, or its runner stopped) becomes a message the agent sees.
     const { late, ...written } = await pipeline.port.answer(answer, routing({ ...conversation, threadId: question.threadId }));
@@ -293,7 +293,7 @@ export class Host implements HostApi {
     let processAfter: string | null = null;
     if (task.processAfter) {
       processAfter = parseTimeInZone(task.processAfter, group.timezone);
-      if (!processAfter) throw new HostError('invalid-input', `processAfter: not a time: "${task.processAfter}"`, 'processAfter');
+      if (!processAfter) throw new PincerError('invalid-input', `processAfter: not a time: "${task.processAfter}"`, { field: 'processAfter' });
     } else if (task.recurrence) {
       // A recurring task without a first time runs first at its next cron time, not now.
       processAfter = nextOccurrence(task.recurrence, group.timezone).toISOString();
@@ -380,7 +380,7 @@ export class Host implements HostApi {
 
   private pipelineOf(sessionId: string): SessionPipeline {
     const pipeline = this.pipelines.get(sessionId);
-    if (!pipeline) throw new HostError('not-found', `no session "${sessionId}"`);
+    if (!pipeline) throw new PincerError('not-found', `no session "${sessionId}"`);
     return pipeline;
   }
 
@@ -389,7 +389,7 @@ export class Host implements HostApi {
   /** The session's pipeline, its port opened (and its configuration published) on first use. */
   private async open(session: SessionRecord): Promise<SessionPipeline> {
     const quarantined = this.quarantined.get(session.id);
-    if (quarantined) throw new HostError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
+    if (quarantined) throw new PincerError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
     const known = this.pipelines.get(session.id);
     if (known) return known;
     const { config } = this.options;
@@ -424,7 +424,7 @@ export class Host implements HostApi {
         if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
         // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
         this.quarantine(session, errorMessage(err));
-        throw new HostError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
+        throw new PincerError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
       }
       port = new LocalSessionPort(engine);
     }
@@ -520,7 +520,7 @@ export class Host implements HostApi {
       this.generations.admit(group);
       return undefined;
     } catch (err) {
-      if (isHostError(err, 'not-ready')) return err.message;
+      if (isPincerError(err, 'not-ready')) return err.message;
       throw err;
     }
   }
@@ -542,7 +542,7 @@ export class Host implements HostApi {
     } catch (err) {
       // a group with no generation (its model configuration cannot be built) still has the host's credentials; its
       // runners are held from starting until it has one, so this serves only a runner that was running already
-      if (!isHostError(err, 'not-ready')) throw err;
+      if (!isPincerError(err, 'not-ready')) throw err;
       return this.generations.currentCredentials()?.upstreams ?? {};
     }
     const turn = this.turnOf(session.id);

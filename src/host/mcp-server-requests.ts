@@ -9,7 +9,7 @@ import type { OutboundRow } from '../db/types.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, PendingQuestion, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, InboundReceipt } from './channels/types.js';
-import { HostError, isHostError } from './errors.js';
+import { PincerError, isPincerError } from '../shared/errors.js';
 import { addGroupMcpServer } from './mcp-servers.js';
 import type { InboxRow } from './session/port.js';
 import type { ConversationRef } from './types.js';
@@ -132,16 +132,16 @@ export class McpServerRequests {
   ): Promise<InboundReceipt> {
     const request = this.get(question.questionId)!;
     const group = this.deps.store.getAgentGroup(request.agentGroupId);
-    if (!group) throw new HostError('not-found', `the agent group of MCP server request "${request.id}" is gone`);
+    if (!group) throw new PincerError('not-found', `the agent group of MCP server request "${request.id}" is gone`);
     if (answer.selectedOption !== APPROVE && answer.selectedOption !== REFUSE) {
-      throw new HostError('invalid-input', `answer "${APPROVE}" or "${REFUSE}" to MCP server request "${request.id}"`, 'selectedOption');
+      throw new PincerError('invalid-input', `answer "${APPROVE}" or "${REFUSE}" to MCP server request "${request.id}"`, { field: 'selectedOption' });
     }
     const userId = answer.userId;
     if (!userId || !this.adminsOf(group).has(userId)) {
-      throw new HostError('invalid-input', `only an admin of agent group ${group.name} may decide on MCP server "${request.name}"${userId ? ` (user "${userId}" is not one)` : ' (the answer names no user)'}`, 'userId');
+      throw new PincerError('forbidden', `only an admin of agent group ${group.name} may decide on MCP server "${request.name}"${userId ? ` (user "${userId}" is not one)` : ' (the answer names no user)'}`);
     }
     if (request.status !== 'pending' || !this.deps.store.markQuestionAnswered(request.id)) {
-      throw new HostError('invalid-input', `MCP server request "${request.id}" was decided already (${request.status})`, 'questionId');
+      throw new PincerError('conflict', `MCP server request "${request.id}" was decided already (${request.status})`);
     }
     let status: McpRequestStatus = answer.selectedOption === APPROVE ? 'approved' : 'refused';
     let error: string | null = null;
@@ -149,7 +149,7 @@ export class McpServerRequests {
       try {
         addGroupMcpServer(this.deps.store, group, request.name, request.server);
       } catch (err) {
-        if (!isHostError(err)) throw err;
+        if (!isPincerError(err)) throw err;
         status = 'failed';
         error = err.message;
       }

@@ -3,7 +3,7 @@ import { parseMcpServerName, parseMcpServers, secretNamesOf, type McpServers, ty
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup } from './central-db/types.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import type { SecretsStore } from './secrets.js';
 
 /**
@@ -16,7 +16,7 @@ export function findGroup(store: CentralStore, nameOrId: string): AgentGroup {
   const group = store.findAgentGroup(nameOrId);
   if (!group) {
     const known = store.listAgentGroups().map((g) => g.name);
-    throw new HostError('unknown-group', `unknown agent group "${nameOrId}" (known: ${known.length ? known.join(', ') : 'none yet; start the host once'})`);
+    throw new PincerError('unknown-group', `unknown agent group "${nameOrId}" (known: ${known.length ? known.join(', ') : 'none yet; start the host once'})`);
   }
   return group;
 }
@@ -24,7 +24,7 @@ export function findGroup(store: CentralStore, nameOrId: string): AgentGroup {
 /** Replace every server of the group with `value` (validated). */
 export function setGroupMcpServers(store: CentralStore, group: AgentGroup, value: unknown): McpServers {
   const parsed = parseMcpServers(value);
-  if (!parsed.ok) throw new HostError('invalid-input', `invalid mcpServers: ${parsed.error}`, 'mcpServers');
+  if (!parsed.ok) throw new PincerError('invalid-input', `invalid mcpServers: ${parsed.error}`, { field: 'mcpServers' });
   store.setMcpServers({ agentGroupId: group.id }, parsed.servers);
   return parsed.servers;
 }
@@ -32,9 +32,9 @@ export function setGroupMcpServers(store: CentralStore, group: AgentGroup, value
 /** Add one server (or replace the one of that name when `replace`). */
 export function addGroupMcpServer(store: CentralStore, group: AgentGroup, name: string, spec: McpServerSpec | unknown, replace = false): McpServers {
   const named = parseMcpServerName(name);
-  if (!named.ok) throw new HostError('invalid-input', `invalid server name "${name}": ${named.error}`, 'name');
+  if (!named.ok) throw new PincerError('invalid-input', `invalid server name "${name}": ${named.error}`, { field: 'name' });
   if (Object.hasOwn(group.mcpServers, name) && !replace) {
-    throw new HostError('invalid-input', `agent group ${group.name} already has an MCP server "${name}" (remove it first, or pass --replace)`, 'name');
+    throw new PincerError('invalid-input', `agent group ${group.name} already has an MCP server "${name}" (remove it first, or pass --replace)`, { field: 'name' });
   }
   return setGroupMcpServers(store, group, { ...group.mcpServers, [name]: spec });
 }
@@ -42,7 +42,7 @@ export function addGroupMcpServer(store: CentralStore, group: AgentGroup, name: 
 export function removeGroupMcpServer(store: CentralStore, group: AgentGroup, name: string): McpServers {
   if (!Object.hasOwn(group.mcpServers, name)) {
     const known = Object.keys(group.mcpServers);
-    throw new HostError('not-found', `agent group ${group.name} has no MCP server "${name}" (it has: ${known.length ? known.join(', ') : 'none'})`);
+    throw new PincerError('not-found', `agent group ${group.name} has no MCP server "${name}" (it has: ${known.length ? known.join(', ') : 'none'})`);
   }
   const rest = Object.fromEntries(Object.entries(group.mcpServers).filter(([key]) => key !== name));
   store.setMcpServers({ agentGroupId: group.id }, rest);

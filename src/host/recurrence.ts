@@ -1,5 +1,5 @@
 import { parseRecurrence } from '../shared/cron.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * Cron schedules of recurring tasks, read in the session's time zone (a task "every day at 9" runs at 9 local time).
@@ -8,11 +8,11 @@ import { HostError } from './errors.js';
  */
 export function nextOccurrence(expression: string, timeZone: string, after: Date = new Date()): Date {
   const parsed = parseRecurrence(expression, timeZone, after);
-  if (!parsed.ok) throw new HostError('invalid-input', parsed.reason, 'recurrence');
+  if (!parsed.ok) throw new PincerError('invalid-input', parsed.reason, { field: 'recurrence' });
   return parsed.cron.next().toDate();
 }
 
-/** Throw `HostError('invalid-input')` unless `expression` is an accepted cron expression. */
+/** Throw `PincerError('invalid-input')` unless `expression` is an accepted cron expression. */
 export function validateCron(expression: string, timeZone: string): void {
   nextOccurrence(expression, timeZone);
 }

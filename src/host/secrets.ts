@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The secrets store: named secrets the host may use (provider keys the credential proxy puts on upstream requests,
@@ -32,7 +32,7 @@ export class SecretsStore {
     this.file = path.join(home, SECRETS_FILE);
   }
 
-  /** The secret `name`'s value now, or undefined when it is not set. Throws {@link HostError} `config` on a bad file. */
+  /** The secret `name`'s value now, or undefined when it is not set. Throws {@link PincerError} `config` on a bad file. */
   get(name: string): string | undefined {
     return this.read().get(name);
   }
@@ -43,7 +43,7 @@ export class SecretsStore {
   }
 
   /**
-   * Everything in the file now (empty when there is no file). Throws {@link HostError} `config` with one line when the
+   * Everything in the file now (empty when there is no file). Throws {@link PincerError} `config` with one line when the
    * file is a link, not 0600, not a regular file, too large, not JSON, or not an object of non-empty strings.
    */
   read(): SecretValues {
@@ -53,8 +53,8 @@ export class SecretsStore {
   /** Set (or replace) `name`. The value must be non-empty and one line of text. */
   set(name: string, value: string): void {
     checkName(name);
-    if (value.length === 0) throw new HostError('invalid-input', `secret ${name}: the value is empty`, 'value');
-    if (/[\r\n\0]/.test(value)) throw new HostError('invalid-input', `secret ${name}: the value must be one line (no line breaks or NUL)`, 'value');
+    if (value.length === 0) throw new PincerError('invalid-input', `secret ${name}: the value is empty`, { field: 'value' });
+    if (/[\r\n\0]/.test(value)) throw new PincerError('invalid-input', `secret ${name}: the value must be one line (no line breaks or NUL)`, { field: 'value' });
     const values = new Map(this.read());
     values.set(name, value);
     this.write(values);
@@ -91,7 +91,7 @@ export class SecretsStore {
 
 function checkName(name: string): void {
   if (!SECRET_NAME.test(name)) {
-    throw new HostError('invalid-input', `secret name "${name}": use letters, digits and _ (not starting with a digit), like ANTHROPIC_API_KEY`, 'name');
+    throw new PincerError('invalid-input', `secret name "${name}": use letters, digits and _ (not starting with a digit), like ANTHROPIC_API_KEY`, { field: 'name' });
   }
 }
 
@@ -135,6 +135,6 @@ export function readSecretsFile(file: string): SecretValues {
   return values;
 }
 
-function refused(file: string, why: string): HostError {
-  return new HostError('config', `secrets file ${file} ${why}`);
+function refused(file: string, why: string): PincerError {
+  return new PincerError('config', `secrets file ${file} ${why}`);
 }

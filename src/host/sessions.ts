@@ -6,7 +6,7 @@ import type { ConfigFile } from '../db/config-file.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore, NewAgentGroup } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { linkInsideHome } from './home-paths.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
@@ -36,9 +36,9 @@ export class SessionDirectory {
 
   createGroup(group: NewAgentGroup): AgentGroup {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(group.folder)) {
-      throw new HostError('invalid-input', `folder "${group.folder}": use letters, digits, "_", "-", "." (no slashes)`, 'folder');
+      throw new PincerError('invalid-input', `folder "${group.folder}": use letters, digits, "_", "-", "." (no slashes)`, { field: 'folder' });
     }
-    if (this.store.findAgentGroup(group.name)) throw new HostError('invalid-input', `agent group "${group.name}" exists already`, 'name');
+    if (this.store.findAgentGroup(group.name)) throw new PincerError('invalid-input', `agent group "${group.name}" exists already`, { field: 'name' });
     const created = this.store.createAgentGroup(group);
     const dir = this.groupDir(created);
     fs.mkdirSync(dir, { recursive: true });
@@ -59,7 +59,7 @@ export class SessionDirectory {
     }
     const fallback = this.config.defaultGroup && this.store.findAgentGroup(this.config.defaultGroup.name);
     if (!fallback) {
-      throw new HostError(
+      throw new PincerError(
         'unknown-conversation',
         `unknown conversation "${conversation.platformId}" on ${conversation.channelType}: bind it to an agent group or configure a default group (PINCER_DEFAULT_GROUP)`,
       );
@@ -111,7 +111,7 @@ export class SessionDirectory {
   /** The folder of a session's agent group. */
   groupDirOf(session: SessionRecord): string {
     const group = this.store.getAgentGroup(session.agentGroupId);
-    if (!group) throw new HostError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
+    if (!group) throw new PincerError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
     return this.groupDir(group);
   }
 
@@ -140,7 +140,7 @@ export class SessionDirectory {
   /** Make a session's folder again, as at provisioning (it was deleted under the host), with an empty session.db. */
   restoreFolder(session: SessionRecord): void {
     const group = this.store.getAgentGroup(session.agentGroupId);
-    if (!group) throw new HostError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
+    if (!group) throw new PincerError('unknown-group', `agent group ${session.agentGroupId} of session ${session.id} is gone`);
     this.provisionFolder(group, session.folder);
   }
 

@@ -3,7 +3,7 @@ import { prepared } from '../db/connection.js';
 import { insertInbound } from '../db/messages.js';
 import type { InboundRow } from '../db/types.js';
 import { isoNow } from '../shared/time.js';
-import { isHostError } from './errors.js';
+import { isPincerError } from '../shared/errors.js';
 import { nextOccurrence } from './recurrence.js';
 import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from './task-history.js';
 import type { HostConfig } from './types.js';
@@ -133,7 +133,7 @@ export class Sweeper {
       try {
         nextAt = nextOccurrence(row.recurrence!, input.timezone).toISOString();
       } catch (err) {
-        if (!isHostError(err)) throw err;
+        if (!isPincerError(err)) throw err;
         this.reported.add(row.id);
         result.recurrenceErrors.push({ row, error: err.message });
         continue;

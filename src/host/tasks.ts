@@ -3,7 +3,7 @@ import { prepared } from '../db/connection.js';
 import { ACTIVE_TASK_MATCH, cancelTask, type TaskCanceller } from '../db/tasks.js';
 import type { InboundRow } from '../db/types.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
-import { HostError } from './errors.js';
+import { PincerError } from '../shared/errors.js';
 import { nextOccurrence, validateCron } from './recurrence.js';
 
 /**
@@ -63,7 +63,7 @@ export function applyTaskCommand(db: Database.Database, taskId: string, command:
   return db
     .transaction((): InboundRow | null => {
       const row = activeTaskRow(db, taskId);
-      if (!row) throw new HostError('not-found', `no active task "${taskId}": only a pending or paused task can be changed (it may be running, done or cancelled)`);
+      if (!row) throw new PincerError('not-found', `no active task "${taskId}": only a pending or paused task can be changed (it may be running, done or cancelled)`);
       const now = isoNow();
       switch (command.op) {
         case 'cancel':
@@ -103,7 +103,7 @@ function updateRow(db: Database.Database, row: InboundRow, change: Extract<TaskC
   }
   if (change.processAfter !== undefined) {
     const parsed = parseTimeInZone(change.processAfter, timezone);
-    if (!parsed) throw new HostError('invalid-input', `processAfter: not a time: "${change.processAfter}" (write it like 2026-12-01T09:00, read in ${timezone}, or with Z)`, 'processAfter');
+    if (!parsed) throw new PincerError('invalid-input', `processAfter: not a time: "${change.processAfter}" (write it like 2026-12-01T09:00, read in ${timezone}, or with Z)`, { field: 'processAfter' });
     processAfter = parsed;
   }
   prepared(db, 'UPDATE messages_in SET content = ?, recurrence = ?, process_after = ?, status_changed = ? WHERE id = ?').run(
@@ -169,7 +169,7 @@ export class TaskBoard {
       const row = (await session.port.tasks()).find((r) => r.id === taskId || r.series_id === taskId);
       if (row) return { session, row };
     }
-    throw new HostError('not-found', `no active task "${taskId}": only a pending or paused task is listed (it may be running, done or cancelled)`);
+    throw new PincerError('not-found', `no active task "${taskId}": only a pending or paused task is listed (it may be running, done or cancelled)`);
   }
 }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The host's only way into a session folder. The agent writes that folder (its shell, its tools, its task scripts):
@@ -8,18 +9,19 @@ import path from 'node:path';
  * (no link, the expected type), opened with `O_NOFOLLOW`, and — on Linux — the opened descriptor's real path is
  * compared with the path that was meant, which closes the gap between the walk and the open.
  */
-export class UntrustedPathError extends Error {
+/** Kept as a subclass: callers tell a missing file from a refused one by `reason`. */
+export class UntrustedPathError extends PincerError {
   constructor(
-    readonly code: 'bad-id' | 'link' | 'not-regular' | 'missing' | 'escaped',
+    readonly reason: 'bad-id' | 'link' | 'not-regular' | 'missing' | 'escaped',
     message: string,
   ) {
-    super(message);
+    super(reason === 'missing' ? 'not-found' : reason === 'bad-id' ? 'invalid-input' : 'outside-workspace', message);
     this.name = 'UntrustedPathError';
   }
 }
 
-export function isUntrustedPathError(err: unknown, code?: UntrustedPathError['code']): err is UntrustedPathError {
-  return err instanceof UntrustedPathError && (code === undefined || err.code === code);
+export function isUntrustedPathError(err: unknown, reason?: UntrustedPathError['reason']): err is UntrustedPathError {
+  return err instanceof UntrustedPathError && (reason === undefined || err.reason === reason);
 }
 
 /** An id that may become one path component: no separators, no `..`, no newline, no leading dot. */

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { insertOutbound } from '../db/messages.js';
 import { batchRouting } from './routing.js';
 import { label, text } from './schemas.js';
-import { McpToolError, textResult, type McpConfig, type ToolContext } from './types.js';
+import { textResult, type McpConfig, type ToolContext } from './types.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * send_file (seed "send_file"): copy a file from the workspace into `outbox/<message-id>/` and write a chat row
@@ -31,7 +32,7 @@ export function registerFileTools(server: McpServer, ctx: ToolContext): void {
     ({ path: given, text, filename }) => {
       const source = resolveInsideWorkspace(config, given);
       const name = filename ?? path.basename(given);
-      if (!isPlainFileName(name)) throw new McpToolError('invalid', `cannot send "${given}": give a filename for it`);
+      if (!isPlainFileName(name)) throw new PincerError('invalid-input', `cannot send "${given}": give a filename for it`);
       // The file is in place before the row exists, so whoever delivers the row always finds it.
       const id = randomUUID();
       const dir = path.join(config.paths.outbox, id);
@@ -75,7 +76,7 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   try {
     real = fs.realpathSync(candidate);
   } catch {
-    throw new McpToolError('not_found', `file not found: ${given}`);
+    throw new PincerError('not-found', `file not found: ${given}`);
   }
   const roots = [config.paths.root, config.paths.agent].flatMap((dir) => {
     try {
@@ -85,13 +86,13 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
     }
   });
   if (!roots.some((root) => isInside(root, real))) {
-    throw new McpToolError('outside_workspace', `${given} is outside the workspace (${config.paths.root}): only files inside it can be sent`);
+    throw new PincerError('outside-workspace', `${given} is outside the workspace (${config.paths.root}): only files inside it can be sent`);
   }
   const stat = fs.statSync(real);
-  if (!stat.isFile()) throw new McpToolError('invalid', `${given} is not a file`);
+  if (!stat.isFile()) throw new PincerError('invalid-input', `${given} is not a file`);
   if (stat.size > config.maxFileBytes) {
-    throw new McpToolError(
-      'too_large',
+    throw new PincerError(
+      'too-large',
       `${given} is ${stat.size} bytes, over the limit of ${config.maxFileBytes} bytes: compress or split it`,
     );
   }

@@ -4,7 +4,8 @@ import { insertOutbound } from '../db/messages.js';
 import { parseMcpServers, SecretRefSchema, type McpServerSpec } from '../db/mcp-servers.js';
 import { batchRouting } from './routing.js';
 import { label, text } from './schemas.js';
-import { McpToolError, textResult, type ToolContext } from './types.js';
+import { PincerError } from '../shared/errors.js';
+import { textResult, type ToolContext } from './types.js';
 
 /**
  * `add_mcp_server`: the agent asks for an MCP server of its own (a GitHub, database or browser server). Nothing
@@ -37,14 +38,14 @@ export function registerMcpServerTools(server: McpServer, ctx: ToolContext): voi
       },
     },
     ({ name, command, args, env, cwd, url, headers, reason }) => {
-      if ((command === undefined) === (url === undefined)) throw new McpToolError('invalid', 'give either command (a stdio server) or url (an HTTP server), not both or neither');
+      if ((command === undefined) === (url === undefined)) throw new PincerError('invalid-input', 'give either command (a stdio server) or url (an HTTP server), not both or neither');
       const spec: McpServerSpec =
         url !== undefined
           ? { type: 'http', url, ...(headers ? { headers } : {}) }
           : { command: command!, ...(args ? { args } : {}), ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) };
       // The host checks again (it is the boundary); this gives the model its mistake at once.
       const parsed = parseMcpServers({ [name]: spec });
-      if (!parsed.ok) throw new McpToolError('invalid', `invalid MCP server: ${parsed.error}`);
+      if (!parsed.ok) throw new PincerError('invalid-input', `invalid MCP server: ${parsed.error}`);
       const { seq } = insertOutbound(db, { kind: 'system', content: { action: 'add_mcp_server', name, server: spec, reason }, routing: batchRouting(db) });
       return textResult(`Request ${seq} to add the MCP server "${name}" sent; the host asks the admin and answers with a system message.`);
     },

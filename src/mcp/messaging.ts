@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { findBySeq, insertOutbound, type MessageBySeq } from '../db/messages.js';
 import { batchRouting, resolveRouting } from './routing.js';
 import { destination, label, messageId, text } from './schemas.js';
-import { McpToolError, textResult, type ToolContext } from './types.js';
+import { textResult, type ToolContext } from './types.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The conversation tools (seed "MCP 工具"): send_message, send_card, edit_message, add_reaction. Each writes one
@@ -102,7 +103,7 @@ export function registerMessagingTools(server: McpServer, ctx: ToolContext): voi
  */
 function requireMessage(ctx: ToolContext, seq: number): MessageBySeq {
   const message = findBySeq(ctx.db, seq);
-  if (!message) throw new McpToolError('not_found', `there is no message with id ${seq}`);
+  if (!message) throw new PincerError('not-found', `there is no message with id ${seq}`);
   return message;
 }
 
@@ -116,7 +117,7 @@ function ownChatMessage(message: MessageBySeq, seq: number): MessageBySeq {
   const isText =
     typeof content === 'object' && content !== null && 'text' in content && !('operation' in content);
   if (message.table !== 'messages_out' || message.kind !== 'chat' || !isText) {
-    throw new McpToolError('invalid', `message ${seq} is not a chat message you sent: only those can be edited`);
+    throw new PincerError('invalid-input', `message ${seq} is not a chat message you sent: only those can be edited`);
   }
   return message;
 }

@@ -11,7 +11,8 @@ import { Waker } from '../db/wake.js';
 import { isoNow } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, text } from './schemas.js';
-import { McpToolError, textResult, type ToolContext } from './types.js';
+import { textResult, type ToolContext } from './types.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * ask_user_question (seed "ask_user_question"): a blocking tool call. Writes the question row, marks the runner
@@ -118,7 +119,7 @@ function normaliseOptions(options: OptionInput[]): QuestionOption[] {
   });
   const values = new Set<string>();
   for (const { value } of normalised) {
-    if (values.has(value)) throw new McpToolError('invalid', `two options have the value "${value}": each choice needs its own`);
+    if (values.has(value)) throw new PincerError('invalid-input', `two options have the value "${value}": each choice needs its own`);
     values.add(value);
   }
   return normalised;
@@ -143,9 +144,9 @@ async function waitForAnswer(
     const left = deadline - Date.now();
     const answer = takeAnswer(ctx.db, questionId);
     if (answer !== undefined) return answer;
-    if (signal.aborted) throw new McpToolError('cancelled', 'the question was cancelled before the user answered');
+    if (signal.aborted) throw new PincerError('cancelled', 'the question was cancelled before the user answered');
     if (left <= 0) {
-      throw new McpToolError(
+      throw new PincerError(
         'timeout',
         `the user did not answer within ${timeoutS} s; ask again later or go on without an answer`,
       );

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { readRunnerState } from '../db/state.js';
 import type { RoutingContext } from '../db/types.js';
-import { McpToolError } from './types.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * Routing of rows written by tools (seed "路由"). The MCP server is a separate process, so the routing of the batch in
@@ -35,13 +35,13 @@ export function resolveRouting(db: Database.Database, destination: Destination =
   if (channel === undefined && platformId === undefined && threadId === undefined) return batch;
   if (channel !== undefined) {
     if (platformId === undefined) {
-      throw new McpToolError('invalid', `channel "${channel}" needs platformId too: which chat on that channel?`);
+      throw new PincerError('invalid-input', `channel "${channel}" needs platformId too: which chat on that channel?`);
     }
     return { channelType: channel, platformId, threadId: threadId ?? null, inReplyTo: batch.inReplyTo };
   }
   if (batch.channelType === null) {
-    throw new McpToolError(
-      'invalid',
+    throw new PincerError(
+      'invalid-input',
       'no conversation is in flight to take the channel from: give channel and platformId as well',
     );
   }

@@ -6,6 +6,7 @@ import { registerMcpServerTools } from './mcp-servers.js';
 import { registerMessagingTools } from './messaging.js';
 import { registerQuestionTools } from './questions.js';
 import { registerTaskTools } from './tasks.js';
+import { translateToolErrors } from './tool-errors.js';
 import { traceToolCalls } from './traces.js';
 import type { ToolContext } from './types.js';
 
@@ -14,12 +15,14 @@ const SERVER_VERSION = '0.1.0';
 
 /**
  * The Pincer MCP server (SPEC §5): every tool of the seed's "MCP 工具", each group in its own file, all writing only
- * to the session DB through `ctx.db`. Input is validated by zod schemas; the SDK answers invalid input, and any error
- * a handler throws, with a tool result `isError: true` carrying the message, and keeps serving.
+ * to the session DB through `ctx.db`. Input is validated by zod schemas (the SDK answers invalid input); a handler
+ * throws a `PincerError` written for the model, and `translateToolErrors` turns it into a tool result with
+ * `isError: true`. The server keeps serving.
  */
 export function createPincerServer(ctx: ToolContext): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: SERVER_VERSION });
   if (ctx.tracing) traceToolCalls(server, ctx.tracing, ctx.db);
+  translateToolErrors(server);
   registerMessagingTools(server, ctx);
   registerFileTools(server, ctx);
   registerQuestionTools(server, ctx);

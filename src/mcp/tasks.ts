@@ -10,7 +10,8 @@ import { formatTime } from '../shared/time.js';
 import { isoNow, parseTimeInZone } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, MAX_TEXT_CHARS, text } from './schemas.js';
-import { McpToolError, textResult, type ToolContext } from './types.js';
+import { textResult, type ToolContext } from './types.js';
+import { PincerError } from '../shared/errors.js';
 import { taskLimitProblem } from '../db/task-limit.js';
 import { ACTIVE_TASK_MATCH as ACTIVE_TASK, cancelTask } from '../db/tasks.js';
 
@@ -50,11 +51,11 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
     },
     ({ prompt, processAfter, recurrence, script }) => {
       if (processAfter === undefined && recurrence === undefined) {
-        throw new McpToolError('invalid', 'give processAfter (when to run), or a recurrence, or both');
+        throw new PincerError('invalid-input', 'give processAfter (when to run), or a recurrence, or both');
       }
       const cron = recurrence === undefined ? undefined : parseCron(recurrence, zone);
       const full = taskLimitProblem(db);
-      if (full) throw new McpToolError('invalid', full);
+      if (full) throw new PincerError('invalid-input', full);
       const runAt = processAfter === undefined ? cron!.next().toISOString()! : parseTime(processAfter, zone);
       const routing = batchRouting(db);
       const id = randomUUID();
@@ -170,7 +171,7 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
         ...(script !== undefined && { script: script.trim() === '' ? null : script }),
       };
       if (Object.keys(changes).length === 0) {
-        throw new McpToolError('invalid', 'nothing to change: give prompt, processAfter, recurrence or script');
+        throw new PincerError('invalid-input', 'nothing to change: give prompt, processAfter, recurrence or script');
       }
       const { seq } = insertOutbound(db, {
         kind: 'system',
@@ -189,14 +190,14 @@ function activeTasks(db: Database.Database, taskId: string): InboundRow[] {
   return rows;
 }
 
-function noActiveTask(taskId: string): McpToolError {
-  return new McpToolError('not_found', `there is no active task with id ${taskId} (list_tasks shows them)`);
+function noActiveTask(taskId: string): PincerError {
+  return new PincerError('not-found', `there is no active task with id ${taskId} (list_tasks shows them)`);
 }
 
 function parseTime(text: string, zone: string): string {
   const iso = parseTimeInZone(text, zone);
   if (!iso) {
-    throw new McpToolError('invalid', `processAfter "${text}" is not a time: write it like 2026-12-01T09:00 (${zone}) or 2026-12-01T08:00Z`);
+    throw new PincerError('invalid-input', `processAfter "${text}" is not a time: write it like 2026-12-01T09:00 (${zone}) or 2026-12-01T08:00Z`);
   }
   return iso;
 }
@@ -211,7 +212,7 @@ function optionalCron(expression: string, zone: string): string | null {
 /** A cron expression, validated by the shared rule (src/shared/cron.ts). */
 function parseCron(expression: string, zone: string) {
   const parsed = parseRecurrence(expression, zone);
-  if (!parsed.ok) throw new McpToolError('invalid', parsed.reason);
+  if (!parsed.ok) throw new PincerError('invalid-input', parsed.reason);
   return parsed.cron;
 }
 

@@ -34,32 +34,6 @@ export interface ToolContext {
   tracing?: Tracing;
 }
 
-/**
- * A tool call the server refuses or cannot complete. The SDK turns a thrown error into a tool result with
- * `isError: true` and the message as its text, so the message is written for the model: what went wrong, what to do.
- * - `not_found`: an id (message, task, question) that does not exist or is no longer active;
- * - `invalid`: input that passed the schema but makes no sense (a bad time, cron expression, destination);
- * - `outside_workspace`: a path that resolves outside the session folder;
- * - `too_large`: a file over the size limit;
- * - `timeout`: no answer to a question in time;
- * - `cancelled`: the call was cancelled or the server is shutting down.
- */
-export type McpToolErrorCode = 'not_found' | 'invalid' | 'outside_workspace' | 'too_large' | 'timeout' | 'cancelled';
-
-export class McpToolError extends Error {
-  constructor(
-    readonly code: McpToolErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'McpToolError';
-  }
-}
-
-export function isMcpToolError(err: unknown): err is McpToolError {
-  return err instanceof McpToolError;
-}
-
 /** A successful tool result: one text block for the model. */
 export function textResult(text: string): { content: [{ type: 'text'; text: string }] } {
   return { content: [{ type: 'text', text }] };

@@ -8,6 +8,7 @@ import type { ModelSettings } from '../db/model-settings.js';
 import { hasProviderPrefix, isModelRouteError, resolveModelRoute, type ModelRoute } from '../runtime/model-route.js';
 import { describeSelection, selectProvider, type ProviderProbe, type Selection, type SelectionInput } from '../runtime/selection.js';
 import type { AgentProvider, ProviderConfig } from './types.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * Provider registry (seed "Provider 工厂"; OpenClaw "运行时选择"): names are normalised (lower case, aliases), an
@@ -20,12 +21,13 @@ import type { AgentProvider, ProviderConfig } from './types.js';
  */
 export type ProviderErrorCode = 'unknown' | 'unavailable' | 'config' | 'not-installed' | 'no-credentials' | 'insecure-route';
 
-export class ProviderError extends Error {
+/** Kept as a subclass: selection and doctor branch on the provider's own `reason`. */
+export class ProviderError extends PincerError {
   constructor(
-    readonly code: ProviderErrorCode,
+    readonly reason: ProviderErrorCode,
     message: string,
   ) {
-    super(message);
+    super(reason === 'unavailable' ? 'unavailable' : 'config', message);
     this.name = 'ProviderError';
   }
 }

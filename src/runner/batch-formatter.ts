@@ -27,7 +27,7 @@ export class BatchFormatter {
       return prompt;
     } catch (err) {
       if (!isWorkerTaskError(err)) throw err;
-      this.log.warn(`formatting on a worker failed (${err.code}: ${err.message}); formatting on the main thread`);
+      this.log.warn(`formatting on a worker failed (${err.reason}: ${err.message}); formatting on the main thread`);
       return formatBatch(messages, options);
     }
   }

@@ -1,12 +1,12 @@
 import { retryWhileBusy } from '../db/busy.js';
-import { openSessionDb, isSessionDbError } from '../db/connection.js';
+import { openSessionDb } from '../db/connection.js';
 import { closeQuestionsAsked } from '../db/questions.js';
 import { initRunnerState } from '../db/state.js';
 import { MCP_SERVER_NAME, pincerMcpServer } from '../mcp/config.js';
 import { PINCER_TOOLS_INSTRUCTIONS } from '../mcp/instructions.js';
 import { registerBuiltInProviders } from '../providers/index.js';
-import { choiceFrom, createProvider, isProviderError, selectProviderFor } from '../providers/registry.js';
-import { createRunnerPools, RunnerPoolsConfigError } from './pools.js';
+import { choiceFrom, createProvider, selectProviderFor } from '../providers/registry.js';
+import { createRunnerPools } from './pools.js';
 import { describeSelection } from '../runtime/selection.js';
 import { startTracing } from '../shared/tracing.js';
 import { createLogger, errorMessage } from '../shared/log.js';
@@ -15,14 +15,14 @@ import { loadExtensions } from '../providers/extensions.js';
 import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
-import { isSessionConfigError } from '../db/config-file.js';
 import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
 import { resolveUserMcpServers } from './mcp-servers.js';
-import { readStdinDocument, StdinDocumentError } from './stdin-document.js';
+import { readStdinDocument } from './stdin-document.js';
 import { STDIN_DOCUMENT_ENV } from '../shared/stdin-document.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
 import { identityAt } from '../db/db-file.js';
+import { ERROR_CODES, isPincerError } from '../shared/errors.js';
 
 /**
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
@@ -71,9 +71,10 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer, userServers: userServers.servers };
   } catch (err) {
-    if (isSessionConfigError(err) || isProviderError(err) || isSessionDbError(err) || err instanceof RunnerPoolsConfigError || err instanceof StdinDocumentError) {
+    // The runner's edge of the error vocabulary: a known failure is one line and its exit code (2: fix and retry).
+    if (isPincerError(err)) {
       log.error(err.message);
-      return 2;
+      return ERROR_CODES[err.code].exit;
     }
     throw err;
   }

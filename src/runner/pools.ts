@@ -6,6 +6,7 @@ import type { FormatTasks } from './format-task.js';
 import { subscribeTaskEvents } from '../runtime/worker-pool/diagnostics.js';
 import { WorkerTaskPool } from '../runtime/worker-pool/pool.js';
 import type { Logger } from '../shared/log.js';
+import { PincerError } from '../shared/errors.js';
 
 /**
  * The runner's worker pools: one for attachment encoding, one for formatting very large batches. Both draw from the
@@ -25,13 +26,9 @@ export interface RunnerPools {
   close(): Promise<void>;
 }
 
-export class RunnerPoolsConfigError extends Error {
-  readonly code = 'env';
-}
-
 export function createRunnerPools(env: NodeJS.ProcessEnv, log?: Logger): RunnerPools {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) throw new RunnerPoolsConfigError(`bad environment: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw new PincerError('config', `bad environment: ${describeIssues(parsed.error)}`);
   const format = new WorkerTaskPool<FormatTasks>({ name: 'format', tasks: new URL('./format-task.js', import.meta.url) });
   const attachmentPool = new WorkerTaskPool<AttachmentTasks>({
     name: 'attachments',

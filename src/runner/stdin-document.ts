@@ -1,16 +1,14 @@
 import type { Readable } from 'node:stream';
 import { describeIssues } from '../db/content.js';
 import { MAX_STDIN_DOCUMENT_BYTES, StdinDocumentSchema, type StdinDocument } from '../shared/stdin-document.js';
+import { PincerError } from '../shared/errors.js';
 
 /** How long a runner waits for its launch document (the launcher writes it right after the spawn). */
 const WAIT_MS = 30_000;
 
 /** The launch document did not arrive whole: a launcher's or a host's fault, reported as bad configuration (exit 2). */
-export class StdinDocumentError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StdinDocumentError';
-  }
+function documentError(message: string): PincerError {
+  return new PincerError('config', message);
 }
 
 /**
@@ -21,7 +19,7 @@ export function readStdinDocument(input: Readable, waitMs = WAIT_MS): Promise<St
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => finish(new StdinDocumentError(`no launch document on stdin within ${waitMs} ms`)), waitMs);
+    const timer = setTimeout(() => finish(documentError(`no launch document on stdin within ${waitMs} ms`)), waitMs);
     const finish = (err: Error | null, document?: StdinDocument): void => {
       clearTimeout(timer);
       input.off('data', onData);
@@ -36,7 +34,7 @@ export function readStdinDocument(input: Readable, waitMs = WAIT_MS): Promise<St
       const part = newline === -1 ? chunk : chunk.subarray(0, newline);
       chunks.push(part);
       size += part.length;
-      if (size > MAX_STDIN_DOCUMENT_BYTES) return finish(new StdinDocumentError(`the launch document on stdin is over ${MAX_STDIN_DOCUMENT_BYTES} bytes`));
+      if (size > MAX_STDIN_DOCUMENT_BYTES) return finish(documentError(`the launch document on stdin is over ${MAX_STDIN_DOCUMENT_BYTES} bytes`));
       if (newline === -1) return;
       // Whatever follows the line is not ours: put it back for the lifeline's reader (paused first, so that it is
       // not handed straight back to this listener).
@@ -48,14 +46,14 @@ export function readStdinDocument(input: Readable, waitMs = WAIT_MS): Promise<St
         parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       } catch {
         // JSON.parse's message would quote the text: it holds secrets.
-        return finish(new StdinDocumentError('the launch document on stdin is not valid JSON'));
+        return finish(documentError('the launch document on stdin is not valid JSON'));
       }
       const document = StdinDocumentSchema.safeParse(parsed);
-      if (!document.success) return finish(new StdinDocumentError(`invalid launch document on stdin: ${describeIssues(document.error)}`));
+      if (!document.success) return finish(documentError(`invalid launch document on stdin: ${describeIssues(document.error)}`));
       finish(null, document.data);
     };
-    const onEnd = (): void => finish(new StdinDocumentError('stdin closed before the launch document arrived'));
-    const onError = (err: Error): void => finish(new StdinDocumentError(`cannot read the launch document on stdin: ${err.message}`));
+    const onEnd = (): void => finish(documentError('stdin closed before the launch document arrived'));
+    const onError = (err: Error): void => finish(documentError(`cannot read the launch document on stdin: ${err.message}`));
     input.on('data', onData);
     input.once('end', onEnd);
     input.once('error', onError);

@@ -10,6 +10,7 @@
  */
 import type { ModelApi, ModelParams, ModelSettings } from '../db/model-settings.js';
 import { upstreamBaseUrl, type ProxiedBaseUrl } from '../shared/proxy-env.js';
+import { PincerError } from '../shared/errors.js';
 
 export type { ModelApi, ModelSettings } from '../db/model-settings.js';
 
@@ -52,13 +53,14 @@ export interface ModelRoute {
   policy: { model?: string; provider?: string };
 }
 
-export class ModelRouteError extends Error {
+/** Kept as a subclass: selection tells an insecure route from a malformed one by `reason`. */
+export class ModelRouteError extends PincerError {
   constructor(
     /** `format`: not `<provider>/<model>`; `missing-base-url`: local without a URL; `insecure`: plaintext HTTP to an official host */
-    readonly code: 'format' | 'missing-base-url' | 'insecure' | 'bad-url',
+    readonly reason: 'format' | 'missing-base-url' | 'insecure' | 'bad-url',
     message: string,
   ) {
-    super(message);
+    super('config', message);
     this.name = 'ModelRouteError';
   }
 }

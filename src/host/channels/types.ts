@@ -2,6 +2,7 @@ import type { GenerationView } from '../generations/types.js';
 import type { AgentGroup } from '../central-db/types.js';
 import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
+import { PincerError } from '../../shared/errors.js';
 
 /**
  * The channel adapter contract. A channel turns its platform's events into inbound messages (through the `HostApi`
@@ -27,12 +28,13 @@ export interface ChannelAdapter {
  * (`retryAfterMs`, from a 429's retry-after), or retrying cannot help (`permanent`: bad request, no permission).
  * Any other error is retried with back-off.
  */
-export class ChannelDeliveryError extends Error {
+export class ChannelDeliveryError extends PincerError {
   constructor(
     message: string,
+    /** kept as a subclass for these: how long the platform asked to wait, or that retrying cannot help. */
     readonly options: { retryAfterMs?: number; permanent?: boolean } = {},
   ) {
-    super(message);
+    super('delivery', message);
     this.name = 'ChannelDeliveryError';
   }
 }
@@ -85,7 +87,7 @@ export interface InboundReceipt {
   seq: number | null;
 }
 
-/** What a channel may ask of the host. Methods throw `HostError` (code says why) on bad input. */
+/** What a channel may ask of the host. Methods throw `PincerError` (code says why) on bad input. */
 export interface HostApi {
   /** Route an inbound message to its session and write it to `messages_in`. */
   acceptInbound(message: InboundEnvelope): Promise<InboundReceipt>;

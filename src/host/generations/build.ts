@@ -2,14 +2,8 @@ import { hasProviderPrefix, isModelRouteError, resolveModelRoute } from '../../r
 import type { AgentGroup } from '../central-db/types.js';
 import { groupRegistry, groupSelection, projectCatalogue, type SelectionMemo } from './catalogue.js';
 import type { HostCredentials, ModelGeneration } from './types.js';
+import { PincerError } from '../../shared/errors.js';
 
-/** A group's configuration no generation can be built from: the message says what to fix. */
-export class GenerationBuildError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'GenerationBuildError';
-  }
-}
 
 export interface BuildInput {
   group: AgentGroup;
@@ -41,7 +35,7 @@ export function buildGeneration({ group, number, credentials, hasExtensions, mem
     try {
       resolveModelRoute({ ref: model, env: credentials.env });
     } catch (err) {
-      if (isModelRouteError(err)) throw new GenerationBuildError(`agent group ${group.name}: ${err.message}`);
+      if (isModelRouteError(err)) throw new PincerError('config', `agent group ${group.name}: ${err.message}`);
       throw err;
     }
   }
@@ -49,7 +43,7 @@ export function buildGeneration({ group, number, credentials, hasExtensions, mem
   const selection = memo.get(key) ?? groupSelection(group.provider, model, credentials);
   memo.set(key, selection);
   if (!selection.ok && (selection.code === 'config' || selection.code === 'insecure-route' || (selection.code === 'unknown' && !hasExtensions))) {
-    throw new GenerationBuildError(`agent group ${group.name}: ${selection.message}`);
+    throw new PincerError('config', `agent group ${group.name}: ${selection.message}`);
   }
   const registry = groupRegistry(model);
   const catalogue = projectCatalogue(registry, { policy: group.provider, model, credentials, memo });

@@ -1,9 +1,10 @@
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { AgentGroup } from '../central-db/types.js';
-import { HostError } from '../errors.js';
-import { buildGeneration, GenerationBuildError, inputsOf } from './build.js';
+import { PincerError } from '../../shared/errors.js';
+import { buildGeneration, inputsOf } from './build.js';
 import type { SelectionMemo } from './catalogue.js';
 import type { BuildFailure, GenerationView, HostCredentials, ModelGeneration } from './types.js';
+import { isPincerError } from '../../shared/errors.js';
 
 export interface PublisherDeps {
   /** read the host's credentials now (throws a one-line `config` error on a bad secrets file) */
@@ -32,7 +33,7 @@ interface Slot {
  * good generation serving and is reported (log line, `lastFailure` in the view); a pass superseded by a newer change
  * is dropped where it is (the newer pass publishes instead). Readers never wait: {@link admit} answers from what is
  * published, and when nothing usable is and nothing changed since the last try it fails at once with a retryable
- * error ({@link HostError} `not-ready`).
+ * error ({@link PincerError} `not-ready`).
  */
 export class GenerationPublisher {
   private credentials: HostCredentials | undefined;
@@ -61,7 +62,7 @@ export class GenerationPublisher {
    * credentials to keep serving.
    */
   loadCredentials(): HostCredentials {
-    if (!this.refreshCredentials() && !this.credentials) throw new HostError('config', this.credentialsFailure!.error);
+    if (!this.refreshCredentials() && !this.credentials) throw new PincerError('config', this.credentialsFailure!.error);
     return this.credentials!;
   }
 
@@ -99,19 +100,19 @@ export class GenerationPublisher {
   /**
    * The generation a runner of `group` (as the central DB has it now) starts with. A group whose configuration changed
    * since its generation was built is rebuilt first (one group: no pass). When a build fails the last good generation
-   * is returned. When there is none, a {@link HostError} `not-ready` says why — at once, without building again, while
+   * is returned. When there is none, a {@link PincerError} `not-ready` says why — at once, without building again, while
    * neither the group's configuration nor the credentials changed since that failure.
    */
   admit(group: AgentGroup): ModelGeneration {
     const credentials = this.credentials;
     const slot = this.slots.get(group.id);
-    if (!credentials) throw new HostError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
+    if (!credentials) throw new PincerError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
     const inputs = inputsOf(group, credentials);
     if (slot?.published?.inputs === inputs) return slot.published;
     if (slot?.failure?.inputs !== inputs) this.publishGroup(group, this.selections());
     const now = this.slots.get(group.id);
     if (now?.published) return now.published;
-    throw new HostError('not-ready', `agent group ${group.name} has no model runtime yet: ${now?.failure?.error ?? 'not built yet'}`);
+    throw new PincerError('not-ready', `agent group ${group.name} has no model runtime yet: ${now?.failure?.error ?? 'not built yet'}`);
   }
 
   /** The published generation of a group, if any (no build). */
@@ -124,7 +125,7 @@ export class GenerationPublisher {
     try {
       this.admit(group);
     } catch (err) {
-      if (!(err instanceof HostError && err.code === 'not-ready')) throw err;
+      if (!(err instanceof PincerError && err.code === 'not-ready')) throw err;
     }
     const slot = this.slots.get(group.id);
     const generation = slot?.published;
@@ -157,7 +158,7 @@ export class GenerationPublisher {
         now: this.deps.now,
       });
     } catch (err) {
-      if (!(err instanceof GenerationBuildError)) throw err;
+      if (!isPincerError(err, 'config')) throw err; // a configuration no generation can be built from
       slot.failure = { at: (this.deps.now?.() ?? new Date()).toISOString(), inputs, error: err.message };
       const kept = slot.published ? `generation ${slot.published.number} keeps serving` : 'no generation to serve yet';
       this.deps.log.error(`model runtime: ${err.message} (${kept})`);

@@ -1,30 +1,32 @@
 import type { CoreV1Api, CoreV1Event, KubeConfig, V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { errorMessage } from '../../shared/log.js';
 import type { KubernetesSettings } from './settings.js';
+import { PincerError } from '../../shared/errors.js';
 
 /**
  * The few Kubernetes calls a session needs (exactly what deploy/kubernetes/role.yaml grants), through the official
  * client, each failure turned into a `KubernetesError` whose message says what was refused and what to do.
  */
-export class KubernetesError extends Error {
+/** Kept as a subclass: launches branch on the API's answer (`reason`) and on whether retrying can help. */
+export class KubernetesError extends PincerError {
   constructor(
     /** `forbidden` (RBAC), `unauthorized`, `not-found`, `conflict`, `invalid` (422), `server` (5xx), `unreachable`. */
-    readonly code: 'forbidden' | 'unauthorized' | 'not-found' | 'conflict' | 'invalid' | 'server' | 'unreachable',
+    readonly reason: 'forbidden' | 'unauthorized' | 'not-found' | 'conflict' | 'invalid' | 'server' | 'unreachable',
     message: string,
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(reason === 'invalid' ? 'invalid-input' : reason === 'server' || reason === 'unreachable' ? 'unavailable' : reason, message, { cause: options?.cause });
     this.name = 'KubernetesError';
   }
 
   /** Trying again will not help until someone changes the cluster or the settings. */
   get permanent(): boolean {
-    return this.code === 'forbidden' || this.code === 'unauthorized' || this.code === 'invalid';
+    return this.reason === 'forbidden' || this.reason === 'unauthorized' || this.reason === 'invalid';
   }
 }
 
 export function isKubernetesError(err: unknown, code?: KubernetesError['code']): err is KubernetesError {
-  return err instanceof KubernetesError && (code === undefined || err.code === code);
+  return err instanceof KubernetesError && (code === undefined || err.reason === code);
 }
 
 export class SessionCluster {
@@ -53,7 +55,7 @@ export class SessionCluster {
       return 'created';
     } catch (err) {
       const translated = this.translate(err, 'create', `persistentvolumeclaim ${claim.metadata!.name}`);
-      if (translated.code === 'conflict') return 'exists';
+      if (translated.reason === 'conflict') return 'exists';
       throw translated;
     }
   }
@@ -122,7 +124,7 @@ export class SessionCluster {
       return await call();
     } catch (err) {
       const translated = this.translate(err, verb, what);
-      if (translated.code === 'not-found') return null;
+      if (translated.reason === 'not-found') return null;
       throw translated;
     }
   }

@@ -5,6 +5,7 @@ import type { LaunchDocument } from '../session/serve-protocol.js';
 import type { SessionCluster } from './cluster.js';
 import { buildClaim, buildPod, buildSecret, EPOCH_LABEL, LAUNCH_KEY, launchName, launchSelector, type SessionObjects } from './manifests.js';
 import type { KubernetesSettings } from './settings.js';
+import { PincerError } from '../../shared/errors.js';
 
 /** One launch of a session: its pod (and Secret, same name) and the session port to it over the pod's IP. */
 export interface PodLaunch {
@@ -16,12 +17,13 @@ export interface PodLaunch {
 }
 
 /** A launch that cannot succeed until someone changes something (an image that cannot be pulled, a bad spec). */
-export class LaunchError extends Error {
+export class LaunchError extends PincerError {
   constructor(
     message: string,
+    /** kept as a subclass for this: the launcher stops retrying a launch that cannot succeed. */
     readonly permanent: boolean,
   ) {
-    super(message);
+    super(permanent ? 'config' : 'unavailable', message);
     this.name = 'LaunchError';
   }
 }

@@ -215,7 +215,7 @@ export class KubernetesSessionPort implements SessionPort {
       answered(launch);
       return result;
     } catch (err) {
-      if (isSessionPortError(err) && !signal?.aborted && !this.closed && this.current === launch) this.lose(launch, `${err.code}: ${err.message}`);
+      if (isSessionPortError(err) && !signal?.aborted && !this.closed && this.current === launch) this.lose(launch, `${err.reason}: ${err.message}`);
       throw err;
     } finally {
       this.inFlight -= active ? 1 : 0;

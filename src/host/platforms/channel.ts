@@ -3,7 +3,7 @@ import { parseMarkdown, type Adapter, type AdapterPostableMessage, type Chat, ty
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { HostError } from '../errors.js';
+import { PincerError } from '../../shared/errors.js';
 import { openOutboxFile } from '../untrusted-files.js';
 import { ChannelDeliveryError, type ChannelAdapter, type DeliveryReceipt, type HostApi, type OutboundDelivery } from '../channels/types.js';
 import type { ConversationRef } from '../types.js';
@@ -73,7 +73,7 @@ export class PlatformChannel implements ChannelAdapter {
     try {
       this.adapter = await spec.create(env, this.chatLogger(spec.name));
     } catch (err) {
-      throw new HostError('config', `${spec.title}: ${errorMessage(err)}`);
+      throw new PincerError('config', `${spec.title}: ${errorMessage(err)}`);
     }
     this.connect();
   }

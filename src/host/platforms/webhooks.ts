@@ -1,5 +1,6 @@
 import { errorMessage } from '../../shared/log.js';
-import { HttpError, readBody } from '../channels/http/io.js';
+import { readBody } from '../channels/http/io.js';
+import { PincerError } from '../../shared/errors.js';
 import type { HttpRouteModule } from '../channels/http/types.js';
 
 /**
@@ -21,7 +22,7 @@ export function platformWebhookRoutes(targets: readonly WebhookTarget[]): HttpRo
       const target = byName.get(platform);
       if (!target) {
         const known = [...byName.keys()];
-        throw new HttpError(404, `no platform "${platform}" on this host (enabled: ${known.length > 0 ? known.join(', ') : 'none'})`);
+        throw new PincerError('not-found', `no platform "${platform}" on this host (enabled: ${known.length > 0 ? known.join(', ') : 'none'})`);
       }
       // The body is read here, within the size limit, and handed on whole: signatures cover the exact bytes.
       const body = c.req.method === 'POST' ? await readBody(c) : undefined;

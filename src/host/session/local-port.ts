@@ -19,7 +19,7 @@ import { turnUsageAfter, type TurnUsageRow } from '../../db/usage.js';
 import { activeTaskRows, applyTaskCommand, type TaskCommand } from '../tasks.js';
 import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from '../untrusted-files.js';
 import type { SessionEngine } from './engine.js';
-import { HostError } from '../errors.js';
+import { PincerError } from '../../shared/errors.js';
 import {
   type Admission,
   type DrainResult,
@@ -69,7 +69,7 @@ export class LocalSessionPort implements SessionPort {
     if (existing) return existing;
     if (row.kind === 'task') {
       const full = taskLimitProblem(this.db);
-      if (full) throw new HostError('invalid-input', full);
+      if (full) throw new PincerError('invalid-input', full);
     }
     const written = insertInbound(this.db, row);
     this.engine.slot.committed();
@@ -131,11 +131,11 @@ export class LocalSessionPort implements SessionPort {
   async outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
     try {
       checkSafeId(rowId, 'message id');
-      if (name !== path.basename(name) || name === '..' || name === '.') throw new HostError('invalid-input', `file name "${name}" is not a plain name`);
+      if (name !== path.basename(name) || name === '..' || name === '.') throw new PincerError('invalid-input', `file name "${name}" is not a plain name`);
       return { name, path: checkRegularFileInside(this.engine.slot.session.folder, ['outbox', rowId, name]) };
     } catch (err) {
-      if (isUntrustedPathError(err, 'missing')) throw new HostError('not-found', `file "${name}" is missing from outbox/${rowId}/`);
-      if (isUntrustedPathError(err)) throw new HostError('invalid-input', `file "${name}" refused: ${err.message}`);
+      if (isUntrustedPathError(err, 'missing')) throw new PincerError('not-found', `file "${name}" is missing from outbox/${rowId}/`);
+      if (isUntrustedPathError(err)) throw new PincerError('invalid-input', `file "${name}" refused: ${err.message}`);
       throw err;
     }
   }

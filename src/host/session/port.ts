@@ -4,6 +4,7 @@ import type { Answer, AnswerRouting } from '../../db/questions.js';
 import type { InboundRow, OutboundRow, RunnerState } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import type { TaskCommand } from '../tasks.js';
+import { PincerError } from '../../shared/errors.js';
 
 /**
  * The session port: everything the host does to one session, and the only way it reaches one. Two implementations:
@@ -131,22 +132,23 @@ export interface EventRouting {
 }
 
 /**
- * Why a port call failed on the way (bad input and unknown tasks are `HostError`s, as for a local session):
+ * Why a port call failed on the way (bad input and unknown tasks are `PincerError`s, as for a local session):
  * `unavailable` (no answer: retry later), `fenced` (another launch owns the session), `failed` (it answered 5xx).
  */
-export class SessionPortError extends Error {
+export class SessionPortError extends PincerError {
   constructor(
-    readonly code: 'unavailable' | 'fenced' | 'failed',
+    /** kept as a subclass for this: a failure on the way, told apart from the session's own answers. */
+    readonly reason: 'unavailable' | 'fenced' | 'failed',
     message: string,
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(reason === 'fenced' ? 'conflict' : reason === 'failed' ? 'internal' : 'unavailable', message, { cause: options?.cause });
     this.name = 'SessionPortError';
   }
 }
 
-export function isSessionPortError(err: unknown, code?: SessionPortError['code']): err is SessionPortError {
-  return err instanceof SessionPortError && (code === undefined || err.code === code);
+export function isSessionPortError(err: unknown, code?: SessionPortError['reason']): err is SessionPortError {
+  return err instanceof SessionPortError && (code === undefined || err.reason === code);
 }
 
 export type { InboundRow, OutboundRow };

@@ -5,7 +5,7 @@ import type { Answer, AnswerRouting } from '../../db/questions.js';
 import type { InboundRow } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import { errorMessage } from '../../shared/log.js';
-import { HostError, type HostErrorCode } from '../errors.js';
+import { isErrorCode, PincerError } from '../../shared/errors.js';
 import type { TaskCommand } from '../tasks.js';
 import {
   SessionPortError,
@@ -34,7 +34,7 @@ export interface RemoteTarget {
 
 /**
  * The session port as an HTTP client of `pincer session-serve`. Bad input and unknown things come back as the same
- * `HostError`s a local session throws; no answer is `SessionPortError('unavailable')`, another epoch
+ * `PincerError`s a local session throws; no answer is `SessionPortError('unavailable')`, another epoch
  * `SessionPortError('fenced')`.
  */
 export class RemoteSessionPort implements SessionPort {
@@ -178,9 +178,10 @@ export class RemoteSessionPort implements SessionPort {
     }
     const message = body.error ?? `HTTP ${res.status}`;
     if (res.status === 401) throw new SessionPortError('fenced', `session ${this.sessionId} refused this launch's bearer: ${message}`);
-    if (res.status >= 400 && res.status < 500 || res.status === 503) {
-      const code = (['invalid-input', 'not-found', 'quarantined'] as const).find((c) => c === body.code) ?? (res.status === 404 ? 'not-found' : 'invalid-input');
-      throw new HostError(code as HostErrorCode, message);
+    // The session's own answers (bad input, an unknown task, a quarantined folder) are its error as thrown there; any
+    // other failure is one on the way.
+    if ((res.status >= 400 && res.status < 500) || body.code === 'quarantined') {
+      throw new PincerError(isErrorCode(body.code) ? body.code : res.status === 404 ? 'not-found' : 'invalid-input', message);
     }
     throw new SessionPortError('failed', `session ${this.sessionId}: ${message}`);
   }

@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { Hono } from 'hono';
 import { describeIssues } from '../../db/content.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { isHostError } from '../errors.js';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { httpReply } from '../../shared/error-edges.js';
+import { isPincerError } from '../../shared/errors.js';
 import { RunnerSupervisor } from '../runners.js';
 import type { HostConfig } from '../types.js';
 import { SessionEngine } from './engine.js';
@@ -94,12 +96,12 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
       const result = await call.apply(port, args.data as unknown[]);
       return c.json({ result: result ?? null });
     } catch (err) {
-      if (isHostError(err)) {
-        const status = err.code === 'not-found' ? 404 : err.code === 'quarantined' ? 503 : 400;
-        return c.json({ error: err.message, code: err.code }, status);
+      if (isPincerError(err)) {
+        const reply = httpReply(err);
+        return c.json(reply.body, reply.status as ContentfulStatusCode);
       }
       log.error(`${method} failed: ${errorMessage(err)}`);
-      return c.json({ error: errorMessage(err), code: 'failed' }, 500);
+      return c.json({ error: errorMessage(err), code: 'internal' }, 500);
     }
   });
   app.get('/v1/sessions/:id/files/:row/:name', async (c) => {
@@ -108,7 +110,10 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
       const file = await port.outboxFile(c.req.param('row'), c.req.param('name'));
       return c.body(fs.readFileSync(file.path), 200, { 'content-type': 'application/octet-stream' });
     } catch (err) {
-      if (isHostError(err)) return c.json({ error: err.message, code: err.code }, err.code === 'not-found' ? 404 : 400);
+      if (isPincerError(err)) {
+        const reply = httpReply(err);
+        return c.json(reply.body, reply.status as ContentfulStatusCode);
+      }
       throw err;
     }
   });

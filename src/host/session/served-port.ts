@@ -173,7 +173,7 @@ export class ServedSessionPort implements SessionPort {
     } catch (err) {
       // A wait the caller ended (the host stops) says nothing about the launch.
       if (isSessionPortError(err) && !signal?.aborted && !this.closed && this.current === launch) {
-        this.options.log.warn(`session ${this.sessionId}: session-serve (pid ${launch.child.pid}, epoch ${launch.port.epoch}) ${err.code}: ${err.message}; relaunching`);
+        this.options.log.warn(`session ${this.sessionId}: session-serve (pid ${launch.child.pid}, epoch ${launch.port.epoch}) ${err.reason}: ${err.message}; relaunching`);
         this.current = null;
         this.ending = stopChild(launch, 2000);
       }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import type { ModelUsage } from '../../shared/usage.js';
-import { HostError } from '../errors.js';
+import { PincerError } from '../../shared/errors.js';
 
 /**
  * The host's price table, for turns whose provider reports tokens but no cost (Codex, some OpenCode models).
@@ -56,12 +56,12 @@ export class PriceTable {
     try {
       raw = JSON.parse(fs.readFileSync(file, 'utf8'));
     } catch (err) {
-      throw new HostError('config', `${file} is not valid JSON: ${(err as Error).message}`);
+      throw new PincerError('config', `${file} is not valid JSON: ${(err as Error).message}`);
     }
     const parsed = PriceFile.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new HostError('config', `${file}: ${issue?.path.join('.') || 'file'}: ${issue?.message} (expected {"model-prefix": {"input": USD per million, "output": …}})`);
+      throw new PincerError('config', `${file}: ${issue?.path.join('.') || 'file'}: ${issue?.message} (expected {"model-prefix": {"input": USD per million, "output": …}})`);
     }
     return new PriceTable(parsed.data);
   }

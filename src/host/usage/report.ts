@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { prepared } from '../../db/connection.js';
-import { HostError } from '../errors.js';
+import { PincerError } from '../../shared/errors.js';
 
 /**
  * Usage reports over the ledger: totals since a time, grouped by agent group, conversation, model, task series or
@@ -64,7 +64,7 @@ export function usageReport(db: Database.Database, query: UsageQuery, now = new 
 function parseGrouping(by: string | undefined): UsageGrouping {
   if (by === undefined) return 'group';
   if ((USAGE_GROUPINGS as readonly string[]).includes(by)) return by as UsageGrouping;
-  throw new HostError('invalid-input', `by: unknown grouping "${by}" (known: ${USAGE_GROUPINGS.join(', ')})`, 'by');
+  throw new PincerError('invalid-input', `by: unknown grouping "${by}" (known: ${USAGE_GROUPINGS.join(', ')})`, { field: 'by' });
 }
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
@@ -74,7 +74,7 @@ export function parseSince(text: string, now = new Date()): string {
   const relative = /^(\d+)\s*([mhdw])$/.exec(text.trim());
   if (relative) return new Date(now.getTime() - Number(relative[1]) * UNIT_MS[relative[2]!]!).toISOString();
   const ms = /^\d{4}-\d{2}-\d{2}/.test(text.trim()) ? Date.parse(text.trim()) : NaN;
-  if (Number.isNaN(ms)) throw new HostError('invalid-input', `since: "${text}" is not a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)`, 'since');
+  if (Number.isNaN(ms)) throw new PincerError('invalid-input', `since: "${text}" is not a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)`, { field: 'since' });
   return new Date(ms).toISOString();
 }
 

@@ -1,3 +1,4 @@
+import { PincerError, type ErrorCode } from '../../shared/errors.js';
 /**
  * How the Claude provider classifies failures. Every failure becomes one `error` ProviderEvent whose `classification`
  * is a `ClaudeErrorCode`, so the runner's `last_error` (and the host's retry decision) says what went wrong.
@@ -39,16 +40,31 @@ const RETRYABLE: Record<ClaudeErrorCode, boolean> = {
   unknown: true,
 };
 
-export class ClaudeProviderError extends Error {
-  readonly retryable: boolean;
+const CLAUDE_CODE: Record<ClaudeErrorCode, ErrorCode> = {
+  auth: 'unauthorized',
+  quota: 'over-budget',
+  overloaded: 'busy',
+  server: 'unavailable',
+  transport: 'unavailable',
+  timeout: 'timeout',
+  invalid_request: 'invalid-input',
+  crash: 'internal',
+  execution: 'internal',
+  unknown: 'internal',
+};
 
+/** Kept as a subclass: the runner records Claude's own classification (`reason`) and its retry rule. */
+export class ClaudeProviderError extends PincerError {
   constructor(
-    readonly code: ClaudeErrorCode,
+    readonly reason: ClaudeErrorCode,
     message: string,
   ) {
-    super(message);
+    super(CLAUDE_CODE[reason], message);
     this.name = 'ClaudeProviderError';
-    this.retryable = RETRYABLE[code];
+  }
+
+  override get retryable(): boolean {
+    return RETRYABLE[this.reason];
   }
 }
 

@@ -117,5 +117,5 @@ export class ClaudeEventTranslator {
 }
 
 export function errorEvent(error: ClaudeProviderError): ProviderEvent {
-  return { type: 'error', message: error.message, retryable: error.retryable, classification: error.code };
+  return { type: 'error', message: error.message, retryable: error.retryable, classification: error.reason };
 }

@@ -1,6 +1,7 @@
 import type dns from 'node:dns';
 import { createRequire } from 'node:module';
 import type { BlockList, LookupFunction } from 'node:net';
+import { PincerError } from '../../shared/errors.js';
 
 /** node:net on first use: a runner whose messages carry no URL (most of them) never loads it. */
 let netModule: typeof import('node:net') | undefined;
@@ -30,15 +31,16 @@ export interface DownloadAllowList {
 export type ResolveHost = (hostname: string) => Promise<dns.LookupAddress[]>;
 
 /** Thrown through a connection's lookup when every address of a name is refused. */
-export class RefusedTargetError extends Error {
-  readonly code = 'download_target_refused';
+/** Kept as a subclass: the download's report names the host, the address and what it is. */
+export class RefusedTargetError extends PincerError {
   constructor(
     readonly hostname: string,
     readonly address: string,
     /** what the address is, e.g. `a loopback address` */
     readonly kind: string,
   ) {
-    super(`${hostname} resolves to ${address}, ${kind}`);
+    super('forbidden', `${hostname} resolves to ${address}, ${kind}`);
+    this.name = 'RefusedTargetError';
   }
 }
 

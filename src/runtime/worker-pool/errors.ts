@@ -1,3 +1,4 @@
+import { PincerError, type ErrorCode } from '../../shared/errors.js';
 /**
  * Errors of the worker-task pool. Codes:
  * - `overloaded`: the pool's pending-task or pending-byte limit was reached; the task was refused before its input
@@ -16,17 +17,20 @@ export interface WorkerTaskErrorDetails {
   limit?: { name: 'maxPendingTasks' | 'maxPendingBytes'; value: number };
 }
 
-export class WorkerTaskError extends Error {
+/** Kept as a subclass: it carries the pool, the task and the limit, and the pool counts outcomes by `reason`. */
+export class WorkerTaskError extends PincerError {
   constructor(
-    readonly code: WorkerTaskErrorCode,
+    readonly reason: WorkerTaskErrorCode,
     message: string,
     readonly details: WorkerTaskErrorDetails,
   ) {
-    super(message);
+    super(WORKER_CODE[reason], message);
     this.name = 'WorkerTaskError';
   }
 }
 
-export function isWorkerTaskError(err: unknown, code?: WorkerTaskErrorCode): err is WorkerTaskError {
-  return err instanceof WorkerTaskError && (code === undefined || err.code === code);
+const WORKER_CODE: Record<WorkerTaskErrorCode, ErrorCode> = { overloaded: 'busy', timeout: 'timeout', failed: 'internal', unavailable: 'unavailable' };
+
+export function isWorkerTaskError(err: unknown, reason?: WorkerTaskErrorCode): err is WorkerTaskError {
+  return err instanceof WorkerTaskError && (reason === undefined || err.reason === reason);
 }

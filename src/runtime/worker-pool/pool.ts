@@ -103,7 +103,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   run<K extends keyof Tasks & string>(task: K, options: RunOptions<Tasks[K]['input']>): Promise<Tasks[K]['output']> {
     const refused = this.admit(task, options);
     if (refused) {
-      publishTaskEvent(() => ({ ...this.event(task, refused.code, options.inputBytes), ...zeroTiming() }));
+      publishTaskEvent(() => ({ ...this.event(task, refused.reason, options.inputBytes), ...zeroTiming() }));
       return Promise.reject(refused);
     }
     const running = this.execute(task, options);
@@ -176,7 +176,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
       outcome = 'ok';
       return value;
     } catch (err) {
-      outcome = isWorkerTaskError(err) ? err.code : options.signal?.aborted ? 'aborted' : 'failed';
+      outcome = isWorkerTaskError(err) ? err.reason : options.signal?.aborted ? 'aborted' : 'failed';
       throw err;
     } finally {
       permit?.release();
@@ -316,7 +316,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
   }
 
   private error(
-    code: WorkerTaskError['code'],
+    code: WorkerTaskError['reason'],
     task: string,
     message: string,
     limit?: { name: 'maxPendingTasks' | 'maxPendingBytes'; value: number },

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { prepared } from '../../../db/connection.js';
 import { isoNow } from '../../../shared/time.js';
-import { HostError } from '../../errors.js';
+import { PincerError } from '../../../shared/errors.js';
 import { WEBHOOK_SCHEMES, type WebhookScheme, type WebhookSecret } from './signatures.js';
 import { webhookSourceProblem } from '../../../shared/names.js';
 
@@ -68,15 +68,15 @@ export class AccessStore {
 
   /** A new token; its secret is returned once and never stored. */
   createToken(input: { name: string; admin: boolean; conversations: string[] }): { token: string; info: TokenInfo } {
-    if (!TOKEN_NAME.test(input.name)) throw new HostError('invalid-input', `token name "${input.name}": use 1–64 of A-Z a-z 0-9 . _ -`, 'name');
+    if (!TOKEN_NAME.test(input.name)) throw new PincerError('invalid-input', `token name "${input.name}": use 1–64 of A-Z a-z 0-9 . _ -`, { field: 'name' });
     if (!input.admin && input.conversations.length === 0) {
-      throw new HostError('invalid-input', 'a token needs --conversation ID (one or more) or --admin', 'conversations');
+      throw new PincerError('invalid-input', 'a token needs --conversation ID (one or more) or --admin', { field: 'conversations' });
     }
     if (input.admin && input.conversations.length > 0) {
-      throw new HostError('invalid-input', 'an --admin token reaches every conversation: give --admin or --conversation, not both', 'conversations');
+      throw new PincerError('invalid-input', 'an --admin token reaches every conversation: give --admin or --conversation, not both', { field: 'conversations' });
     }
     const existing = this.findToken(input.name);
-    if (existing && !existing.revokedAt) throw new HostError('invalid-input', `a token named "${input.name}" exists already (pincer token list)`, 'name');
+    if (existing && !existing.revokedAt) throw new PincerError('invalid-input', `a token named "${input.name}" exists already (pincer token list)`, { field: 'name' });
     // A revoked token's name may be used again; the old row goes.
     if (existing) prepared(this.db, 'DELETE FROM http_tokens WHERE id = ?').run(existing.id);
     const token = `pincer_${randomBytes(24).toString('base64url')}`;
@@ -141,11 +141,11 @@ export class AccessStore {
   /** Configure a signed webhook (or replace the one of that name). */
   setWebhook(hook: Omit<WebhookConfig, 'createdAt'>): WebhookConfig {
     const badName = webhookSourceProblem(hook.name);
-    if (badName) throw new HostError('invalid-input', badName, 'name');
-    if (!WEBHOOK_SCHEMES.includes(hook.scheme)) throw new HostError('invalid-input', `webhook scheme "${hook.scheme}" (known: ${WEBHOOK_SCHEMES.join(', ')})`, 'scheme');
-    if (hook.secret.length < 8) throw new HostError('invalid-input', 'webhook secret: at least 8 characters', 'secret');
+    if (badName) throw new PincerError('invalid-input', badName, { field: 'name' });
+    if (!WEBHOOK_SCHEMES.includes(hook.scheme)) throw new PincerError('invalid-input', `webhook scheme "${hook.scheme}" (known: ${WEBHOOK_SCHEMES.join(', ')})`, { field: 'scheme' });
+    if (hook.secret.length < 8) throw new PincerError('invalid-input', 'webhook secret: at least 8 characters', { field: 'secret' });
     if (hook.conversation !== null && !/^[A-Za-z0-9._:@-]{1,128}$/.test(hook.conversation)) {
-      throw new HostError('invalid-input', `conversation id "${hook.conversation}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, 'conversation');
+      throw new PincerError('invalid-input', `conversation id "${hook.conversation}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, { field: 'conversation' });
     }
     prepared(
       this.db,

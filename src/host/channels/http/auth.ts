@@ -1,9 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { timingSafeEqual } from 'node:crypto';
-import { HostError } from '../../errors.js';
+import { PincerError } from '../../../shared/errors.js';
 import { hashSecret, type AccessStore, type Principal } from './access.js';
-import { HttpError } from './io.js';
 import type { HttpEnv } from './types.js';
 
 /**
@@ -28,7 +27,7 @@ export class Authenticator {
     readonly access: AccessStore,
   ) {
     // An empty token would equal a missing header: authentication must never be off by accident.
-    if (adminToken.length < MIN_TOKEN_LENGTH) throw new HostError('config', `the HTTP token must be at least ${MIN_TOKEN_LENGTH} characters`);
+    if (adminToken.length < MIN_TOKEN_LENGTH) throw new PincerError('config', `the HTTP token must be at least ${MIN_TOKEN_LENGTH} characters`);
     this.adminToken = Buffer.from(adminToken);
     this.adminHash = hashSecret(adminToken);
   }
@@ -80,14 +79,14 @@ export function canSee(principal: Principal, channelType: string | null, platfor
 export function requireConversation(c: Context<HttpEnv>, conversation: string): void {
   const principal = c.get('principal');
   if (!canSee(principal, 'http', conversation)) {
-    throw new HttpError(403, `token "${principal.name}" may not use conversation "${conversation}"`, 'conversation');
+    throw new PincerError('forbidden', `token "${principal.name}" may not use conversation "${conversation}"`, { field: 'conversation' });
   }
 }
 
 /** 403 unless the caller is an admin. */
 export function requireAdmin(c: Context<HttpEnv>): void {
   const principal = c.get('principal');
-  if (principal.kind !== 'admin') throw new HttpError(403, `token "${principal.name}" is limited to its conversations; this needs an admin token`);
+  if (principal.kind !== 'admin') throw new PincerError('forbidden', `token "${principal.name}" is limited to its conversations; this needs an admin token`);
 }
 
 /** No Origin header (not a browser), or one naming this host. */

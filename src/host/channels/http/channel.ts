@@ -2,7 +2,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HostError } from '../../errors.js';
+import { PincerError } from '../../../shared/errors.js';
 import type { ConversationRef } from '../../types.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from '../types.js';
 import { Authenticator } from './auth.js';
@@ -33,7 +33,7 @@ export class HttpChannel implements ChannelAdapter {
     const server = createAdaptorServer({ fetch: this.app(host).fetch }) as http.Server;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (err) => reject(new HostError('config', `http channel cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)));
+      server.once('error', (err) => reject(new PincerError('config', `http channel cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)));
       server.listen(this.options.port, this.options.host, () => resolve());
     });
     this.sse.start();

@@ -1,9 +1,12 @@
 import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { describeIssues } from '../../../db/content.js';
 import { errorMessage, type Logger } from '../../../shared/log.js';
-import { DISK_FULL_MESSAGE, DISK_FULL_RETRY_AFTER_S, isDiskFull, isHostError } from '../../errors.js';
+import { DISK_FULL_MESSAGE, DISK_FULL_RETRY_AFTER_S, isDiskFull } from '../../errors.js';
+import { isPincerError, PincerError } from '../../../shared/errors.js';
+import { httpReply } from '../../../shared/error-edges.js';
 
 /**
  * Request and response helpers of the HTTP channel: reading a JSON body with a size limit, validating it with zod,
@@ -15,18 +18,6 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 64;
 const CONVERSATION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
-/** A request the API refuses: `status` and a message that says what to send instead. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: ContentfulStatusCode,
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
-
 /** The raw request body, refused with 413 past `MAX_BODY_BYTES` (counted as it arrives, not from Content-Length). */
 export async function readBody(c: Context): Promise<Buffer> {
   const body = c.req.raw.body;
@@ -35,7 +26,7 @@ export async function readBody(c: Context): Promise<Buffer> {
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `body larger than ${MAX_BODY_BYTES} bytes`);
+    if (size > MAX_BODY_BYTES) throw new PincerError('too-large', `body larger than ${MAX_BODY_BYTES} bytes`);
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks);
@@ -44,13 +35,13 @@ export async function readBody(c: Context): Promise<Buffer> {
 /** Parse a body as JSON: 400 when it is empty or not JSON. */
 export function parseJson(raw: Buffer): unknown {
   const text = raw.toString('utf8');
-  if (text.trim() === '') throw new HttpError(400, 'empty body: send a JSON object');
+  if (text.trim() === '') throw new PincerError('invalid-input', 'empty body: send a JSON object');
   const depth = jsonDepth(text);
-  if (depth > MAX_JSON_DEPTH) throw new HttpError(400, `JSON body nested ${depth} levels deep: at most ${MAX_JSON_DEPTH} allowed`);
+  if (depth > MAX_JSON_DEPTH) throw new PincerError('invalid-input', `JSON body nested ${depth} levels deep: at most ${MAX_JSON_DEPTH} allowed`);
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, `invalid JSON body: ${errorMessage(err)}`);
+    throw new PincerError('invalid-input', `invalid JSON body: ${errorMessage(err)}`);
   }
 }
 
@@ -80,14 +71,14 @@ export function validate<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     const field = parsed.error.issues[0]?.path.join('.') || undefined;
-    throw new HttpError(400, `invalid body: ${describeIssues(parsed.error)}`, field);
+    throw new PincerError('invalid-input', `invalid body: ${describeIssues(parsed.error)}`, { field });
   }
   return parsed.data;
 }
 
 /** A conversation id from the path or query: 400 unless it is 1–128 of A-Z a-z 0-9 . _ : @ -. */
 export function conversationId(value: string): string {
-  if (!CONVERSATION_ID.test(value)) throw new HttpError(400, `conversation id "${value}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, 'conversation');
+  if (!CONVERSATION_ID.test(value)) throw new PincerError('invalid-input', `conversation id "${value}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, { field: 'conversation' });
   return value;
 }
 
@@ -97,28 +88,18 @@ export function afterParam(value: string | null | undefined): number {
   return Number.isInteger(n) && n >= 0 ? n : 0;
 }
 
-/** The JSON error response for anything a route threw; unexpected errors are logged and answered 500. */
+/**
+ * The JSON error response for anything a route threw, from the one table (`httpReply`): `{error, code, field?}` with
+ * the code's status. A full disk is refused with a reason and a time to try again (nothing was stored, so nothing is
+ * lost); Hono's own `HTTPException` keeps its response; anything else is logged and answered 500.
+ */
 export function errorResponse(c: Context, err: unknown, log: Logger): Response {
-  if (err instanceof HttpError) return c.json({ error: err.message, ...(err.field ? { field: err.field } : {}) }, err.status);
-  if (isHostError(err)) {
-    const status =
-      err.code === 'invalid-input'
-        ? 400
-        : err.code === 'unknown-conversation' || err.code === 'not-found' || err.code === 'unknown-group'
-          ? 404
-          : err.code === 'quarantined' || err.code === 'not-ready'
-            ? 503
-            : err.code === 'over-budget'
-              ? 429
-              : 500;
-    return c.json({ error: err.message, code: err.code, ...(err.field ? { field: err.field } : {}) }, status);
-  }
+  if (err instanceof HTTPException) return err.getResponse();
   if (isDiskFull(err)) {
-    // refused, with a reason the client can show and a time to try again: nothing was stored, so nothing is lost
     log.warn(`http: refused, the disk is full (${errorMessage(err)})`);
-    c.header('Retry-After', String(DISK_FULL_RETRY_AFTER_S));
-    return c.json({ error: DISK_FULL_MESSAGE, code: 'disk-full' }, 507);
-  }
-  log.error(`http: ${errorMessage(err)}`);
-  return c.json({ error: 'internal error' }, 500);
+    err = new PincerError('disk-full', DISK_FULL_MESSAGE, { retryAfterS: DISK_FULL_RETRY_AFTER_S, cause: err });
+  } else if (!isPincerError(err)) log.error(`http: ${errorMessage(err)}`);
+  const reply = httpReply(err);
+  for (const [name, value] of Object.entries(reply.headers)) c.header(name, value);
+  return c.json(reply.body, reply.status as ContentfulStatusCode);
 }

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { canSee } from '../auth.js';
 import { isUntrustedPathError, openOutboxFile } from '../../../untrusted-files.js';
-import { HttpError } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -17,14 +17,14 @@ export const fileRoutes: HttpRouteModule = ({ api }, { mailbox, log }) => {
     const index = c.req.param('index');
     const event = mailbox.get(Number(eventId));
     const file = event && canSee(c.get('principal'), 'http', event.conversation) ? event.files[Number(index)] : undefined;
-    if (!file) throw new HttpError(404, `no file ${eventId}/${index}`);
+    if (!file) throw new PincerError('not-found', `no file ${eventId}/${index}`);
     let fd: number;
     try {
       fd = openOutboxFile(file); // the agent may have swapped it for a link since delivery
     } catch (err) {
       if (!isUntrustedPathError(err)) throw err;
       log.warn(`http: file ${eventId}/${index} refused: ${err.message}`);
-      throw new HttpError(404, `no file ${eventId}/${index} (${err.code === 'missing' ? 'it is gone' : 'refused: not a regular file in the outbox'})`);
+      throw new PincerError('not-found', `no file ${eventId}/${index} (${err.reason === 'missing' ? 'it is gone' : 'refused: not a regular file in the outbox'})`);
     }
     const body = Readable.toWeb(fs.createReadStream('', { fd })) as NodeReadableStream<Uint8Array>;
     return new Response(body as unknown as ReadableStream<Uint8Array>, {

@@ -5,7 +5,8 @@ import { LoginThrottle } from '../login-throttle.js';
 import { z } from 'zod';
 import { BROWSER_SESSION_MS, hashSecret, type Principal } from '../access.js';
 import { sameOrigin, SESSION_COOKIE } from '../auth.js';
-import { HttpError, readJson, validate } from '../io.js';
+import { readJson, validate } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -20,7 +21,7 @@ const Login = z.object({ token: z.string().min(1) });
 export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) => {
   const throttle = new LoginThrottle();
   open.post('/v1/login', async (c) => {
-    if (!sameOrigin(c)) throw new HttpError(403, 'cross-origin login refused: log in from the page of this host');
+    if (!sameOrigin(c)) throw new PincerError('forbidden', 'cross-origin login refused: log in from the page of this host');
     const address = clientAddress(c);
     const waitMs = throttle.waitMs(address);
     if (waitMs > 0) {
@@ -31,7 +32,7 @@ export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) =>
     const principal = auth.byToken(token);
     if (!principal) {
       throttle.fail(address);
-      throw new HttpError(401, 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', 'token');
+      throw new PincerError('unauthorized', 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', { field: 'token' });
     }
     throttle.succeed(address);
     const session = access.openBrowserSession(hashSecret(token));

@@ -3,7 +3,8 @@ import { CentralStore } from '../../../central-db/store.js';
 import { listMcpServerRequests } from '../../../mcp-server-requests.js';
 import { findGroup, setGroupMcpServers } from '../../../mcp-servers.js';
 import { requireAdmin } from '../auth.js';
-import { HttpError, readJson } from '../io.js';
+import { readJson } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -32,7 +33,7 @@ export function mcpServerRoutes(db: Database.Database): HttpRouteModule {
       const group = findGroup(store, c.req.param('group'));
       const body = await readJson(c);
       if (typeof body !== 'object' || body === null || !('mcpServers' in body)) {
-        throw new HttpError(400, 'the body is {"mcpServers": {"<name>": {"command": …} | {"type": "http", "url": …}}}', 'mcpServers');
+        throw new PincerError('invalid-input', 'the body is {"mcpServers": {"<name>": {"command": …} | {"type": "http", "url": …}}}', { field: 'mcpServers' });
       }
       const servers = setGroupMcpServers(store, group, body.mcpServers);
       return c.json({ group: group.name, mcpServers: servers });

@@ -1,5 +1,5 @@
 import { canSee } from '../auth.js';
-import { HttpError } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpRouteModule } from '../types.js';
 
 /**
@@ -24,7 +24,7 @@ export const modelRoutes: HttpRouteModule = ({ api }, { host }) => {
     const wanted = c.req.param('group');
     const visible = await visibleGroups(c.get('principal'));
     const view = host.modelCatalogue().find((v) => (v.group === wanted || v.groupId === wanted) && (visible === 'all' || visible.has(v.group)));
-    if (!view) throw new HttpError(404, `no agent group "${wanted}"${visible === 'all' ? '' : ' among the groups of this token\'s conversations'}`, 'group');
+    if (!view) throw new PincerError('not-found', `no agent group "${wanted}"${visible === 'all' ? '' : ' among the groups of this token\'s conversations'}`, { field: 'group' });
     return c.json(view);
   });
 };

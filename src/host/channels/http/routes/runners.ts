@@ -1,7 +1,8 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { canSee } from '../auth.js';
-import { HttpError, validate } from '../io.js';
+import { validate } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
@@ -15,7 +16,7 @@ export const runnerRoutes: HttpRouteModule = ({ api }, { host }) => {
   const visibleSession = async (c: Context<HttpEnv>): Promise<string> => {
     const id = c.req.param('id') ?? '';
     const session = (await host.listSessions()).find((s) => s.id === id);
-    if (!session || !canSee(c.get('principal'), session.channelType, session.platformId)) throw new HttpError(404, `no session "${id}"`);
+    if (!session || !canSee(c.get('principal'), session.channelType, session.platformId)) throw new PincerError('not-found', `no session "${id}"`);
     return id;
   };
 

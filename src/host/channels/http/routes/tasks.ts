@@ -2,7 +2,8 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import type { TaskSummary } from '../../../tasks.js';
 import { canSee } from '../auth.js';
-import { conversationId, HttpError, readJson, validate } from '../io.js';
+import { conversationId, readJson, validate } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
@@ -26,7 +27,7 @@ export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
   /** The task, if the caller may see it; 404 otherwise. */
   const visibleTask = async (c: Context<HttpEnv>): Promise<TaskSummary> => {
     const task = await host.tasks.get(c.req.param('id') ?? '');
-    if (!canSee(c.get('principal'), task.channelType, task.conversation)) throw new HttpError(404, `no active task "${task.id}"`);
+    if (!canSee(c.get('principal'), task.channelType, task.conversation)) throw new PincerError('not-found', `no active task "${task.id}"`);
     return task;
   };
 

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import type { HostMetrics } from '../../../metrics.js';
 import { BUDGET_PERIODS, BUDGET_UNITS, type Budgets } from '../../../usage/budgets.js';
 import { usageReport } from '../../../usage/report.js';
-import { HttpError, readJson, validate } from '../io.js';
+import { readJson, validate } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
@@ -62,7 +63,7 @@ export function usageRoutes(deps: UsageRouteDeps): HttpRouteModule {
 
     api.put('/v1/budgets/:group', async (c) => {
       const group = deps.findGroup(c.req.param('group'));
-      if (!group) throw new HttpError(404, `no agent group "${c.req.param('group')}"`, 'group');
+      if (!group) throw new PincerError('not-found', `no agent group "${c.req.param('group')}"`, { field: 'group' });
       const body = validate(PutBudget, await readJson(c));
       if (body.amount === null) deps.budgets.clear(group.id, body.period, body.unit);
       else deps.budgets.set(group.id, body.period, body.unit, body.amount);
@@ -72,7 +73,7 @@ export function usageRoutes(deps: UsageRouteDeps): HttpRouteModule {
 }
 
 const requireAdmin: MiddlewareHandler<HttpEnv> = async (c, next) => {
-  if (c.get('principal').kind !== 'admin') throw new HttpError(403, 'usage and budgets need an admin token (pincer token create --admin)');
+  if (c.get('principal').kind !== 'admin') throw new PincerError('forbidden', 'usage and budgets need an admin token (pincer token create --admin)');
   await next();
 };
 

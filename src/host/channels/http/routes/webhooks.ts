@@ -1,5 +1,6 @@
 import { requireConversation } from '../auth.js';
-import { conversationId, HttpError, parseJson, readBody, readJson } from '../io.js';
+import { conversationId, parseJson, readBody, readJson } from '../io.js';
+import { PincerError } from '../../../../shared/errors.js';
 import { webhookEventProblem, webhookSourceProblem } from '../../../../shared/names.js';
 import { checkSignature } from '../signatures.js';
 import type { HttpRouteModule } from '../types.js';
@@ -19,12 +20,12 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
     const problem = checkSignature(hook, { body, header: (name) => c.req.header(name), nowS: Math.floor(Date.now() / 1000) });
     if (problem) {
       log.warn(`webhook ${hook.name}: refused, ${problem}`);
-      throw new HttpError(401, `webhook "${hook.name}": ${problem}; nothing was stored`);
+      throw new PincerError('unauthorized', `webhook "${hook.name}": ${problem}; nothing was stored`);
     }
     const conversation = hook.conversation ?? `webhook-${hook.name}`;
     const asked = c.req.query('conversation');
     if (asked !== undefined && asked !== conversation) {
-      throw new HttpError(400, `signed webhook "${hook.name}" goes to its configured conversation "${conversation}" (pincer webhook add --conversation)`, 'conversation');
+      throw new PincerError('invalid-input', `signed webhook "${hook.name}" goes to its configured conversation "${conversation}" (pincer webhook add --conversation)`, { field: 'conversation' });
     }
     const payload = parseJson(body);
     const event = eventName(c.req.query('event') ?? c.req.header('x-pincer-event') ?? c.req.header('x-github-event'), payload);
@@ -34,7 +35,7 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
   api.post('/v1/webhooks/:source', async (c) => {
     const source = c.req.param('source');
     const badSource = webhookSourceProblem(source);
-    if (badSource) throw new HttpError(400, badSource, 'source');
+    if (badSource) throw new PincerError('invalid-input', badSource, { field: 'source' });
     const conversation = conversationId(c.req.query('conversation') ?? `webhook-${source}`);
     requireConversation(c, conversation);
     const payload = await readJson(c);
@@ -55,8 +56,8 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
 function eventName(given: string | undefined, payload: unknown): string {
   const fromPayload = payload && typeof payload === 'object' && typeof (payload as { type?: unknown }).type === 'string' ? (payload as { type: string }).type : undefined;
   const event = given ?? fromPayload;
-  if (!event) throw new HttpError(400, 'webhook event missing: pass ?event=NAME or an X-Pincer-Event header', 'event');
+  if (!event) throw new PincerError('invalid-input', 'webhook event missing: pass ?event=NAME or an X-Pincer-Event header', { field: 'event' });
   const badEvent = webhookEventProblem(event);
-  if (badEvent) throw new HttpError(400, badEvent, 'event');
+  if (badEvent) throw new PincerError('invalid-input', badEvent, { field: 'event' });
   return event;
 }
