@@ -24,7 +24,7 @@ function bundled(name: string): string {
   let stale: boolean;
   try {
     stale = fs.statSync(file).mtimeMs < fs.statSync(new URL(import.meta.url)).mtimeMs;
-  } catch {
+  } catch { // no bundle or no compiled file: treated as stale, and the refusal says how to rebuild
     stale = true;
   }
   if (stale) {

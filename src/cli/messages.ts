@@ -154,7 +154,7 @@ function fail(message: string): never {
 export function defaultSender(): string {
   try {
     return os.userInfo().username;
-  } catch {
+  } catch { // no passwd entry for this uid (containers): the environment's name will do
     return process.env.USER || 'user';
   }
 }

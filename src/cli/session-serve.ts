@@ -59,7 +59,7 @@ async function runSessionServe(folder: string, options: ServeOptions): Promise<n
   let raw: unknown;
   try {
     raw = JSON.parse(first);
-  } catch {
+  } catch { // the reply names what was wrong; the parser's own text adds nothing for the launcher
     return fail(`the launch document on ${where} is not JSON`);
   }
   const doc = LaunchDocumentSchema.safeParse(raw);

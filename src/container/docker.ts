@@ -77,9 +77,9 @@ export class DockerLauncher implements RunnerLauncher {
       const seconds = String(Math.max(1, Math.ceil(graceMs / 1000)));
       const deadline = Date.now() + graceMs;
       while (!ended() && Date.now() < deadline) {
-        const ids = await ours().catch(() => []);
+        const ids = await ours().catch(() => []); // the daemon did not answer: the loop tries again until the grace ends
         if (ids.length > 0) {
-          await docker(['stop', '--time', seconds, ...ids], cliEnv, graceMs + 30_000).catch(() => undefined);
+          await docker(['stop', '--time', seconds, ...ids], cliEnv, graceMs + 30_000).catch(() => undefined); // stopping is best effort: the container is killed after the grace anyway
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, 50));

@@ -103,7 +103,7 @@ export function launchedRunner(kind: RunnerKind, child: ChildProcess, hooks: End
       if (ended) return;
       ended = true;
       if (killTimer) clearTimeout(killTimer);
-      void (hooks.afterExit?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(code));
+      void (hooks.afterExit?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(code)); // the hook logs its own failures; the exit is reported either way
     };
     child.once('exit', (code, signal) => finish(code ?? signal ?? -1));
     // spawn failures (ENOENT) emit `error` and may never emit `exit`.

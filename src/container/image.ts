@@ -146,7 +146,7 @@ async function imageFingerprint(image: string, cliEnv: NodeJS.ProcessEnv): Promi
     const out = await docker(['image', 'inspect', '--format', '{{json .Config.Env}}', image], cliEnv, 30_000);
     const env = JSON.parse(out) as string[] | null;
     return env?.find((entry) => entry.startsWith(`${FINGERPRINT_VAR}=`))?.slice(FINGERPRINT_VAR.length + 1);
-  } catch {
+  } catch { // no such image or unreadable output: no fingerprint, so the image is built
     return undefined;
   }
 }

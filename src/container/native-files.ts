@@ -12,7 +12,7 @@ export function nativeFilesUnder(appRoot: string): string[] {
     let entries: fs.Dirent[];
     try {
       entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
+    } catch { // an unreadable folder has no native files to list
       return;
     }
     for (const entry of entries) {
@@ -31,7 +31,7 @@ export function nativeFilesUnder(appRoot: string): string[] {
 function isExecutable(file: string): boolean {
   try {
     return (fs.statSync(file).mode & 0o111) !== 0;
-  } catch {
+  } catch { // gone or unreadable: not an executable
     return false;
   }
 }
@@ -42,7 +42,7 @@ function isElf(file: string): boolean {
     fd = fs.openSync(file, 'r');
     const magic = Buffer.alloc(4);
     return fs.readSync(fd, magic, 0, 4, 0) === 4 && magic.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
-  } catch {
+  } catch { // unreadable: not an ELF file
     return false;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);

@@ -60,7 +60,7 @@ function requireDirectory(dir: string, what: string): string {
 function isDirectory(dir: string): boolean {
   try {
     return fs.statSync(dir).isDirectory();
-  } catch {
+  } catch { // missing or unreadable: not a folder, and the caller says so
     return false;
   }
 }

@@ -48,7 +48,7 @@ function commandFound(command: string, env: NodeJS.ProcessEnv): boolean {
     try {
       fs.accessSync(file, fs.constants.X_OK);
       return fs.statSync(file).isFile();
-    } catch {
+    } catch { // not there or not executable: the doctor reports the command as not found
       return false;
     }
   });

@@ -82,7 +82,7 @@ export function readLock(home: string): LockInfo | undefined {
   let text: string;
   try {
     text = fs.readFileSync(lockFile(home), 'utf8');
-  } catch {
+  } catch { // no lock file (or unreadable): no host holds the home
     return undefined;
   }
   const info = parseLock(text);
@@ -104,7 +104,7 @@ function parseLock(text: string): LockInfo | undefined {
       url: typeof value.url === 'string' ? value.url : undefined,
       chatSocket: typeof value.chatSocket === 'string' ? value.chatSocket : undefined,
     };
-  } catch {
+  } catch { // a lock file that is not ours to read: treated as no holder's details
     return undefined;
   }
 }

@@ -212,7 +212,7 @@ export class Host implements HostApi {
     for (const pipeline of this.pipelines.values()) {
       await pipeline.stop();
       // What the runners wrote while finishing still goes out.
-      await pipeline.flush().catch(() => undefined);
+      await pipeline.flush().catch(() => undefined); // the pipeline logs delivery failures; the rows stay for the next start
       await pipeline.port.close();
     }
     for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
@@ -321,7 +321,7 @@ export class Host implements HostApi {
     const summaries: SessionSummary[] = [];
     for (const session of this.store.listSessions()) {
       const pipeline = this.pipelines.get(session.id);
-      const state = pipeline ? await pipeline.port.state().catch(() => pipeline.state) : null;
+      const state = pipeline ? await pipeline.port.state().catch(() => pipeline.state) : null; // the session does not answer: its last known state is listed
       const runner = state?.runner ?? null;
       summaries.push({
         id: session.id,
@@ -660,7 +660,7 @@ function agentHops(content: string): number {
   try {
     const hops = (JSON.parse(content) as { agentHops?: unknown }).agentHops;
     return typeof hops === 'number' ? hops : 0;
-  } catch {
+  } catch { // agent-written content that is not JSON counts as no hops
     return 0;
   }
 }

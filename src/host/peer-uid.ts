@@ -14,7 +14,7 @@ export function loopbackPeerUid(socket: net.Socket): number | undefined {
   let table: string;
   try {
     table = fs.readFileSync('/proc/net/tcp', 'latin1');
-  } catch {
+  } catch { // no /proc/net/tcp (another OS): the peer is unknown and refused by the caller
     return undefined;
   }
   // the peer's own socket: local = its address and port, remote = ours (addresses in the kernel's byte order)

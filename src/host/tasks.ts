@@ -177,7 +177,7 @@ function taskContent(row: InboundRow): Record<string, unknown> {
   try {
     const content = JSON.parse(row.content) as unknown;
     return content && typeof content === 'object' && !Array.isArray(content) ? { ...(content as Record<string, unknown>) } : {};
-  } catch {
+  } catch { // agent-written content that is not JSON: the task shows an empty prompt
     return {};
   }
 }

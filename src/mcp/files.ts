@@ -81,7 +81,7 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   const roots = [config.paths.root, config.paths.agent].flatMap((dir) => {
     try {
       return [fs.realpathSync(dir)];
-    } catch {
+    } catch { // a folder that does not exist has no real path to allow
       return [];
     }
   });

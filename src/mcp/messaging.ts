@@ -111,7 +111,7 @@ function ownChatMessage(message: MessageBySeq, seq: number): MessageBySeq {
   let content: unknown;
   try {
     content = JSON.parse(message.content);
-  } catch {
+  } catch { // content that is not JSON is shown as it is
     content = undefined;
   }
   const isText =

@@ -39,7 +39,7 @@ export async function openPincerServer(env: NodeJS.ProcessEnv, log: Logger): Pro
         await Promise.allSettled(blocking);
         await server.close();
       } finally {
-        await tracing.shutdown().catch(() => undefined);
+        await tracing.shutdown().catch(() => undefined); // spans not exported at exit are lost; the tool calls are not
         db.close();
       }
     },

@@ -220,7 +220,7 @@ function taskPrompt(row: InboundRow): string {
   try {
     const prompt = String((JSON.parse(row.content) as { prompt?: unknown }).prompt ?? '');
     return prompt.length > 100 ? `${prompt.slice(0, 100)}…` : prompt;
-  } catch {
+  } catch { // content that is not JSON: shown as unreadable
     return '(unreadable content)';
   }
 }

@@ -92,7 +92,7 @@ export async function loadExtensions(extensions: readonly ExtensionResource[], l
 function safely<T>(fn: () => T, fallback: T): T {
   try {
     return fn();
-  } catch {
+  } catch { // a hook that throws counts as one that gave nothing: the fallback
     return fallback;
   }
 }

@@ -74,7 +74,7 @@ export class MockProvider implements AgentProvider {
       if (this.delayMs > 0) {
         try {
           await sleep(this.delayMs, undefined, { signal });
-        } catch {
+        } catch { // aborted: the turn ends without an answer, as a real provider's would
           return;
         }
       }
@@ -89,7 +89,7 @@ export class MockProvider implements AgentProvider {
       const usage = { ...mockUsage(text, answer, this.model, this.delayMs), ...this.usage };
       yield { type: 'result', text: answer, resumeAt: `mock-turn-${turn}`, usage };
     }
-    if (this.lingerMs > 0) await sleep(this.lingerMs, undefined, { signal }).catch(() => undefined);
+    if (this.lingerMs > 0) await sleep(this.lingerMs, undefined, { signal }).catch(() => undefined); // aborted: the linger ends early
   }
 
   private record(entry: Record<string, unknown>): void {
@@ -126,7 +126,7 @@ function parseUsageOverride(raw: string | undefined): Partial<TurnUsage> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch {
+  } catch { // a prompt that is not JSON has no mock directives
     value = undefined;
   }
   const parsed = turnUsageSchema.partial().safeParse(value);

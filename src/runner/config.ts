@@ -133,7 +133,7 @@ export function discoverExtraDirectories(paths: SessionPaths): string[] {
     .filter((dir) => {
       try {
         return fs.statSync(dir).isDirectory();
-      } catch {
+      } catch { // missing or unreadable: not a folder
         return false;
       }
     })

@@ -53,7 +53,7 @@ export async function runTaskScript(script: string, options: ScriptOptions): Pro
     let json: unknown;
     try {
       json = JSON.parse(last);
-    } catch {
+    } catch { // the error quotes the line
       return { ok: false, error: `script's last line is not JSON: ${last.slice(0, 200)}` };
     }
     const parsed = ScriptResultSchema.safeParse(json);

@@ -202,7 +202,7 @@ function checkUrl(ref: string, baseUrl: string): void {
 function isOfficialHost(baseUrl: string): boolean {
   try {
     return OFFICIAL_HOSTS.has(new URL(baseUrl).hostname.toLowerCase());
-  } catch {
+  } catch { // not a URL: not an official host (the URL check reports it)
     return false;
   }
 }
@@ -220,7 +220,7 @@ function sameEndpoint(a: string, b: string): boolean {
     try {
       const url = new URL(value);
       return `${url.protocol}//${url.host.toLowerCase()}${url.pathname.replace(/\/+$/, '')}${url.search}`;
-    } catch {
+    } catch { // not a URL: compared as written
       return value;
     }
   };

@@ -38,7 +38,7 @@ export function isValidTimeZone(timeZone: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone });
     return true;
-  } catch {
+  } catch { // Intl refuses the name: not a time zone
     return false;
   }
 }

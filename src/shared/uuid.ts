@@ -25,7 +25,7 @@ function refill(): boolean {
     }
     offset = 0;
     return true;
-  } catch {
+  } catch { // no /dev/urandom here: ids come from node:crypto instead
     return false;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);

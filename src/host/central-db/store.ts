@@ -348,7 +348,7 @@ function parseJsonOrNull(text: string | null): unknown {
   if (text === null) return null;
   try {
     return JSON.parse(text);
-  } catch {
+  } catch { // a damaged column reads as absent; the row is kept
     return null;
   }
 }

@@ -84,7 +84,7 @@ export class GenerationPublisher {
     if (this.credentials?.version !== before) this.deps.log.info(`model runtime: credentials changed (${reason}); publishing new generations`);
     const previous = this.pass;
     const run = (async () => {
-      await previous?.catch(() => undefined);
+      await previous?.catch(() => undefined); // the previous pass logged its own failure; this one starts afresh
       for (const group of this.deps.groups()) {
         if (seq !== this.passSeq) return; // superseded: the newer pass publishes
         const slot = this.slots.get(group.id);

@@ -154,7 +154,7 @@ function statusMessage(body: unknown): string | undefined {
   if (typeof body === 'string') {
     try {
       parsed = JSON.parse(body);
-    } catch {
+    } catch { // not JSON: the raw body (cut) is the best detail there is
       return body.slice(0, 300) || undefined;
     }
   }

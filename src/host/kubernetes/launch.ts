@@ -136,7 +136,7 @@ async function waitUntilServing(ctx: LaunchContext, name: string): Promise<strin
       throw new LaunchError(`pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`, true);
     }
     if (phase === 'Failed' || phase === 'Succeeded') {
-      const tail = await cluster.podLog(name, 5).catch(() => '');
+      const tail = await cluster.podLog(name, 5).catch(() => ''); // no log to show: the exit code alone is reported
       const code = container?.state?.terminated?.exitCode;
       throw new LaunchError(`pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`, false);
     }

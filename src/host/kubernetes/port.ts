@@ -192,7 +192,7 @@ export class KubernetesSessionPort implements SessionPort {
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     for (const wake of this.wakers) wake();
     await this.current?.port.close();
-    await this.ending.catch(() => undefined);
+    await this.ending.catch(() => undefined); // the ending launch logged its own failure
   }
 
   // ---- launches ----
@@ -289,7 +289,7 @@ export class KubernetesSessionPort implements SessionPort {
       if (this.config) await launch.port.publishConfig(this.config);
       if (this.admission) await launch.port.setAdmission(this.admission);
     } catch (err) {
-      await endLaunch(this.ctx, launch.name, 0).catch(() => undefined);
+      await endLaunch(this.ctx, launch.name, 0).catch(() => undefined); // best effort: the original failure is rethrown below, and a leftover pod is adopted or ended next time
       throw err;
     }
     options.log.info(`session ${this.sessionId}: pod ${launch.name}, epoch ${epoch}, on ${launch.url}`);
@@ -327,7 +327,7 @@ export class KubernetesSessionPort implements SessionPort {
     this.options.log.warn(`session ${this.sessionId}: pod ${launch.name} (epoch ${launch.epoch}) lost (${why}); deleting it with grace 0 and starting a new launch`);
     const previous = this.ending;
     this.ending = (async () => {
-      await previous.catch(() => undefined);
+      await previous.catch(() => undefined); // the previous ending logged its own failure
       await launch.port.close();
       this.options.credentials?.revoke(this.sessionId);
       await endLaunch(this.ctx, launch.name, 0).catch((err: unknown) => this.options.log.warn(`session ${this.sessionId}: deleting pod ${launch.name}: ${errorMessage(err)}`));
@@ -345,7 +345,7 @@ export class KubernetesSessionPort implements SessionPort {
     let resolveEnded!: () => void;
     this.ending = new Promise<void>((resolve) => (resolveEnded = resolve));
     try {
-      await previous.catch(() => undefined);
+      await previous.catch(() => undefined); // the previous ending logged its own failure
       result = await launch.port.drain();
       this.known = { ...this.known, runner: null, runnerPid: null, nextDueAt: result.nextDueAt, providerSessionId: result.providerSessionId ?? this.known.providerSessionId };
     } catch (err) {

@@ -83,7 +83,7 @@ export class PlatformChannel implements ChannelAdapter {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const timer of this.typing.values()) clearInterval(timer);
     this.typing.clear();
-    await this.ready?.catch(() => undefined);
+    await this.ready?.catch(() => undefined); // a start that failed was logged when it failed
     await this.chat?.shutdown().catch((err: unknown) => this.options.log.warn(`${this.type}: shutdown: ${errorMessage(err)}`));
     // Telegram's adapter has no disconnect: its long poll is stopped here, or it would keep the process alive.
     await stopPolling(this.adapter);
@@ -254,7 +254,7 @@ export class PlatformChannel implements ChannelAdapter {
         this.startFailures += 1;
         const delay = Math.min(START_RETRY_MAX_MS, START_RETRY_BASE_MS * 2 ** (this.startFailures - 1));
         this.options.log.warn(`${this.type}: could not connect (${errorMessage(err)}); retry in ${delay} ms`);
-        void this.chat?.shutdown().catch(() => undefined);
+        void this.chat?.shutdown().catch(() => undefined); // the failed connection was logged just above
         void stopPolling(this.adapter);
         this.chat = null;
         this.retryTimer = setTimeout(() => {
@@ -299,7 +299,7 @@ export class PlatformChannel implements ChannelAdapter {
     try {
       await this.ready;
       return this.chat !== null;
-    } catch {
+    } catch { // a start that failed was logged when it failed: not ready
       return false;
     }
   }
@@ -337,14 +337,14 @@ function readOutboxFile(file: string): Buffer {
 
 async function stopPolling(adapter: Adapter | null): Promise<void> {
   const polling = adapter as { stopPolling?: () => Promise<void> } | null;
-  await polling?.stopPolling?.().catch(() => undefined);
+  await polling?.stopPolling?.().catch(() => undefined); // stopping a poll that never ran: nothing to stop
 }
 
 function describeArg(arg: unknown): string {
   if (arg instanceof Error) return arg.message;
   try {
     return JSON.stringify(arg);
-  } catch {
+  } catch { // a circular value: its string form is logged instead
     return String(arg);
   }
 }

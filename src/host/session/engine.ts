@@ -264,7 +264,7 @@ function lastLogLine(file: string): string {
   try {
     // The last line without its time stamp: it is shown in the chat.
     return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
-  } catch {
+  } catch { // no log yet: no last line to show
     return '';
   }
 }

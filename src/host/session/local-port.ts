@@ -183,7 +183,7 @@ export class LocalSessionPort implements SessionPort {
     let text: string;
     try {
       text = fs.readFileSync(this.engine.logFile, 'utf8');
-    } catch {
+    } catch { // no log yet: no lines
       return [];
     }
     return text.trimEnd().split('\n').slice(-lines);

@@ -86,7 +86,7 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
     let body: unknown;
     try {
       body = await c.req.json();
-    } catch {
+    } catch { // the reply says the body is not JSON
       return c.json({ error: 'the body is not JSON', code: 'invalid-input' }, 400);
     }
     const args = CALLS[method].safeParse((body as { args?: unknown } | null)?.args);

@@ -150,7 +150,7 @@ export class ServedSessionPort implements SessionPort {
   /** SIGTERM to the process (it drains: the runner finishes its query), SIGKILL after the grace. */
   async close(): Promise<void> {
     this.closed = true;
-    const launch = this.current ?? (await this.starting?.catch(() => null)) ?? null;
+    const launch = this.current ?? (await this.starting?.catch(() => null)) ?? null; // a launch that failed was logged when it failed
     this.current = null;
     if (!launch) return;
     await launch.port.close();
@@ -275,7 +275,7 @@ function readyLine(child: ChildProcess, timeoutMs: number): Promise<ReadyLine> {
         const parsed = JSON.parse(line) as ReadyLine;
         if (parsed.ready !== true || typeof parsed.url !== 'string') throw new Error('not a ready line');
         done(null, parsed);
-      } catch {
+      } catch { // the error names the line that was not a ready line
         done(new Error(`printed "${line.slice(0, 200)}" instead of its ready line`));
       }
     });

@@ -134,7 +134,7 @@ function parseByModel(raw: string | null): ModelUsage[] | undefined | null {
   try {
     const parsed = z.array(modelUsageSchema).max(100).safeParse(JSON.parse(raw));
     return parsed.success ? parsed.data : null;
-  } catch {
+  } catch { // agent-written usage that is not JSON is ignored, as invalid usage is
     return null;
   }
 }

@@ -51,7 +51,7 @@ export function parseTranscript(jsonl: string): ParsedTranscript {
     let raw: unknown;
     try {
       raw = JSON.parse(line);
-    } catch {
+    } catch { // a torn last line of the transcript is skipped
       continue;
     }
     const parsed = EntrySchema.safeParse(raw);
@@ -105,7 +105,7 @@ export function isOnResumeChain(jsonl: string, uuid: string): boolean {
     let entry: { uuid?: unknown; parentUuid?: unknown; isSidechain?: unknown };
     try {
       entry = JSON.parse(line) as typeof entry;
-    } catch {
+    } catch { // a torn last line of the transcript is skipped
       continue;
     }
     if (typeof entry.uuid !== 'string' || entry.isSidechain === true) continue;

@@ -82,7 +82,7 @@ export class OpenCodeProvider implements AgentProvider {
     this.lifetime.abort();
     this.lifetime = new AbortController();
     if (!running) return;
-    const server = await running.catch(() => null);
+    const server = await running.catch(() => null); // the start failure is reported by the turn that awaited it
     if (server) {
       await server.server.close();
       this.log.info('server stopped');
@@ -150,7 +150,7 @@ export class OpenCodeProvider implements AgentProvider {
             await client.session.abort({ path: { id: sessionId } });
           }
         } else if (happening.kind === 'deadline') {
-          await client.session.abort({ path: { id: sessionId } }).catch(() => undefined);
+          await client.session.abort({ path: { id: sessionId } }).catch(() => undefined); // the server may be gone already: the abort is best effort
           const cause = events.lastRetry ? ` (${events.lastRetry})` : '';
           yield { type: 'error', message: `no answer from the model server within ${deadline.timeoutMs} ms${cause}`, retryable: true, classification: 'transport' };
           return;

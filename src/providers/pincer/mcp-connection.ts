@@ -79,8 +79,8 @@ export class McpServerConnection {
   async close(): Promise<void> {
     this.closing = true;
     // A server still starting (or hanging at start) is ended now, not after the SDK's own request timeout.
-    if (this.connecting) await this.opened?.transport.close().catch(() => undefined);
-    await this.connecting?.catch(() => undefined);
+    if (this.connecting) await this.opened?.transport.close().catch(() => undefined); // closing a transport that failed to open: nothing to report
+    await this.connecting?.catch(() => undefined); // the connection attempt reported its own failure
     await this.disconnect();
   }
 
@@ -97,8 +97,8 @@ export class McpServerConnection {
       return listed.tools;
     } catch (err) {
       const stderr = opened.stderr?.[0];
-      await client.close().catch(() => undefined);
-      await opened.release?.().catch(() => undefined);
+      await client.close().catch(() => undefined); // closing at the end: a server already gone is fine
+      await opened.release?.().catch(() => undefined); // releasing at the end: a server already gone is fine
       this.forget(opened);
       throw new Error(`${startFailure(err)}${stderr ? ` (its stderr: "${stderr}")` : ''}`);
     }
@@ -111,7 +111,7 @@ export class McpServerConnection {
     this.droppedAt = Date.now();
     const opened = this.opened;
     if (opened) {
-      void opened.release?.().catch(() => undefined);
+      void opened.release?.().catch(() => undefined); // releasing a dropped connection: it is gone already
       this.forget(opened);
     }
     const said = this.lastStderrLine();

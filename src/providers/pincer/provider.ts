@@ -83,7 +83,7 @@ export class PincerProvider implements AgentProvider {
 
   prepare(input: PrepareInput): void {
     // The MCP servers start while no message waits, so the first answer does not pay for them.
-    void this.tools(input).catch(() => undefined);
+    void this.tools(input).catch(() => undefined); // a warm-up: the turn that needs the tools reports a failure
   }
 
   query(input: QueryInput): AgentQuery {
@@ -103,7 +103,7 @@ export class PincerProvider implements AgentProvider {
     stopPrograms(this.programs);
     const mcp = this.mcp;
     this.mcp = undefined;
-    if (mcp) await (await mcp.catch(() => undefined))?.close();
+    if (mcp) await (await mcp.catch(() => undefined))?.close(); // it never connected: nothing to close
     await Promise.all([this.filePool.close(), this.compactionPool.close(), this.codePool.close()]);
   }
 
@@ -201,7 +201,7 @@ export class PincerProvider implements AgentProvider {
       });
       this.mcp = connecting;
       // a failed start is not kept: the next query tries again
-      connecting.catch(() => {
+      connecting.catch(() => { // the turn that awaited it reports the failure
         if (this.mcp === connecting) this.mcp = undefined;
       });
     }

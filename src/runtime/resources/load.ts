@@ -204,7 +204,7 @@ function readText(file: string, diagnostics: ResourceDiagnostic[]): string | und
 function isDirectory(file: string): boolean {
   try {
     return fs.statSync(file).isDirectory();
-  } catch {
+  } catch { // missing or unreadable: not a folder
     return false;
   }
 }

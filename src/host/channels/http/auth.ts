@@ -95,7 +95,7 @@ export function sameOrigin(c: Context): boolean {
   if (!origin) return true;
   try {
     return new URL(origin).host === c.req.header('host');
-  } catch {
+  } catch { // a malformed Origin is not this host's origin
     return false;
   }
 }

@@ -35,7 +35,7 @@ export class MutationQueue {
   run<T>(key: string, work: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     const next = previous.then(work, work);
-    const tail = next.catch(() => undefined);
+    const tail = next.catch(() => undefined); // the edit's own result reports its failure; the queue goes on
     this.tails.set(key, tail);
     void tail.then(() => {
       if (this.tails.get(key) === tail) this.tails.delete(key);

@@ -59,7 +59,7 @@ export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) =>
 function clientAddress(c: Context): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
+  } catch { // no socket address (an in-process request): all such requests share one throttle
     return 'unknown';
   }
 }

@@ -80,7 +80,7 @@ const requireAdmin: MiddlewareHandler<HttpEnv> = async (c, next) => {
 function remoteAddress(c: Context): string | undefined {
   try {
     return getConnInfo(c).remote.address;
-  } catch {
+  } catch { // no socket address (an in-process request): treated as not loopback
     return undefined;
   }
 }
