@@ -11,7 +11,7 @@ import type { HttpRouteModule } from '../types.js';
  * `GET /v1/groups/<group>/mcp-servers` and `PUT` (the whole list, `{"mcpServers": {…}}`): an agent group's own MCP
  * servers, admin tokens only (a server runs commands as the agent). A change reaches each session at its next runner
  * start. `GET /v1/groups/<group>/mcp-server-requests`: the servers its agent asked for (add_mcp_server), each with the
- * admin's decision. Built by whoever starts the HTTP channel, on the channel's own connection to the central DB.
+ * admin's decision; `GET /v1/mcp-servers`: both for every group. Built by whoever starts the HTTP channel, on the channel's own connection to the central DB.
  */
 export function mcpServerRoutes(db: Database.Database): HttpRouteModule {
   const store = new CentralStore(db);
@@ -20,6 +20,13 @@ export function mcpServerRoutes(db: Database.Database): HttpRouteModule {
       requireAdmin(c);
       const group = findGroup(store, c.req.param('group'));
       return c.json({ group: group.name, mcpServers: group.mcpServers });
+    });
+
+    // every group at once, for the control page's MCP servers view
+    api.get('/v1/mcp-servers', (c) => {
+      requireAdmin(c);
+      const groups = store.listAgentGroups().map((group) => ({ group: group.name, mcpServers: group.mcpServers, requests: listMcpServerRequests(db, group.id, 20) }));
+      return c.json({ groups });
     });
 
     api.get('/v1/groups/:group/mcp-server-requests', (c) => {
