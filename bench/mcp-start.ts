@@ -8,13 +8,14 @@ import { RunnerSession } from './runner-session.js';
 /**
  * How much the user's MCP servers delay the first model call of the built-in runtime: a fresh runner with a message
  * already waiting, from its spawn to the fake model server receiving the first request, with no server of the
- * user's (the baseline), 3 and 10 healthy ones (the registry's server-memory, each its own process, started in
+ * user's (the baseline), 1, 3 and 10 healthy ones (the registry's server-memory, each its own process, started in
  * parallel), and with one that never answers (the misbehaving server's hang-at-start), which the turn waits for
  * only until the start deadline (`PINCER_MCP_START_MS`, shortened here so the bench stays short).
  */
 export interface McpStartSamples {
   /** ms from spawn to the first model request, per sample */
   none: number[];
+  one: number[];
   three: number[];
   ten: number[];
   neverStarts: number[];
@@ -39,15 +40,17 @@ export async function measureMcpStart(samples: number): Promise<McpStartSamples>
   const fake = await startFakeOpenAI();
   fake.setDefault({ text: 'ok' });
   try {
-    const result: McpStartSamples = { none: [], three: [], ten: [], neverStarts: [], startMs: START_MS };
+    const result: McpStartSamples = { none: [], one: [], three: [], ten: [], neverStarts: [], startMs: START_MS };
     // Taking turns, so a change in the machine's load falls on every variant alike; the first round is a warm-up.
     for (let i = -1; i < samples; i++) {
       const none = await firstCall(fake, () => ({}));
+      const one = await firstCall(fake, healthy(1));
       const three = await firstCall(fake, healthy(3));
       const ten = await firstCall(fake, healthy(10));
       const stuck = await firstCall(fake, neverStarts);
       if (i < 0) continue;
       result.none.push(none);
+      result.one.push(one);
       result.three.push(three);
       result.ten.push(ten);
       result.neverStarts.push(stuck);
