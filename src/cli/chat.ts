@@ -6,10 +6,11 @@ import { Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { loadResources } from '../runtime/resources/load.js';
-import { createLogger, fileSink, setLogSink } from '../shared/log.js';
+import { createLogger, fileSink, isDebugLogging, setLogSink } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
 import { defaultSender } from './messages.js';
 import { chatEnv, chatSelection } from './provider-views.js';
+import { readSetting } from '../shared/settings-load.js';
 
 /**
  * `pincer chat`: talk to an agent from the terminal. Runs the host in-process with the terminal channel: the default
@@ -20,7 +21,7 @@ export function registerChatCommand(program: Command): void {
   program
     .command('chat')
     .description('talk to an agent in this terminal')
-    .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', process.env.AGENT_PROVIDER ?? 'auto')
+    .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', readSetting(process.env, 'AGENT_PROVIDER') ?? 'auto')
     .option('--home <dir>', 'data directory (default: PINCER_HOME, else ~/.pincer)')
     .option('--dir <dir>', 'session folder of this chat (default: <home>/sessions/chat)')
     .action(async (options: ChatOptions) => {
@@ -50,7 +51,7 @@ async function chat(options: ChatOptions): Promise<number> {
   // Every log line (host, launcher) goes to a file, so none interleaves with the conversation (PINCER_LOG_LEVEL=debug:
   // stderr). A line that cannot be written is dropped, never the chat.
   const logFile = path.join(config.home, 'host.log');
-  if (process.env.PINCER_LOG_LEVEL !== 'debug') setLogSink(fileSink(logFile));
+  if (!isDebugLogging()) setLogSink(fileSink(logFile));
   const log = createLogger('host');
   const interactive = process.stdin.isTTY === true;
   const sessionDir = path.resolve(options.dir ?? path.join(config.home, 'sessions', 'chat'));

@@ -14,6 +14,7 @@ import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { startMcpServers } from '../doctor/mcp-start.js';
 import { mcpClientSettings } from '../providers/mcp-settings.js';
+import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are
@@ -90,11 +91,11 @@ export function problemLines(report: DoctorReport): string[] {
  * host's default group for new conversations), decided as their runners will decide.
  */
 export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): string {
-  const defaultGroup = env.PINCER_DEFAULT_GROUP || 'main';
+  const defaultGroup = settingOrDefault(env, 'PINCER_DEFAULT_GROUP');
   const group = report.groups.find((g) => g.name === defaultGroup);
-  const groupPolicy = group?.policy ?? (env.AGENT_PROVIDER || 'auto');
+  const groupPolicy = group?.policy ?? (rawSetting(env, 'AGENT_PROVIDER') || 'auto');
   return [
-    `pincer chat would run: ${describeChoice(chatSelection(env.AGENT_PROVIDER || 'auto', env))}`,
+    `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || 'auto', env))}`,
     `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
     '',
   ].join('\n') + '\n';
@@ -102,8 +103,8 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
 
 /** How `pincer host` would start runners here (PINCER_RUNNER, `auto` by default), with the warning when unsandboxed. */
 async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
-  const asked = env.PINCER_RUNNER || 'auto';
-  if (asked === 'kubernetes') return `runners: kubernetes (a pod per active session, image ${env.PINCER_K8S_IMAGE ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
+  const asked = rawSetting(env, 'PINCER_RUNNER') || 'auto';
+  if (asked === 'kubernetes') return `runners: kubernetes (a pod per active session, image ${rawSetting(env, 'PINCER_K8S_IMAGE') ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
   if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
   const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
   return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;

@@ -6,7 +6,7 @@
 import { CommanderError, type Command } from 'commander';
 import { cliReport } from '../shared/error-edges.js';
 import { isPincerError, PincerError } from '../shared/errors.js';
-import { errorMessage } from '../shared/log.js';
+import { errorMessage, isDebugLogging } from '../shared/log.js';
 
 /** `pincer session create`, `pincer send`: the command's name as typed, for the hint. */
 export function commandPath(command: Command): string {
@@ -41,7 +41,7 @@ export function handleCliError(err: unknown, command: Command | undefined, stder
     // commander has already printed (help, the version, or the one-line error above)
     return err.exitCode === 0 ? 0 : 2;
   }
-  const debug = process.env.PINCER_LOG_LEVEL === 'debug';
+  const debug = isDebugLogging();
   const known = isPincerError(err) ? err : isSystemError(err) ? new PincerError('invalid-input', errorMessage(err), { cause: err }) : err;
   const report = cliReport(known, hintFor(command));
   stderr.write(`${report.line}${!isPincerError(known) && !debug ? ' (PINCER_LOG_LEVEL=debug shows the stack trace)' : ''}\n`);

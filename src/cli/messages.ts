@@ -10,6 +10,7 @@ import type { OutboundRow } from '../db/types.js';
 import { Waker } from '../db/wake.js';
 import { parseTimeInZone, systemTimeZone } from '../shared/time.js';
 import { PincerError } from '../shared/errors.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /** `pincer send` and `pincer outbox`: write an inbound message and read outbound ones, as the host would. */
 export function registerMessageCommands(program: Command): void {
@@ -32,7 +33,7 @@ export function registerMessageCommands(program: Command): void {
       if (!parsed.ok) fail(parsed.error);
       let processAfter: string | null = null;
       if (options.processAfter) {
-        processAfter = parseTimeInZone(options.processAfter, process.env.TZ || systemTimeZone());
+        processAfter = parseTimeInZone(options.processAfter, rawSetting(process.env, 'TZ') || systemTimeZone());
         if (!processAfter) fail(`--process-after: not a time: "${options.processAfter}"`);
       }
       const db = openSessionDb(paths.db);

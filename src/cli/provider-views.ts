@@ -6,10 +6,11 @@
 import { registerBuiltInProviders } from '../providers/index.js';
 import { selectProviderFor } from '../providers/registry.js';
 import type { Selection } from '../runtime/selection.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /** The environment `pincer chat` runs its host (and so its runners) with. */
 export function chatEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return { ...env, PINCER_AUTO_FALLBACK: env.PINCER_AUTO_FALLBACK || 'mock' };
+  return { ...env, PINCER_AUTO_FALLBACK: rawSetting(env, 'PINCER_AUTO_FALLBACK') || 'mock' };
 }
 
 /** The provider `pincer chat --provider <provider>` would run. */

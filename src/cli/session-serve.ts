@@ -6,6 +6,7 @@ import { describeIssues } from '../db/content.js';
 import { unsafeFilesystem, serveSession, REFUSED_FILESYSTEMS } from '../host/session/serve.js';
 import { LaunchDocumentSchema, type ReadyLine } from '../host/session/serve-protocol.js';
 import { createLogger } from '../shared/log.js';
+import { readSetting } from '../shared/settings-load.js';
 
 /**
  * `pincer session-serve <session folder>`: serve one session over HTTP for the host that launched it. The launch
@@ -93,7 +94,7 @@ async function runSessionServe(folder: string, options: ServeOptions): Promise<n
 /** The refused file systems, and (PINCER_SESSION_REFUSE_FS: statfs types in hex) more, e.g. tmpfs to test the check. */
 function refusedFilesystems(): Map<number, string> {
   const refused = new Map(REFUSED_FILESYSTEMS);
-  for (const hex of (process.env.PINCER_SESSION_REFUSE_FS ?? '').split(',').filter(Boolean)) refused.set(Number.parseInt(hex, 16), `a refused file system (${hex})`);
+  for (const hex of readSetting(process.env, 'PINCER_SESSION_REFUSE_FS')) refused.set(Number.parseInt(hex, 16), `a refused file system (${hex})`);
   return refused;
 }
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { CLI_ENTRY } from '../shared/cli-entry.js';
+import { IMAGE_NAME, settingsSchema } from '../shared/settings.js';
 import { BwrapLauncher } from './bwrap.js';
 import { DockerLauncher } from './docker.js';
 import { dockerCliEnvironment } from './env.js';
@@ -10,29 +10,26 @@ import { ContainerError } from './errors.js';
 import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
-/** The base image (the host's Node and libraries; the app is mounted): `PINCER_CONTAINER_IMAGE`. */
-export const DEFAULT_IMAGE = 'pincer-node';
-/** A docker image reference as Pincer accepts it: lower case, `name[:tag]`, optional path. */
-export const IMAGE_NAME = /^[a-z0-9][a-z0-9_.\-/:]*$/;
+/** The base image (the host's Node and libraries; the app is mounted): `PINCER_CONTAINER_IMAGE`'s default. */
+export const DEFAULT_IMAGE: string = settingsSchema(['PINCER_CONTAINER_IMAGE']).parse({}).PINCER_CONTAINER_IMAGE;
+export { IMAGE_NAME };
 
-const names = z
-  .string()
-  .default('')
-  .transform((list) => list.split(',').map((name) => name.trim()).filter(Boolean));
-
-/** The launcher's variables (docs/configuration.md "Sandboxed runners"); explicit bad values fail with the variable named. */
-const EnvSchema = z.object({
-  // `auto` is the host's to resolve (src/host/runner-kind.ts); a launcher is always of one concrete kind
-  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve', 'kubernetes']).default('process'),
-  PINCER_CONTAINER_IMAGE: z.string().regex(IMAGE_NAME, 'a docker image name').default(DEFAULT_IMAGE),
-  PINCER_CONTAINER_MEMORY: z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'),
-  PINCER_CONTAINER_CPUS: z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'),
-  PINCER_CONTAINER_PIDS: z.coerce.number().int().positive().default(512),
-  PINCER_CONTAINER_NETWORK: z.string().min(1).default('none'),
-  PINCER_CONTAINER_USER: z.string().regex(/^\d+(:\d+)?$/, 'uid or uid:gid').optional(),
-  PINCER_CONTAINER_ENV: names,
-  PINCER_BWRAP_NETWORK: z.enum(['none', 'host']).default('none'),
-});
+/**
+ * The launcher's variables (docs/configuration.md "Sandboxed runners"), parsed by the registry (src/shared/settings.ts);
+ * explicit bad values fail with the variable named. `PINCER_RUNNER` has the registry's one default, `auto`: a launcher
+ * is always of one concrete kind, so `auto` (the host's to resolve, src/host/runner-kind.ts) means a process here.
+ */
+const EnvSchema = settingsSchema([
+  'PINCER_RUNNER',
+  'PINCER_CONTAINER_IMAGE',
+  'PINCER_CONTAINER_MEMORY',
+  'PINCER_CONTAINER_CPUS',
+  'PINCER_CONTAINER_PIDS',
+  'PINCER_CONTAINER_NETWORK',
+  'PINCER_CONTAINER_USER',
+  'PINCER_CONTAINER_ENV',
+  'PINCER_BWRAP_NETWORK',
+]);
 
 /**
  * Read the launcher configuration from the host's environment. `cliEntry` is the compiled CLI a runner runs

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { ContainerError } from './errors.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /** One `docker …` command through the CLI; resolves with stdout, rejects with `ContainerError('docker-failed')`. */
 export function docker(args: string[], cliEnv: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<string> {
@@ -25,7 +26,7 @@ export async function checkDockerDaemon(cliEnv: NodeJS.ProcessEnv): Promise<stri
   try {
     return (await docker(['version', '--format', '{{.Server.Version}}'], cliEnv, 15_000)).trim();
   } catch (err) {
-    const where = cliEnv.DOCKER_HOST ?? 'the default socket';
+    const where = rawSetting(cliEnv, 'DOCKER_HOST') ?? 'the default socket';
     const why = err instanceof Error ? err.message : String(err);
     throw new ContainerError('docker-unavailable', `docker daemon at ${where} does not answer: ${why}`);
   }

@@ -1,6 +1,7 @@
 import type { LaunchOptions } from './types.js';
 import { sandboxProxyEnv } from './workspace.js';
 import { isRunnerVariable, SYSTEM_VARIABLES } from '../shared/settings.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The environment a sandboxed runner gets: only what the runner needs (seed "容器启动": `AGENT_PROVIDER`, the admin
@@ -43,7 +44,7 @@ export function providerFamily(name: string | undefined): string {
  * `extra` names (PINCER_CONTAINER_ENV) pass as given. Unset and empty values are left out.
  */
 export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string[] = []): Record<string, string> {
-  const family = providerFamily(env.AGENT_PROVIDER);
+  const family = providerFamily(rawSetting(env, 'AGENT_PROVIDER'));
   const providerPatterns =
     family === 'auto' ? Object.values(PROVIDER_VARIABLES) : [PROVIDER_VARIABLES[family]].filter((p) => p !== undefined);
   const extraNames = new Set(extra);
@@ -68,12 +69,12 @@ export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string
  * its own sandbox unless CODEX_SANDBOX_MODE says otherwise.
  */
 export function sandboxProviderDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
-  const family = providerFamily(env.AGENT_PROVIDER);
+  const family = providerFamily(rawSetting(env, 'AGENT_PROVIDER'));
   const out: Record<string, string> = {};
   if (family === 'claude' || family === 'auto') out.CLAUDE_CONFIG_DIR = '/workspace/.claude';
   // Codex's own sandbox is a bubblewrap of its own, which cannot start inside this one (no user namespace to map):
   // every shell command would fail. The runner's sandbox already confines it, as it does every other provider.
-  if ((family === 'codex' || family === 'auto') && !env.CODEX_SANDBOX_MODE) out.CODEX_SANDBOX_MODE = 'danger-full-access';
+  if ((family === 'codex' || family === 'auto') && !rawSetting(env, 'CODEX_SANDBOX_MODE')) out.CODEX_SANDBOX_MODE = 'danger-full-access';
   return out;
 }
 

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { RUNNER_DOCUMENT_SETTINGS, setting, settingsSchema, type SettingName } from '../shared/settings.js';
 import { isValidTimeZone, systemTimeZone } from '../shared/time.js';
 import { describeIssues } from './content.js';
 import { McpServersSchema } from './mcp-servers.js';
@@ -30,6 +31,20 @@ export function isSessionConfigError(err: unknown): err is SessionConfigError {
   return err instanceof SessionConfigError;
 }
 
+/**
+ * `runner`: the runner's settings as the host has them (src/shared/settings.ts RUNNER_DOCUMENT_SETTINGS), each value
+ * as it would be written in the environment and valid for its parser; a runner's own environment wins over it.
+ */
+export const RunnerSectionSchema = z
+  .strictObject(Object.fromEntries(RUNNER_DOCUMENT_SETTINGS.map((name) => [name, z.string().optional()])) as Record<SettingName, z.ZodOptional<z.ZodString>>)
+  .superRefine((section, ctx) => {
+    for (const [name, value] of Object.entries(section)) {
+      const parsed = setting(name)!.parse.safeParse(value);
+      if (!parsed.success) ctx.addIssue({ code: 'custom', path: [name], message: parsed.error.issues[0]?.message ?? 'invalid' });
+    }
+  });
+export type RunnerSection = z.infer<typeof RunnerSectionSchema>;
+
 /** The keys `config.json` may hold. Unknown keys are an error, so a typo is never silently ignored. */
 export const ConfigFileSchema = z.strictObject({
   sessionId: z.string().min(1).optional(),
@@ -46,6 +61,8 @@ export const ConfigFileSchema = z.strictObject({
   timezone: z.string().optional(),
   /** the user's own MCP servers (the agent group's, with the session's overrides), besides Pincer's own (src/db/mcp-servers.ts) */
   mcpServers: McpServersSchema.optional(),
+  /** the runner's settings from the host (what a runner on another machine gets instead of the host's environment) */
+  runner: RunnerSectionSchema.optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */
   generation: z.number().int().nonnegative().optional(),
   /** the agent group's model-runtime generation the host had published when it wrote this file (informational). */
@@ -53,10 +70,8 @@ export const ConfigFileSchema = z.strictObject({
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
-const EnvSchema = z.object({
-  PINCER_WAKE: z.enum(['watch', 'poll']).default('watch'),
-  PINCER_POLL_IDLE_MS: z.coerce.number().int().positive().default(1000),
-});
+/** What every process of a session reads from its environment, parsed by the registry (src/shared/settings.ts). */
+const EnvSchema = settingsSchema(['TZ', 'PINCER_WAKE', 'PINCER_POLL_IDLE_MS']);
 
 export interface SessionConfig {
   paths: SessionPaths;
@@ -67,18 +82,29 @@ export interface SessionConfig {
   pollIdleMs: number;
 }
 
-export function loadSessionConfig(env: NodeJS.ProcessEnv): SessionConfig {
-  const workspace = path.resolve(env.PINCER_WORKSPACE || '/workspace');
+export function loadSessionConfig(ownEnv: NodeJS.ProcessEnv): SessionConfig {
+  const where = settingsSchema(['PINCER_WORKSPACE']).safeParse(ownEnv);
+  if (!where.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(where.error)}`);
+  const workspace = path.resolve(where.data.PINCER_WORKSPACE || '/workspace');
   if (!fs.existsSync(workspace) || !fs.statSync(workspace).isDirectory()) {
     throw new SessionConfigError('workspace', `workspace not found: ${workspace} (set PINCER_WORKSPACE to a session folder)`);
   }
   const paths = sessionPaths(workspace);
   const file = readConfigFile(paths.config);
-  const tuning = EnvSchema.safeParse(env);
+  // the host's settings for the session's runners (config.json `runner`) under this process's own environment
+  const tuning = EnvSchema.safeParse(withRunnerSection(ownEnv, file));
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
-  const timeZone = env.TZ || file.timezone || systemTimeZone();
+  const timeZone = tuning.data.TZ || file.timezone || systemTimeZone();
   if (!isValidTimeZone(timeZone)) throw new SessionConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
   return { paths, file, timeZone, wake: tuning.data.PINCER_WAKE, pollIdleMs: tuning.data.PINCER_POLL_IDLE_MS };
+}
+
+/**
+ * A runner's environment with the session's `runner` settings under it: what the host set for the session's runners,
+ * unless this process's own environment sets the same variable.
+ */
+export function withRunnerSection(env: NodeJS.ProcessEnv, file: ConfigFile): NodeJS.ProcessEnv {
+  return file.runner ? { ...file.runner, ...env } : env;
 }
 
 function readConfigFile(file: string): ConfigFile {

@@ -1,13 +1,14 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import { migrate } from './schema.js';
+import { settingOrDefault } from '../shared/settings-load.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
  * How long a writer waits for another process's lock before SQLITE_BUSY: 10 s, or PINCER_BUSY_TIMEOUT_MS but never
  * below the 5 s SPEC §2 asks for.
  */
-export const BUSY_TIMEOUT_MS = Math.max(5000, Number(process.env.PINCER_BUSY_TIMEOUT_MS) || 10_000);
+export const BUSY_TIMEOUT_MS = Math.max(5000, settingOrDefault(process.env, 'PINCER_BUSY_TIMEOUT_MS'));
 
 /** Kept as a subclass: the host tells a missing database (set up afresh) from an unreadable one by `reason`. */
 export class SessionDbError extends PincerError {

@@ -13,6 +13,7 @@ import { describeParams } from '../runtime/model-route.js';
 import { loadResources } from '../runtime/resources/load.js';
 import type { LoadedResources } from '../runtime/resources/types.js';
 import type { ProviderProbe, Selection } from '../runtime/selection.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * `pincer doctor`'s findings: for each session folder (and its agent group folder `agent/`), the provider the runner
@@ -126,7 +127,7 @@ function terminalSessionFolders(home: string): Set<string> {
 function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean, hostSession: boolean): SessionReport {
   const report: SessionReport = { name: path.basename(dir), dir, ...(chat ? { chat } : {}) };
   // `pincer chat` lets `auto` fall back to the mock (src/cli/provider-views.ts chatEnv): its sessions run on it.
-  const env = chat ? { ...baseEnv, PINCER_AUTO_FALLBACK: baseEnv.PINCER_AUTO_FALLBACK || 'mock' } : baseEnv;
+  const env = chat ? { ...baseEnv, PINCER_AUTO_FALLBACK: rawSetting(baseEnv, 'PINCER_AUTO_FALLBACK') || 'mock' } : baseEnv;
   let config;
   try {
     // A host's runner gets AGENT_PROVIDER from its session's config.json (set per launch), never the shell's, which

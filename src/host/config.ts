@@ -1,6 +1,5 @@
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import { parseAllowHosts } from '../runner/media/download-targets.js';
 import { errorMessage } from '../shared/log.js';
@@ -9,52 +8,58 @@ import { PincerError } from '../shared/errors.js';
 import { loadKubernetesSettings } from './kubernetes/settings.js';
 import { PLATFORM_VARIABLES } from './platforms/catalog.js';
 import type { HostConfig } from './types.js';
-import { isHostSecret, isRunnerConfigVariable } from '../shared/settings.js';
+import { isHostSecret, isRunnerConfigVariable, RUNNER_DOCUMENT_SETTINGS, setting, settingsSchema } from '../shared/settings.js';
+import type { RunnerSection } from '../db/config-file.js';
+import { rawSetting, readSetting, settingOrDefault } from '../shared/settings-load.js';
 
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-
-/** Host settings from the environment, with their defaults (docs/configuration.md "The host"). */
-const HostEnvSchema = z.object({
-  PINCER_HOME: z.string().min(1).optional(),
-  PINCER_DEFAULT_GROUP: z.string().min(1).default('main'),
-  PINCER_SESSION_MODE: z.enum(['shared', 'per-thread']).default('shared'),
-  PINCER_ADMIN_USER_ID: z.string().optional(),
-  PINCER_GROUP_TRIGGER: z.enum(['mention', 'always']).default('mention'),
-  PINCER_ALLOWED_USERS: z.string().optional(),
-  AGENT_PROVIDER: z.string().min(1).default('auto'),
-  PINCER_MODEL: z.string().optional(),
-  PINCER_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
-  PINCER_HTTP_HOSTNAMES: z.string().optional(),
-  PINCER_HTTP_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PINCER_SSE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
-  PINCER_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PINCER_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap', 'session-serve', 'kubernetes']).default('auto'),
-  PINCER_SESSION_SERVE_RUNNER: z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'),
-  PINCER_SESSION_ORPHAN_MS: positiveInt(3 * 60_000),
-  PINCER_IDLE_TIMEOUT_MS: positiveInt(5 * 60_000),
-  PINCER_HEARTBEAT_TIMEOUT_MS: positiveInt(30_000),
-  PINCER_RUNNER_START_TIMEOUT_MS: positiveInt(60_000),
-  PINCER_STOP_GRACE_MS: positiveInt(3000),
-  PINCER_TURN_LIMIT_MS: positiveInt(30 * 60_000),
-  PINCER_RUNNER_BACKOFF_MS: positiveInt(1000),
-  PINCER_RUNNER_BACKOFF_MAX_MS: positiveInt(60_000),
-  PINCER_SWEEP_INTERVAL_MS: positiveInt(1000),
-  PINCER_STALE_MS: positiveInt(2000),
-  PINCER_RETRY_BASE_MS: positiveInt(2000),
-  PINCER_RETRY_MAX_MS: positiveInt(5 * 60_000),
-  PINCER_MAX_TRIES: positiveInt(5),
-  PINCER_TASK_KEEP_RUNS: positiveInt(20),
-  PINCER_TASK_KEEP_DAYS: z.coerce.number().int().nonnegative().default(7),
-  PINCER_DELIVERY_ATTEMPTS: positiveInt(5),
-  PINCER_DELIVERY_RETRY_MS: positiveInt(500),
-});
+/**
+ * Host settings from the environment, parsed by the registry (src/shared/settings.ts holds each one's parser and
+ * default; docs/configuration.md "The host"): the host's own, and those of its runners it decides on or checks.
+ */
+const HostEnvSchema = settingsSchema([
+  'PINCER_HOME',
+  'PINCER_DEFAULT_GROUP',
+  'PINCER_SESSION_MODE',
+  'PINCER_ADMIN_USER_ID',
+  'PINCER_GROUP_TRIGGER',
+  'PINCER_ALLOWED_USERS',
+  'AGENT_PROVIDER',
+  'PINCER_MODEL',
+  'TZ',
+  'PINCER_HTTP_HOST',
+  'PINCER_HTTP_HOSTNAMES',
+  'PINCER_HTTP_TOKEN',
+  'PINCER_SSE_MAX_BUFFERED_BYTES',
+  'PINCER_METRICS_TOKEN',
+  'PINCER_RUNNER',
+  'PINCER_SESSION_SERVE_RUNNER',
+  'PINCER_SESSION_ORPHAN_MS',
+  'PINCER_IDLE_TIMEOUT_MS',
+  'PINCER_HEARTBEAT_TIMEOUT_MS',
+  'PINCER_RUNNER_START_TIMEOUT_MS',
+  'PINCER_STOP_GRACE_MS',
+  'PINCER_TURN_LIMIT_MS',
+  'PINCER_RUNNER_BACKOFF_MS',
+  'PINCER_RUNNER_BACKOFF_MAX_MS',
+  'PINCER_SWEEP_INTERVAL_MS',
+  'PINCER_STALE_MS',
+  'PINCER_RETRY_BASE_MS',
+  'PINCER_RETRY_MAX_MS',
+  'PINCER_MAX_TRIES',
+  'PINCER_TASK_KEEP_RUNS',
+  'PINCER_TASK_KEEP_DAYS',
+  'PINCER_DELIVERY_ATTEMPTS',
+  'PINCER_DELIVERY_RETRY_MS',
+  'PINCER_ATTACHMENT_ALLOW_HOSTS',
+  'PINCER_CONTAINER_ENV',
+]);
 
 /**
  * The home in use: `--home`, else PINCER_HOME, else `~/.pincer`. Not the current directory: the agent, its memory and
  * its schedules must not change with where a command happens to be typed.
  */
 export function resolveHome(env: NodeJS.ProcessEnv, flag?: string): string {
-  return path.resolve(flag || env.PINCER_HOME || path.join(os.homedir(), '.pincer'));
+  return path.resolve(flag || settingOrDefault(env, 'PINCER_HOME') || path.join(os.homedir(), '.pincer'));
 }
 
 export interface HostFlags {
@@ -71,11 +76,11 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   const parsed = HostEnvSchema.safeParse(env);
   if (!parsed.success) throw new PincerError('config', `bad host environment: ${describeIssues(parsed.error)}`);
   const e = parsed.data;
-  const timezone = env.TZ || systemTimeZone();
+  const timezone = e.TZ || systemTimeZone();
   if (!isValidTimeZone(timezone)) throw new PincerError('config', `unknown time zone "${timezone}" (TZ)`);
   // A runner setting, checked here too so that a typo stops the host at once instead of every runner later.
   try {
-    parseAllowHosts(env.PINCER_ATTACHMENT_ALLOW_HOSTS ?? '');
+    parseAllowHosts(e.PINCER_ATTACHMENT_ALLOW_HOSTS);
   } catch (err) {
     throw new PincerError('config', errorMessage(err));
   }
@@ -89,7 +94,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
         ? null
         : {
             name: e.PINCER_DEFAULT_GROUP,
-            provider: flags.provider ?? e.AGENT_PROVIDER,
+            provider: flags.provider ?? e.AGENT_PROVIDER ?? 'auto',
             model: e.PINCER_MODEL ?? null,
             sessionMode: e.PINCER_SESSION_MODE,
             timezone,
@@ -108,7 +113,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       turnLimitMs: e.PINCER_TURN_LIMIT_MS,
       backoffBaseMs: e.PINCER_RUNNER_BACKOFF_MS,
       backoffMaxMs: e.PINCER_RUNNER_BACKOFF_MAX_MS,
-      env: runnerBaseEnv(env),
+      env: runnerBaseEnv(env, e.PINCER_CONTAINER_ENV),
     },
     sweep: {
       intervalMs: e.PINCER_SWEEP_INTERVAL_MS,
@@ -120,6 +125,16 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     },
     delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
   };
+}
+
+/** The `runner` section of each session's `config.json`: the runner settings of the runners' configuration. */
+export function runnerSection(env: NodeJS.ProcessEnv): RunnerSection | undefined {
+  const entries = RUNNER_DOCUMENT_SETTINGS.flatMap((name) => {
+    const value = rawSetting(env, name);
+    // a bad value stays out: the runner's own environment has it and stops the runner with its one line, as before
+    return value === undefined || value === '' || !setting(name)!.parse.safeParse(value).success ? [] : [[name, value] as const];
+  });
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
 }
 
 /** `a, b,c` → `['a', 'b', 'c']`. */
@@ -146,8 +161,8 @@ function sessionPortOf(runner: string, orphanMs: number, env: NodeJS.ProcessEnv)
  * launcher reads, the system's basics, and the names the administrator adds with PINCER_CONTAINER_ENV. Nothing else of
  * the host's environment, whatever its name. The host's own secrets may not be added.
  */
-export function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const extra = extraRunnerNames(env);
+export function runnerBaseEnv(env: NodeJS.ProcessEnv, extraNames: readonly string[] = readSetting(env, 'PINCER_CONTAINER_ENV')): NodeJS.ProcessEnv {
+  const extra = extraRunnerNames(extraNames);
   const out: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || PER_GROUP.has(name)) continue;
@@ -160,8 +175,7 @@ export function runnerBaseEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 const PER_GROUP = new Set(['AGENT_PROVIDER', 'TZ', 'PINCER_WORKSPACE']);
 
 /** PINCER_CONTAINER_ENV: more names for every runner; a host secret named there stops the host. */
-function extraRunnerNames(env: NodeJS.ProcessEnv): Set<string> {
-  const names = (env.PINCER_CONTAINER_ENV ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+function extraRunnerNames(names: readonly string[]): Set<string> {
   const refused = names.filter((name) => isHostSecret(name) || PLATFORM_VARIABLES.includes(name));
   if (refused.length > 0) throw new PincerError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
   return new Set(names);

@@ -9,6 +9,7 @@ import { errorMessage, type Logger } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
 import { loopbackPeerUid } from './peer-uid.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The credential proxy: agents never hold a real key. The host keeps the provider credentials of its own environment;
@@ -164,7 +165,7 @@ export class CredentialProxy {
       if (openai.auth) out.OPENAI_API_KEY = placeholder;
       out.OPENAI_BASE_URL = `${base}/openai`;
       out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = withoutCredentials(openai.base);
-      if (env.OPENCODE_BASE_URL) out.OPENCODE_BASE_URL = `${base}/openai`;
+      if (rawSetting(env, 'OPENCODE_BASE_URL')) out.OPENCODE_BASE_URL = `${base}/openai`;
     }
     out[PROXY_MARKER_ENV] = '1';
     return out;
@@ -300,16 +301,17 @@ function refuse(res: http.ServerResponse, status: number, message: string): void
 
 function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
   const base = (): URL => baseUrlSetting(env, 'ANTHROPIC_BASE_URL') ?? new URL('https://api.anthropic.com');
-  if (env.ANTHROPIC_API_KEY) return { base: base(), auth: { header: 'x-api-key', value: env.ANTHROPIC_API_KEY }, extraHeaders: {} };
-  const oauth = env.CLAUDE_CODE_OAUTH_TOKEN;
+  const apiKey = rawSetting(env, 'ANTHROPIC_API_KEY');
+  if (apiKey) return { base: base(), auth: { header: 'x-api-key', value: apiKey }, extraHeaders: {} };
+  const oauth = rawSetting(env, 'CLAUDE_CODE_OAUTH_TOKEN');
   if (oauth) return { base: base(), auth: { header: 'authorization', value: `Bearer ${oauth}` }, extraHeaders: { 'anthropic-beta': 'oauth-2025-04-20' } };
-  if (env.ANTHROPIC_AUTH_TOKEN) return { base: base(), auth: { header: 'authorization', value: `Bearer ${env.ANTHROPIC_AUTH_TOKEN}` }, extraHeaders: {} };
+  if (rawSetting(env, 'ANTHROPIC_AUTH_TOKEN')) return { base: base(), auth: { header: 'authorization', value: `Bearer ${rawSetting(env, 'ANTHROPIC_AUTH_TOKEN')}` }, extraHeaders: {} };
   return undefined;
 }
 
 function openaiUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
-  const key = env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENCODE_API_KEY;
-  const custom = baseUrlSetting(env, env.OPENCODE_BASE_URL ? 'OPENCODE_BASE_URL' : 'OPENAI_BASE_URL');
+  const key = rawSetting(env, 'OPENAI_API_KEY') || rawSetting(env, 'CODEX_API_KEY') || rawSetting(env, 'OPENCODE_API_KEY');
+  const custom = baseUrlSetting(env, rawSetting(env, 'OPENCODE_BASE_URL') ? 'OPENCODE_BASE_URL' : 'OPENAI_BASE_URL');
   if (!key && !custom) return undefined;
   const base = custom ?? new URL('https://api.openai.com/v1');
   return { base, auth: key ? { header: 'authorization', value: `Bearer ${key}` } : undefined, extraHeaders: {} };

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSessionFolder, sessionPaths } from '../db/layout.js';
-import type { ConfigFile } from '../db/config-file.js';
+import type { ConfigFile, RunnerSection } from '../db/config-file.js';
+import { runnerSection } from './config.js';
 import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore, NewAgentGroup } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
@@ -16,11 +17,16 @@ import type { ConversationRef, HostConfig } from './types.js';
  * the home's shared folder, with the group's runner configuration published into `config.json`.
  */
 export class SessionDirectory {
+  /** config.json's `runner` section, the same for every session: the runner settings of the runners' configuration. */
+  private readonly runnerSettings: RunnerSection | undefined;
+
   constructor(
     private readonly store: CentralStore,
     private readonly config: HostConfig,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.runnerSettings = runnerSection(config.runners.env);
+  }
 
   /** On first start, create the default agent group (if one is configured and missing). */
   ensureDefaultGroup(): AgentGroup | undefined {
@@ -105,6 +111,7 @@ export class SessionDirectory {
       ...(group.model ? { model: group.model } : {}),
       ...(session.providerSessionId ? { sessionId: session.providerSessionId } : {}),
       ...(Object.keys(mcpServers).length > 0 ? { mcpServers } : {}),
+      ...(this.runnerSettings ? { runner: this.runnerSettings } : {}),
     };
   }
 

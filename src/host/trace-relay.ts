@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { tracesEndpoint, tracingConfigured } from '../shared/tracing.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The OTLP relay: a sandboxed runner has no network of its own, and the host's OTLP settings (the collector's address,
@@ -109,7 +110,7 @@ export class TraceRelay {
 /** OTEL_EXPORTER_OTLP_HEADERS / …_TRACES_HEADERS (`k=v,k2=v2`, values URL-encoded), the traces' own winning. */
 export function otlpHeaders(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const list of [env.OTEL_EXPORTER_OTLP_HEADERS, env.OTEL_EXPORTER_OTLP_TRACES_HEADERS]) {
+  for (const list of [rawSetting(env, 'OTEL_EXPORTER_OTLP_HEADERS'), rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS')]) {
     for (const pair of (list ?? '').split(',')) {
       const at = pair.indexOf('=');
       if (at <= 0) continue;

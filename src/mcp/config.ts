@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { settingsSchema } from '../shared/settings.js';
 import { describeIssues } from '../db/content.js';
 import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
 import type { McpStdioServerConfig } from '../providers/types.js';
@@ -8,11 +8,7 @@ import type { McpConfig } from './types.js';
 /** The name models see the tools under: `mcp__pincer__send_message` (Claude), `pincer_send_message` (OpenCode). */
 export const MCP_SERVER_NAME = 'pincer';
 
-const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
-
-const EnvSchema = z.object({
-  PINCER_MAX_FILE_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_FILE_BYTES),
-});
+const EnvSchema = settingsSchema(['PINCER_MAX_FILE_BYTES']);
 
 /**
  * The MCP server finds its session exactly as the runner does (PINCER_WORKSPACE, TZ, config.json), so both read the

@@ -1,3 +1,4 @@
+import { settingOrDefault } from '../shared/settings-load.js';
 /**
  * A provider's own deadline for a silent or unreachable model server. The Codex and OpenCode CLIs retry an unreachable
  * server for minutes (OpenCode forever), so the provider stops waiting after `timeoutMs` without model activity and
@@ -59,6 +60,5 @@ export class ModelDeadline {
 
 /** PINCER_PROVIDER_TIMEOUT_MS, default 120 s: long enough for slow reasoning, short enough not to hang a session. */
 export function providerTimeoutMs(env: Record<string, string | undefined>): number {
-  const value = Number(env.PINCER_PROVIDER_TIMEOUT_MS);
-  return Number.isInteger(value) && value > 0 ? value : 120_000;
+  return settingOrDefault(env, 'PINCER_PROVIDER_TIMEOUT_MS');
 }

@@ -1,4 +1,5 @@
 import type { McpServerConfig, McpStdioServerConfig } from './types.js';
+import { settingOrDefault } from '../shared/settings-load.js';
 
 /**
  * How long the user's MCP servers get, the same for every provider wherever Pincer controls it: a start deadline after
@@ -16,25 +17,17 @@ export interface McpClientSettings {
   imageBytes: number;
 }
 
-export const MCP_SETTING_DEFAULTS: McpClientSettings = {
-  startMs: 10_000,
-  callMs: 300_000,
-  resultBytes: 10 * 1024 * 1024,
-  imageBytes: 5 * 1024 * 1024,
-};
-
+/** The settings (each one's default is the registry's, src/shared/settings.ts); a bad value means the default. */
 export function mcpClientSettings(env: Record<string, string | undefined>): McpClientSettings {
-  const positive = (name: string, fallback: number): number => {
-    const value = Number(env[name]);
-    return env[name] !== undefined && Number.isInteger(value) && value > 0 ? value : fallback;
-  };
   return {
-    startMs: positive('PINCER_MCP_START_MS', MCP_SETTING_DEFAULTS.startMs),
-    callMs: positive('PINCER_MCP_CALL_MS', MCP_SETTING_DEFAULTS.callMs),
-    resultBytes: positive('PINCER_MCP_RESULT_BYTES', MCP_SETTING_DEFAULTS.resultBytes),
-    imageBytes: positive('PINCER_MCP_IMAGE_BYTES', MCP_SETTING_DEFAULTS.imageBytes),
+    startMs: settingOrDefault(env, 'PINCER_MCP_START_MS'),
+    callMs: settingOrDefault(env, 'PINCER_MCP_CALL_MS'),
+    resultBytes: settingOrDefault(env, 'PINCER_MCP_RESULT_BYTES'),
+    imageBytes: settingOrDefault(env, 'PINCER_MCP_IMAGE_BYTES'),
   };
 }
+
+export const MCP_SETTING_DEFAULTS: McpClientSettings = mcpClientSettings({});
 
 /**
  * A stdio server with a working directory, for an SDK whose configuration has none (Claude Code, OpenCode): the

@@ -5,6 +5,7 @@ import { AsyncQueue } from '../shared/async-queue.js';
 import { ProviderError } from './registry.js';
 import { turnUsageSchema } from '../shared/usage.js';
 import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderEvent, QueryInput, TurnUsage } from './types.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The deterministic provider (SPEC §4): answers the query and each push with one `result` whose text is `echo: ` and
@@ -29,12 +30,12 @@ export class MockProvider implements AgentProvider {
   private readonly model: string;
 
   constructor(config: ProviderConfig) {
-    this.usage = parseUsageOverride(config.env.MOCK_USAGE);
+    this.usage = parseUsageOverride(rawSetting(config.env, 'MOCK_USAGE'));
     this.model = config.model ?? 'mock';
-    this.delayMs = Number(config.env.MOCK_DELAY_MS ?? 0) || 0;
-    this.lingerMs = Number(config.env.MOCK_LINGER_MS ?? 0) || 0;
-    this.recordFile = config.env.MOCK_RECORD_FILE || undefined;
-    this.nativeMedia = (config.env.MOCK_NATIVE_MEDIA ?? '')
+    this.delayMs = Number(rawSetting(config.env, 'MOCK_DELAY_MS') ?? 0) || 0;
+    this.lingerMs = Number(rawSetting(config.env, 'MOCK_LINGER_MS') ?? 0) || 0;
+    this.recordFile = rawSetting(config.env, 'MOCK_RECORD_FILE') || undefined;
+    this.nativeMedia = (rawSetting(config.env, 'MOCK_NATIVE_MEDIA') ?? '')
       .split(',')
       .filter((kind): kind is 'image' | 'pdf' => kind === 'image' || kind === 'pdf');
   }

@@ -8,6 +8,7 @@ import type { ModelSettings } from '../db/model-settings.js';
 import { hasProviderPrefix, isModelRouteError, resolveModelRoute, type ModelRoute } from '../runtime/model-route.js';
 import { describeSelection, selectProvider, type ProviderProbe, type Selection, type SelectionInput } from '../runtime/selection.js';
 import type { AgentProvider, ProviderConfig } from './types.js';
+import { readSetting, settingOrDefault } from '../shared/settings-load.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
@@ -117,7 +118,7 @@ export function probeProviders(env: Record<string, string | undefined>, route?: 
  * PINCER_AUTO_FALLBACK when set (`pincer chat` sets `mock`, so it works without a key), else to `claude`.
  */
 export function selectProviderFor(policy: SelectionPolicy, env: Record<string, string | undefined>): Selection {
-  const ref = policy.model?.id ?? (env.PINCER_MODEL || undefined);
+  const ref = policy.model?.id ?? (readSetting(env, 'PINCER_MODEL') || undefined);
   let route: ModelRoute | undefined;
   let routeError: string | undefined;
   if (ref && hasProviderPrefix(ref)) {
@@ -139,7 +140,7 @@ export function selectProviderFor(policy: SelectionPolicy, env: Record<string, s
     routeError,
     probes: probeProviders(env, route),
     normalise: normaliseProviderName,
-    fallback: env.PINCER_AUTO_FALLBACK || 'claude',
+    fallback: settingOrDefault(env, 'PINCER_AUTO_FALLBACK'),
   });
 }
 

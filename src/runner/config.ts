@@ -1,14 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
-import { loadSessionConfig, SessionConfigError } from '../db/config-file.js';
+import { loadSessionConfig, SessionConfigError, withRunnerSection } from '../db/config-file.js';
 import type { SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
 import type { McpServers } from '../db/mcp-servers.js';
 import { errorMessage } from '../shared/log.js';
-import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
+import { settingsSchema } from '../shared/settings.js';
 import { parseAllowHosts, type DownloadAllowList } from './media/download-targets.js';
 
 /**
@@ -16,22 +15,27 @@ import { parseAllowHosts, type DownloadAllowList } from './media/download-target
  * `config.json`, time zone, wake mode; src/db/config-file.ts), plus the runner's own tuning from the environment.
  * Bad configuration fails with one clear line.
  */
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-
-/** Tuning knobs from the environment, with their defaults. */
-const EnvSchema = z.object({
-  PINCER_POLL_ACTIVE_MS: positiveInt(500),
-  PINCER_HEARTBEAT_MS: positiveInt(5000),
-  PINCER_BATCH_MAX_MESSAGES: positiveInt(50),
-  PINCER_BATCH_MAX_BYTES: positiveInt(512 * 1024),
-  PINCER_STOP_GRACE_MS: positiveInt(3000),
-  PINCER_SCRIPT_TIMEOUT_MS: positiveInt(30_000),
-  PINCER_SCRIPT_ENV_ALLOW: z.string().default(''),
-  PINCER_DOWNLOAD_TIMEOUT_MS: positiveInt(15_000),
-  PINCER_ATTACHMENT_ALLOW_HOSTS: z.string().default(''),
-});
+/** The runner's tuning, parsed by the registry (src/shared/settings.ts: each one's parser and default). */
+const EnvSchema = settingsSchema([
+  'AGENT_PROVIDER',
+  'PINCER_MODEL',
+  'PINCER_ADMIN_USER_ID',
+  'NANOCLAW_ADMIN_USER_ID',
+  'PINCER_POLL_ACTIVE_MS',
+  'PINCER_HEARTBEAT_MS',
+  'PINCER_BATCH_MAX_MESSAGES',
+  'PINCER_BATCH_MAX_BYTES',
+  'PINCER_STOP_GRACE_MS',
+  'PINCER_SCRIPT_TIMEOUT_MS',
+  'PINCER_SCRIPT_ENV_ALLOW',
+  'PINCER_DOWNLOAD_TIMEOUT_MS',
+  'PINCER_ATTACHMENT_ALLOW_HOSTS',
+  'PINCER_SANDBOX_NO_NETWORK',
+]);
 
 export interface RunnerConfig {
+  /** the runner's environment with config.json's `runner` settings under it (its own variables win) */
+  env: NodeJS.ProcessEnv;
   paths: SessionPaths;
   /** provider name as configured (AGENT_PROVIDER, else config.json `provider`); resolved by the registry. */
   provider: string | undefined;
@@ -70,20 +74,22 @@ export interface RunnerConfig {
   sandboxNoNetwork: string | undefined;
 }
 
-export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
-  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(env);
+export function loadRunnerConfig(ownEnv: NodeJS.ProcessEnv): RunnerConfig {
+  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(ownEnv);
+  const env = withRunnerSection(ownEnv, file);
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
   const t = tuning.data;
-  const model = env.PINCER_MODEL || file.model;
+  const model = t.PINCER_MODEL || file.model;
   return {
+    env,
     paths,
-    provider: env.AGENT_PROVIDER || file.provider,
+    provider: t.AGENT_PROVIDER || file.provider,
     groupProvider: file.groupProvider,
     modelProvider: model ? file.models?.[model]?.provider : undefined,
     generation: file.generation,
     modelGeneration: file.modelGeneration,
-    adminUserId: env.NANOCLAW_ADMIN_USER_ID || env.PINCER_ADMIN_USER_ID || file.adminUserId,
+    adminUserId: t.NANOCLAW_ADMIN_USER_ID || t.PINCER_ADMIN_USER_ID || file.adminUserId,
     assistantName: file.assistantName,
     model,
     models: file.models ?? {},
@@ -99,11 +105,11 @@ export function loadRunnerConfig(env: NodeJS.ProcessEnv): RunnerConfig {
     stopGraceMs: t.PINCER_STOP_GRACE_MS,
     script: {
       timeoutMs: t.PINCER_SCRIPT_TIMEOUT_MS,
-      allowEnv: t.PINCER_SCRIPT_ENV_ALLOW.split(',').map((name) => name.trim()).filter(Boolean),
+      allowEnv: t.PINCER_SCRIPT_ENV_ALLOW,
     },
     downloadTimeoutMs: t.PINCER_DOWNLOAD_TIMEOUT_MS,
     attachmentAllowHosts: allowHosts(t.PINCER_ATTACHMENT_ALLOW_HOSTS),
-    sandboxNoNetwork: env[NO_NETWORK_ENV] || undefined,
+    sandboxNoNetwork: t.PINCER_SANDBOX_NO_NETWORK || undefined,
   };
 }
 

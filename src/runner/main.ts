@@ -18,11 +18,11 @@ import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './
 import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
 import { resolveUserMcpServers } from './mcp-servers.js';
 import { readStdinDocument } from './stdin-document.js';
-import { STDIN_DOCUMENT_ENV } from '../shared/stdin-document.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
 import { identityAt } from '../db/db-file.js';
 import { ERROR_CODES, isPincerError } from '../shared/errors.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
@@ -34,6 +34,8 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   let setup;
   try {
     const config = loadRunnerConfig(env);
+    // from here on, the session's runner settings (config.json `runner`) count as this process's environment
+    env = config.env;
     // Extensions first: a harness they register is a runtime the policy may choose (logged once the runner is up).
     const found = findExtensions(config.paths.agent);
     const extensions = await loadExtensions(found.found, (m) => log.info(m));
@@ -55,7 +57,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
     // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
-    const secrets = env[STDIN_DOCUMENT_ENV] === '1' ? (await readStdinDocument(process.stdin)).secrets : {};
+    const secrets = rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {};
     const userServers = resolveUserMcpServers(config.mcpServers, { agentDir: config.paths.agent, env, secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined) });
     for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
     const provider = await createProvider(choice.name, {
@@ -123,7 +125,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   process.once('SIGINT', stop);
   // A launcher that holds our stdin open (PINCER_STOP_ON_STDIN_EOF=1) makes it a lifeline: when the host dies, the
   // pipe closes and we stop cleanly, so a container never outlives its host (src/container/).
-  const lifeline = env.PINCER_STOP_ON_STDIN_EOF === '1';
+  const lifeline = rawSetting(env, 'PINCER_STOP_ON_STDIN_EOF') === '1';
   if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
     `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
@@ -137,7 +139,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     return 1;
   } finally {
     waker.close();
-    if (lifeline || env[STDIN_DOCUMENT_ENV] === '1') process.stdin.destroy(); // an open stdin would keep the process alive
+    if (lifeline || rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1') process.stdin.destroy(); // an open stdin would keep the process alive
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
     await pools.close();
     await tracing.shutdown().catch((err: unknown) => log.warn(`trace export failed: ${errorMessage(err)}`));

@@ -1,11 +1,11 @@
-import { z } from 'zod';
+import { settingsSchema } from '../shared/settings.js';
 import { describeIssues } from '../db/content.js';
-import { AttachmentCodec, DEFAULT_INLINE_ATTACHMENT_BYTES } from '../runtime/attachments.js';
+import { AttachmentCodec } from '../runtime/attachments.js';
 import type { AttachmentTasks } from '../runtime/tasks/attachments.js';
 import type { FormatTasks } from './format-task.js';
 import { subscribeTaskEvents } from '../runtime/worker-pool/diagnostics.js';
 import { WorkerTaskPool } from '../runtime/worker-pool/pool.js';
-import type { Logger } from '../shared/log.js';
+import { isDebugLogging, type Logger } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
@@ -13,10 +13,7 @@ import { PincerError } from '../shared/errors.js';
  * process-wide CPU admission (max(1, cores − 1), or PINCER_WORKER_PARALLELISM). Created once at start-up, closed at
  * stop.
  */
-const EnvSchema = z.object({
-  PINCER_FORMAT_WORKER_BYTES: z.coerce.number().int().positive().default(256 * 1024),
-  PINCER_ATTACHMENT_WORKER_BYTES: z.coerce.number().int().positive().default(DEFAULT_INLINE_ATTACHMENT_BYTES),
-});
+const EnvSchema = settingsSchema(['PINCER_FORMAT_WORKER_BYTES', 'PINCER_ATTACHMENT_WORKER_BYTES']);
 
 export interface RunnerPools {
   format: WorkerTaskPool<FormatTasks>;
@@ -36,7 +33,7 @@ export function createRunnerPools(env: NodeJS.ProcessEnv, log?: Logger): RunnerP
   });
   // With PINCER_LOG_LEVEL=debug, every task's diagnostics event becomes a log line; otherwise nobody subscribes.
   const unsubscribe =
-    log && env.PINCER_LOG_LEVEL === 'debug'
+    log && isDebugLogging()
       ? subscribeTaskEvents((e) =>
           log.debug(
             `worker task ${e.pool}/${e.task} ${e.outcome}: queue ${ms(e.queueMs)}, prepare ${ms(e.prepareMs)}, run ${ms(e.runMs)}${e.coldStart ? ' (new worker)' : ''}, ${e.inputBytes} bytes, ${e.pendingTasks} pending`,

@@ -1,4 +1,5 @@
 import type net from 'node:net';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * Inside a sandbox with its own network namespace the host's credential proxy (127.0.0.1 on the host) is out of
@@ -8,7 +9,7 @@ import type net from 'node:net';
  * proxy itself (EADDRINUSE): nothing to do.
  */
 export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (message: string) => void): Promise<net.Server | undefined> {
-  const socket = env.PINCER_CREDENTIAL_PROXY_SOCKET;
+  const socket = rawSetting(env, 'PINCER_CREDENTIAL_PROXY_SOCKET');
   if (!socket) return undefined;
   const port = proxyPort(env);
   if (port === undefined) return undefined;
@@ -20,8 +21,8 @@ export async function forwardCredentialProxy(env: NodeJS.ProcessEnv, log: (messa
  * the agent CLI's — go to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` on the sandbox's loopback, forwarded to the relay's socket.
  */
 export async function forwardTraceRelay(env: NodeJS.ProcessEnv, log: (message: string) => void): Promise<net.Server | undefined> {
-  const socket = env.PINCER_TRACE_RELAY_SOCKET;
-  const port = loopbackPort(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const socket = rawSetting(env, 'PINCER_TRACE_RELAY_SOCKET');
+  const port = loopbackPort(rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'));
   if (!socket || port === undefined) return undefined;
   return forwardLoopback(port, socket, (m) => log(`cannot forward the trace relay: ${m}`));
 }

@@ -5,6 +5,8 @@
  * that wants a key may answer 401); only an address nothing answers on is a problem.
  */
 import { hasProviderPrefix, isModelRouteError, resolveModelRoute } from './model-route.js';
+import { readSetting } from '../shared/settings-load.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 export interface ModelServerProbe {
   /** the URL looked at */
@@ -16,7 +18,7 @@ export interface ModelServerProbe {
 }
 
 /** The probe of the model `ref` (PINCER_MODEL by default) routes to, or undefined when there is no server of the user's to probe. */
-export async function probeModelServer(env: Record<string, string | undefined>, ref = env.PINCER_MODEL, timeoutMs = 3000): Promise<ModelServerProbe | undefined> {
+export async function probeModelServer(env: Record<string, string | undefined>, ref = readSetting(env, 'PINCER_MODEL'), timeoutMs = 3000): Promise<ModelServerProbe | undefined> {
   if (!ref || !hasProviderPrefix(ref)) return undefined;
   let baseUrl: string | undefined;
   try {
@@ -27,7 +29,8 @@ export async function probeModelServer(env: Record<string, string | undefined>, 
     if (isModelRouteError(err)) return undefined; // the selection refuses it with its own message
     throw err;
   }
-  const source = env.OPENAI_BASE_URL && sameUrl(env.OPENAI_BASE_URL, baseUrl) ? 'OPENAI_BASE_URL' : "the model entry's baseUrl";
+  const openaiBaseUrl = rawSetting(env, 'OPENAI_BASE_URL');
+  const source = openaiBaseUrl && sameUrl(openaiBaseUrl, baseUrl) ? 'OPENAI_BASE_URL' : "the model entry's baseUrl";
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });

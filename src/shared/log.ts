@@ -4,6 +4,7 @@
  * stdout stays free for command output (JSON lines, MCP stdio).
  */
 import fs from 'node:fs';
+import { settingOrDefault } from './settings-load.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -16,9 +17,18 @@ export interface Logger {
   error(message: string): void;
 }
 
+/** PINCER_LOG_LEVEL of this process, read here only (any case; an unknown level is `info`). */
+export function logLevel(): LogLevel {
+  return settingOrDefault(process.env, 'PINCER_LOG_LEVEL');
+}
+
+/** PINCER_LOG_LEVEL=debug: stack traces, source maps, per-task diagnostics. */
+export function isDebugLogging(): boolean {
+  return logLevel() === 'debug';
+}
+
 function thresholdFromEnv(): number {
-  const level = (process.env.PINCER_LOG_LEVEL ?? 'info').toLowerCase();
-  return level in ORDER ? ORDER[level as LogLevel] : ORDER.info;
+  return ORDER[logLevel()];
 }
 
 /**

@@ -1,3 +1,4 @@
+import { rawSetting } from './settings-load.js';
 /**
  * The variables the host's credential proxy gives a runner. Behind the proxy a runner's `ANTHROPIC_BASE_URL` and
  * `OPENAI_BASE_URL` are the proxy's loopback address; what they stand for — the real upstream, never secret — is
@@ -18,7 +19,7 @@ export type ProxiedBaseUrl = keyof typeof UPSTREAM_BASE_URL_ENV;
 
 /** Where `name` really leads: the proxy's upstream for a runner behind the proxy, else the variable itself. */
 export function upstreamBaseUrl(env: Record<string, string | undefined>, name: ProxiedBaseUrl): string | undefined {
-  const own = (env[name] ?? '').trim() || undefined;
-  if (env[PROXY_MARKER_ENV] !== '1' || own === undefined) return own;
-  return (env[UPSTREAM_BASE_URL_ENV[name]] ?? '').trim() || own;
+  const own = (rawSetting(env, name) ?? '').trim() || undefined;
+  if (rawSetting(env, 'PINCER_CREDENTIAL_PROXY') !== '1' || own === undefined) return own;
+  return (rawSetting(env, UPSTREAM_BASE_URL_ENV[name]) ?? '').trim() || own;
 }

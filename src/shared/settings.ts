@@ -1,9 +1,17 @@
+import { z } from 'zod';
+
 /**
- * Every environment variable Pincer itself reads, in one typed list: its name, who reads it, whether it is a secret,
- * its default and one line of meaning (docs/configuration.md has the long form). The runner's environment is derived
- * from this list as an ALLOW-list: a runner gets the variables a runner reads and the few system ones below, never
- * "the host's environment less what we thought of" — a host variable nobody listed (`OPENAI_ADMIN_KEY`,
- * `ANTHROPIC_CUSTOM_HEADERS`, a cloud key) never reaches an agent. docs/security.md "What a runner's environment holds".
+ * Every environment variable Pincer itself reads, listed once: its name, who reads it, its parser (which holds its one
+ * default), whether it is a secret, and one line of meaning. docs/configuration.md has the long form and, in its "Every
+ * setting" table, a copy generated from this list (`node scripts/settings-doc.mjs`; test/settings.test.ts checks that it
+ * is current and that the hand-written tables agree with it). The loaders (src/shared/settings-load.ts and the host,
+ * runner and launcher configuration built on it) are the only code that reads these variables; test/settings.test.ts
+ * fails on a read anywhere else.
+ *
+ * The runner's environment is derived from this list as an ALLOW-list: a runner gets the variables a runner reads and
+ * the few system ones below, never "the host's environment less what we thought of" — a host variable nobody listed
+ * (`OPENAI_ADMIN_KEY`, `ANTHROPIC_CUSTOM_HEADERS`, a cloud key) never reaches an agent. docs/security.md "What a
+ * runner's environment holds".
  */
 
 /**
@@ -13,6 +21,21 @@
  */
 export type SettingReader = 'host' | 'launcher' | 'runner' | 'both';
 
+/** How a setting reaches a runner: `user` (the administrator sets it), `launcher`/`host` (Pincer sets it itself). */
+export type SettingSource = 'user' | 'launcher' | 'host';
+
+interface Definition<R extends SettingReader = SettingReader, P extends z.ZodType = z.ZodType> {
+  reader: R;
+  /** parses the raw value (a string, or undefined when unset) and holds the default: what an unset variable means. */
+  parse: P;
+  description: string;
+  /** the default in words, where the parser has none ('' when unset means off or "the SDK's own"). */
+  defaultWords?: string;
+  secret?: boolean;
+  /** who sets it for a runner: the administrator (default) or Pincer itself (never copied from the host's environment). */
+  source?: SettingSource;
+}
+
 export interface Setting {
   name: string;
   reader: SettingReader;
@@ -21,158 +44,241 @@ export interface Setting {
    * to a runner as the credential proxy's placeholder (src/host/credential-proxy.ts).
    */
   secret: boolean;
-  /** the default in words ('' when unset means off or "the SDK's own"). */
+  /** the default as docs/configuration.md writes it: the parser's default, else the words given ('' when none). */
   default: string;
   description: string;
+  source: SettingSource;
+  parse: z.ZodType;
 }
 
-const S = (name: string, reader: SettingReader, def: string, description: string, secret = false): Setting => ({ name, reader, secret, default: def, description });
+type Extra = Pick<Definition, 'defaultWords' | 'secret' | 'source'>;
+const def =
+  <R extends SettingReader>(reader: R) =>
+  <P extends z.ZodType>(parse: P, description: string, extra: Extra = {}): Definition<R, P> => ({ reader, parse, description, ...extra });
+const host = def('host');
+const launcher = def('launcher');
+const runner = def('runner');
+const both = def('both');
 
-export const SETTINGS: readonly Setting[] = [
+// Parsers. An unset variable takes the default; an explicit bad value fails with the variable named.
+const text = () => z.string().optional();
+const nonEmpty = () => z.string().min(1).optional();
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const optionalPositiveInt = () => z.coerce.number().int().positive().optional();
+const token = () => z.string().min(16, 'must be at least 16 characters').optional();
+const names = () =>
+  z
+    .string()
+    .default('')
+    .transform((list) => list.split(',').map((name) => name.trim()).filter(Boolean));
+/** A Kubernetes quantity: `500m`, `1`, `256Mi`, `1Gi`. */
+const quantity = () => z.string().regex(/^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'a Kubernetes quantity like 500m, 256Mi or 1Gi');
+const dnsName = () => z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name').max(63);
+/** `key=value,key=value` (node selectors). */
+const pairs = () =>
+  z
+    .string()
+    .regex(/^([A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$/, 'key=value pairs separated by commas')
+    .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=', 2) as [string, string])));
+
+/** A docker image reference as Pincer accepts it: lower case, `name[:tag]`, optional path. */
+export const IMAGE_NAME = /^[a-z0-9][a-z0-9_.\-/:]*$/;
+export const RUNNER_KINDS = ['auto', 'process', 'docker', 'bwrap', 'session-serve', 'kubernetes'] as const;
+const LAUNCHED = { source: 'launcher' } as const;
+const BY_HOST = { source: 'host' } as const;
+
+const REGISTRY = {
   // the host
-  S('PINCER_HOME', 'host', '~/.pincer', 'the home: all data of this installation'),
-  S('PINCER_DEFAULT_GROUP', 'host', 'main', 'group for unbound conversations; `none`: refuse them'),
-  S('PINCER_SESSION_MODE', 'host', 'shared', 'the default group gives each thread its own session (`per-thread`)'),
-  S('PINCER_ADMIN_USER_ID', 'host', '', 'admins of every group (the host checks admin rights itself)'),
-  S('NANOCLAW_ADMIN_USER_ID', 'host', '', 'the admin user of a runner started by hand'),
-  S('PINCER_GROUP_TRIGGER', 'host', 'mention', 'when the default group answers in a platform group chat'),
-  S('PINCER_ALLOWED_USERS', 'host', '', 'platform users the default group answers'),
-  S('PINCER_HTTP_HOST', 'host', '127.0.0.1', 'the HTTP API address'),
-  S('PINCER_HTTP_HOSTNAMES', 'host', '', 'extra host names the HTTP API answers to (Host header) besides loopback and PINCER_HTTP_HOST'),
-  S('PINCER_HTTP_TOKEN', 'host', '<home>/http-token', 'the HTTP API admin bearer token', true),
-  S('PINCER_METRICS_TOKEN', 'host', '', 'bearer token for /metrics', true),
-  S('PINCER_SSE_MAX_BUFFERED_BYTES', 'host', '1048576', 'unread bytes an SSE client may have'),
-  S('PINCER_SESSION_SERVE_RUNNER', 'host', 'auto', 'the runner kind of each session-serve process'),
-  S('PINCER_SESSION_ORPHAN_MS', 'host', '180000', 'a session-serve process without its host drains and exits after this'),
-  S('PINCER_SESSION_REFUSE_FS', 'host', '', 'more file system types session-serve refuses'),
-  S('PINCER_IDLE_TIMEOUT_MS', 'host', '300000', 'stop a runner idle this long'),
-  S('PINCER_HEARTBEAT_TIMEOUT_MS', 'host', '30000', 'kill a runner whose heartbeat is older'),
-  S('PINCER_RUNNER_START_TIMEOUT_MS', 'host', '60000', 'kill a runner that has not started after this'),
-  S('PINCER_TURN_LIMIT_MS', 'host', '1800000', 'end a query busy with one batch longer than this'),
-  S('PINCER_RUNNER_BACKOFF_MS', 'host', '1000', 'back-off base after an unexpected runner exit'),
-  S('PINCER_RUNNER_BACKOFF_MAX_MS', 'host', '60000', 'back-off cap after unexpected runner exits'),
-  S('PINCER_SWEEP_INTERVAL_MS', 'host', '1000', 'fallback period of each session sweep'),
-  S('PINCER_STALE_MS', 'host', '2000', 'retry a processing row outside the live batch after this'),
-  S('PINCER_RETRY_BASE_MS', 'host', '2000', 'retry back-off base'),
-  S('PINCER_RETRY_MAX_MS', 'host', '300000', 'retry back-off cap'),
-  S('PINCER_MAX_TRIES', 'host', '5', 'tries before a message fails'),
-  S('PINCER_TASK_KEEP_RUNS', 'host', '20', 'finished runs kept per task'),
-  S('PINCER_TASK_KEEP_DAYS', 'host', '7', 'days a finished task is kept'),
-  S('PINCER_DELIVERY_ATTEMPTS', 'host', '5', 'delivery attempts per outbound row'),
-  S('PINCER_DELIVERY_RETRY_MS', 'host', '500', 'delivery back-off base'),
+  PINCER_HOME: host(nonEmpty(), 'the home: all data of this installation', { defaultWords: '~/.pincer' }),
+  PINCER_DEFAULT_GROUP: host(z.string().min(1).default('main'), 'group for unbound conversations; `none`: refuse them'),
+  PINCER_SESSION_MODE: host(z.enum(['shared', 'per-thread']).default('shared'), 'the default group gives each thread its own session (`per-thread`)'),
+  PINCER_ADMIN_USER_ID: host(text(), 'admins of every group (the host checks admin rights itself)'),
+  NANOCLAW_ADMIN_USER_ID: host(text(), 'the admin user of a runner started by hand'),
+  PINCER_GROUP_TRIGGER: host(z.enum(['mention', 'always']).default('mention'), 'when the default group answers in a platform group chat'),
+  PINCER_ALLOWED_USERS: host(text(), 'platform users the default group answers'),
+  PINCER_HTTP_HOST: host(z.string().min(1).default('127.0.0.1'), 'the HTTP API address'),
+  PINCER_HTTP_HOSTNAMES: host(text(), 'extra host names the HTTP API answers to (Host header) besides loopback and PINCER_HTTP_HOST'),
+  PINCER_HTTP_TOKEN: host(token(), 'the HTTP API admin bearer token', { defaultWords: '<home>/http-token', secret: true }),
+  PINCER_METRICS_TOKEN: host(token(), 'bearer token for /metrics', { secret: true }),
+  PINCER_SSE_MAX_BUFFERED_BYTES: host(positiveInt(1024 * 1024), 'unread bytes an SSE client may have'),
+  PINCER_SESSION_SERVE_RUNNER: host(z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'), 'the runner kind of each session-serve process'),
+  PINCER_SESSION_ORPHAN_MS: host(positiveInt(3 * 60_000), 'a session-serve process without its host drains and exits after this'),
+  PINCER_SESSION_REFUSE_FS: host(names(), 'more file system types session-serve refuses'),
+  PINCER_IDLE_TIMEOUT_MS: host(positiveInt(5 * 60_000), 'stop a runner idle this long'),
+  PINCER_HEARTBEAT_TIMEOUT_MS: host(positiveInt(30_000), 'kill a runner whose heartbeat is older'),
+  PINCER_RUNNER_START_TIMEOUT_MS: host(positiveInt(60_000), 'kill a runner that has not started after this'),
+  PINCER_TURN_LIMIT_MS: host(positiveInt(30 * 60_000), 'end a query busy with one batch longer than this'),
+  PINCER_RUNNER_BACKOFF_MS: host(positiveInt(1000), 'back-off base after an unexpected runner exit'),
+  PINCER_RUNNER_BACKOFF_MAX_MS: host(positiveInt(60_000), 'back-off cap after unexpected runner exits'),
+  PINCER_SWEEP_INTERVAL_MS: host(positiveInt(1000), 'fallback period of each session sweep'),
+  PINCER_STALE_MS: host(positiveInt(2000), 'retry a processing row outside the live batch after this'),
+  PINCER_RETRY_BASE_MS: host(positiveInt(2000), 'retry back-off base'),
+  PINCER_RETRY_MAX_MS: host(positiveInt(5 * 60_000), 'retry back-off cap'),
+  PINCER_MAX_TRIES: host(positiveInt(5), 'tries before a message fails'),
+  PINCER_TASK_KEEP_RUNS: host(positiveInt(20), 'finished runs kept per task'),
+  PINCER_TASK_KEEP_DAYS: host(z.coerce.number().int().nonnegative().default(7), 'days a finished task is kept'),
+  PINCER_DELIVERY_ATTEMPTS: host(positiveInt(5), 'delivery attempts per outbound row'),
+  PINCER_DELIVERY_RETRY_MS: host(positiveInt(500), 'delivery back-off base'),
+  // sessions on Kubernetes (PINCER_RUNNER=kubernetes): the host's; a pod never sees them
+  PINCER_K8S_NAMESPACE: host(dnsName().optional(), 'where session objects go', { defaultWords: "the host pod's namespace, else the kubeconfig context's" }),
+  PINCER_K8S_IMAGE: host(nonEmpty(), 'the image of the session pods (required)'),
+  PINCER_K8S_IMAGE_PULL_POLICY: host(z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'), 'the pods’ image pull policy'),
+  PINCER_K8S_IMAGE_PULL_SECRETS: host(z.string().regex(/^[a-z0-9.,-]+$/, 'secret names separated by commas').optional(), 'pull secret names, comma-separated'),
+  PINCER_K8S_COMMAND: host(z.string().min(1).default('pincer'), 'the executable in the image that is `pincer`'),
+  PINCER_K8S_STORAGE_CLASS: host(nonEmpty(), 'storage class of session claims', { defaultWords: "the cluster's default" }),
+  PINCER_K8S_STORAGE_SIZE: host(quantity().default('1Gi'), 'size of each session claim'),
+  PINCER_K8S_ACCESS_MODE: host(z.enum(['ReadWriteOnce', 'ReadWriteOncePod']).default('ReadWriteOnce'), 'access mode of session claims'),
+  PINCER_K8S_SHARED_CLAIM: host(dnsName().optional(), 'a ReadWriteMany claim with `groups/` and `global/`'),
+  PINCER_K8S_RUNTIME_CLASS: host(dnsName().optional(), 'the pods’ runtime class'),
+  PINCER_K8S_NODE_SELECTOR: host(pairs().optional(), 'the pods’ node selector, `key=value,…`'),
+  PINCER_K8S_CPU_REQUEST: host(quantity().default('100m'), 'CPU request of a pod'),
+  PINCER_K8S_MEMORY_REQUEST: host(quantity().default('256Mi'), 'memory request of a pod'),
+  PINCER_K8S_CPU_LIMIT: host(quantity().optional(), 'CPU limit of a pod'),
+  PINCER_K8S_MEMORY_LIMIT: host(quantity().default('1Gi'), 'memory limit of a pod'),
+  PINCER_K8S_RUN_AS_USER: host(z.coerce.number().int().positive().default(1000), 'uid (and gid, fsGroup) of the pods'),
+  PINCER_K8S_START_TIMEOUT_MS: host(positiveInt(120_000), 'from creating a pod to its endpoint answering'),
+  PINCER_K8S_ENDPOINT_PORT: host(z.coerce.number().int().min(1).max(65535).default(7070), 'the port session-serve listens on in a pod'),
+  PINCER_K8S_IDLE_MS: host(positiveInt(5 * 60_000), 'a pod with nothing to do this long is drained and deleted'),
+  PINCER_K8S_HEARTBEAT_MS: host(positiveInt(5000), 'how often the host asks a pod’s health'),
+  PINCER_K8S_PROXY_URL: host(z.url().optional(), 'the host’s credential proxy as pods reach it'),
+  KUBECONFIG: host(nonEmpty(), 'the cluster (its first file); without it, the in-cluster service account'),
+  KUBERNETES_SERVICE_HOST: host(nonEmpty(), 'set in a pod: the host runs in the cluster'),
   // where runners are started
-  S('PINCER_RUNNER', 'launcher', 'auto', 'the runner kind: auto, process, docker, bwrap, session-serve'),
-  S('PINCER_CONTAINER_IMAGE', 'launcher', 'pincer-node', 'the Docker runner image'),
-  S('PINCER_CONTAINER_MEMORY', 'launcher', '2g', 'memory limit of a sandboxed runner'),
-  S('PINCER_CONTAINER_CPUS', 'launcher', '1', 'CPU limit of a Docker runner'),
-  S('PINCER_CONTAINER_PIDS', 'launcher', '512', 'process limit of a sandboxed runner'),
-  S('PINCER_CONTAINER_NETWORK', 'launcher', 'none', 'the Docker network of a runner'),
-  S('PINCER_CONTAINER_USER', 'launcher', '', 'uid[:gid] of a Docker runner'),
-  S('PINCER_CONTAINER_ENV', 'launcher', '', 'extra variable names passed to every runner (e.g. HTTPS_PROXY)'),
-  S('PINCER_BWRAP_NETWORK', 'launcher', 'none', 'none: only loopback in a bubblewrap runner; host: the host network'),
-  S('DOCKER_HOST', 'launcher', '', 'the daemon the docker CLI talks to'),
-  S('DOCKER_CONFIG', 'launcher', '', 'the docker CLI configuration folder'),
-  S('DOCKER_CONTEXT', 'launcher', '', 'the docker CLI context'),
-  S('DOCKER_CERT_PATH', 'launcher', '', 'the docker CLI TLS certificates'),
-  S('DOCKER_TLS_VERIFY', 'launcher', '', 'the docker CLI TLS verification'),
+  PINCER_RUNNER: launcher(z.enum(RUNNER_KINDS).default('auto'), 'the runner kind: auto, process, docker, bwrap, session-serve, kubernetes'),
+  PINCER_CONTAINER_IMAGE: launcher(z.string().regex(IMAGE_NAME, 'a docker image name').default('pincer-node'), 'the Docker runner image'),
+  PINCER_CONTAINER_MEMORY: launcher(z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'), 'memory limit of a sandboxed runner'),
+  PINCER_CONTAINER_CPUS: launcher(z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'), 'CPU limit of a Docker runner'),
+  PINCER_CONTAINER_PIDS: launcher(z.coerce.number().int().positive().default(512), 'process limit of a sandboxed runner'),
+  PINCER_CONTAINER_NETWORK: launcher(z.string().min(1).default('none'), 'the Docker network of a runner'),
+  PINCER_CONTAINER_USER: launcher(z.string().regex(/^\d+(:\d+)?$/, 'uid or uid:gid').optional(), 'uid[:gid] of a Docker runner', { defaultWords: "the session folder's owner" }),
+  PINCER_CONTAINER_ENV: launcher(names(), 'extra variable names passed to every runner (e.g. HTTPS_PROXY)'),
+  PINCER_BWRAP_NETWORK: launcher(z.enum(['none', 'host']).default('none'), 'none: only loopback in a bubblewrap runner; host: the host network'),
+  DOCKER_HOST: launcher(text(), 'the daemon the docker CLI talks to', { defaultWords: "docker's default" }),
+  DOCKER_CONFIG: launcher(text(), 'the docker CLI configuration folder'),
+  DOCKER_CONTEXT: launcher(text(), 'the docker CLI context'),
+  DOCKER_CERT_PATH: launcher(text(), 'the docker CLI TLS certificates'),
+  DOCKER_TLS_VERIFY: launcher(text(), 'the docker CLI TLS verification'),
   // both
-  S('AGENT_PROVIDER', 'both', 'auto', 'the provider (the host sets each group’s for its runners)'),
-  S('PINCER_MODEL', 'both', '', '<provider>/<model> of the built-in provider'),
-  S('TZ', 'both', 'system zone', 'time zone (the host sets each group’s for its runners)'),
-  S('PINCER_LOG_LEVEL', 'both', 'info', 'debug, info, warn, error'),
-  S('PINCER_BUSY_TIMEOUT_MS', 'both', '10000', 'wait for another process’s lock on a session DB'),
-  S('PINCER_STOP_GRACE_MS', 'both', '3000', 'grace of a runner being stopped'),
-  S('PINCER_ATTACHMENT_ALLOW_HOSTS', 'both', '', 'where attachment URLs may point besides public addresses'),
-  S('OTEL_EXPORTER_OTLP_ENDPOINT', 'both', '', 'OTLP/HTTP endpoint of traces'),
-  S('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'both', '', 'OTLP/HTTP endpoint of traces (traces only)'),
-  S('OTEL_EXPORTER_OTLP_HEADERS', 'both', '', 'headers of OTLP exports (a process runner exports itself)', true),
-  S('OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'both', '', 'headers of OTLP trace exports', true),
-  S('OTEL_SDK_DISABLED', 'both', '', '`true`: no tracing'),
-  S('OTEL_EXPORTER_OTLP_PROTOCOL', 'runner', '', 'the OTLP protocol of a provider CLI’s telemetry'),
-  S('OTEL_TRACES_EXPORTER', 'runner', '', 'a provider CLI’s trace exporter'),
-  S('OTEL_METRICS_EXPORTER', 'runner', '', 'a provider CLI’s metrics exporter'),
-  S('OTEL_LOGS_EXPORTER', 'runner', '', 'a provider CLI’s logs exporter'),
+  // unset or empty: no policy here (the runner then takes config.json's; `auto` where there is none)
+  AGENT_PROVIDER: both(z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()), 'the provider (the host sets each group’s for its runners)', { defaultWords: 'auto' }),
+  PINCER_MODEL: both(text(), '<provider>/<model> of the built-in provider'),
+  TZ: both(text(), 'time zone (the host sets each group’s for its runners)', { defaultWords: 'system zone' }),
+  // any case; an unknown level logs at info (a typo must not silence the log)
+  PINCER_LOG_LEVEL: both(z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(['debug', 'info', 'warn', 'error']).catch('info')), 'debug, info, warn, error'),
+  PINCER_BUSY_TIMEOUT_MS: both(positiveInt(10_000), 'wait for another process’s lock on a session DB (at least 5000)'),
+  PINCER_STOP_GRACE_MS: both(positiveInt(3000), 'grace of a runner being stopped'),
+  PINCER_ATTACHMENT_ALLOW_HOSTS: both(z.string().default(''), 'where attachment URLs may point besides public addresses'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: both(text(), 'OTLP/HTTP endpoint of traces'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: both(text(), 'OTLP/HTTP endpoint of traces (traces only)'),
+  OTEL_EXPORTER_OTLP_HEADERS: both(text(), 'headers of OTLP exports (a process runner exports itself)', { secret: true }),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: both(text(), 'headers of OTLP trace exports', { secret: true }),
+  OTEL_SDK_DISABLED: both(text(), '`true`: no tracing'),
+  OTEL_EXPORTER_OTLP_PROTOCOL: runner(text(), 'the OTLP protocol of a provider CLI’s telemetry'),
+  OTEL_TRACES_EXPORTER: runner(text(), 'a provider CLI’s trace exporter; `none`: no tracing'),
+  OTEL_METRICS_EXPORTER: runner(text(), 'a provider CLI’s metrics exporter'),
+  OTEL_LOGS_EXPORTER: runner(text(), 'a provider CLI’s logs exporter'),
   // the runner
-  S('PINCER_WORKSPACE', 'runner', '/workspace', 'the session folder (set by the launcher)'),
-  S('PINCER_STOP_ON_STDIN_EOF', 'runner', '', '1: stop when stdin closes (set by the launcher)'),
-  S('PINCER_CREDENTIAL_PROXY', 'runner', '', '1: behind the credential proxy (set by the host)'),
-  S('PINCER_CREDENTIAL_PROXY_SOCKET', 'runner', '', 'the proxy socket inside a sandbox (set by the launcher)'),
-  S('PINCER_UPSTREAM_ANTHROPIC_BASE_URL', 'runner', '', 'the real upstream behind the proxy (set by the host)'),
-  S('PINCER_UPSTREAM_OPENAI_BASE_URL', 'runner', '', 'the real upstream behind the proxy (set by the host)'),
-  S('PINCER_SANDBOX_NO_NETWORK', 'runner', '', 'the setting that gives a sandbox a network (set by the launcher)'),
-  S('PINCER_AUTO_FALLBACK', 'runner', 'claude', 'what auto picks when no provider is usable'),
-  S('PINCER_WORKER_PARALLELISM', 'runner', 'cores − 1', 'worker threads for CPU tasks'),
-  S('PINCER_FORMAT_WORKER_BYTES', 'runner', '262144', 'format a batch this large on a worker'),
-  S('PINCER_ATTACHMENT_WORKER_BYTES', 'runner', '65536', 'encode an attachment this large on a worker'),
-  S('PINCER_WAKE', 'runner', 'watch', 'watch or poll the session DB'),
-  S('PINCER_POLL_IDLE_MS', 'runner', '1000', 'poll interval when idle'),
-  S('PINCER_POLL_ACTIVE_MS', 'runner', '500', 'poll interval during a query'),
-  S('PINCER_HEARTBEAT_MS', 'runner', '5000', 'heartbeat period'),
-  S('PINCER_BATCH_MAX_MESSAGES', 'runner', '50', 'messages per batch'),
-  S('PINCER_BATCH_MAX_BYTES', 'runner', '524288', 'bytes per batch'),
-  S('PINCER_SCRIPT_TIMEOUT_MS', 'runner', '30000', 'task pre-script timeout'),
-  S('PINCER_SCRIPT_ENV_ALLOW', 'runner', '', 'variables task scripts may see besides PATH, HOME, TZ, LANG'),
-  S('PINCER_DOWNLOAD_TIMEOUT_MS', 'runner', '15000', 'attachment download timeout'),
-  S('PINCER_MAX_FILE_BYTES', 'runner', '', 'largest file the agent may send'),
-  S('PINCER_TOOLS_INSTRUCTIONS', 'runner', '', 'the MCP tools’ instructions'),
-  S('PINCER_MCP_CALL_MS', 'runner', '', 'timeout of a call to a user MCP server'),
-  S('PINCER_MCP_START_MS', 'runner', '', 'start timeout of a user MCP server'),
-  S('PINCER_MCP_RESULT_BYTES', 'runner', '', 'largest result of a user MCP server'),
-  S('PINCER_MCP_IMAGE_BYTES', 'runner', '', 'largest image of a user MCP server'),
-  S('PINCER_PROVIDER_TIMEOUT_MS', 'runner', '120000', 'how long the model may stay silent'),
-  S('PINCER_CONTEXT_WINDOW', 'runner', '', 'the model’s context window'),
-  S('PINCER_MODEL_MAX_RETRIES', 'runner', '2', 'retries of a model request'),
-  S('PINCER_BASH_TIMEOUT_MS', 'runner', '120000', 'default bash tool timeout'),
-  S('PINCER_TOOL_OUTPUT_CHARS', 'runner', '30000', 'tool output cut'),
-  S('PINCER_CLAUDE_PREWARM', 'runner', '', '1: keep the next Claude Code process ready'),
-  S('PINCER_CODE_MEMORY_MB', 'runner', '64', 'memory of a code-mode program'),
-  S('PINCER_CODE_SLICE_MS', 'runner', '', 'time slice of a code-mode program'),
-  S('PINCER_CODE_WAIT_MS', 'runner', '', 'how long code-mode `wait` waits'),
-  S('PINCER_STDIN_DOCUMENT', 'runner', '', '1: a launch document (secrets) comes on stdin (set by the launcher)'),
-  S('PINCER_TRACE_RELAY_SOCKET', 'runner', '', 'the host’s OTLP relay socket inside a sandbox (set by the launcher)'),
-  S('PINCER_IMAGE_FINGERPRINT', 'runner', '', 'the Docker image the runner runs in (set by the launcher)'),
+  PINCER_WORKSPACE: runner(text(), 'the session folder (set by the launcher)', { defaultWords: '/workspace', ...LAUNCHED }),
+  PINCER_STOP_ON_STDIN_EOF: runner(text(), '1: stop when stdin closes (set by the launcher)', LAUNCHED),
+  PINCER_CREDENTIAL_PROXY: runner(text(), '1: behind the credential proxy (set by the host)', BY_HOST),
+  PINCER_CREDENTIAL_PROXY_SOCKET: runner(text(), 'the proxy socket inside a sandbox (set by the launcher)', LAUNCHED),
+  PINCER_UPSTREAM_ANTHROPIC_BASE_URL: runner(text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),
+  PINCER_UPSTREAM_OPENAI_BASE_URL: runner(text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),
+  PINCER_SANDBOX_NO_NETWORK: runner(text(), 'the setting that gives a sandbox a network (set by the launcher)', LAUNCHED),
+  PINCER_AUTO_FALLBACK: runner(z.string().min(1).default('claude'), 'what auto picks when no provider is usable'),
+  PINCER_WORKER_PARALLELISM: runner(optionalPositiveInt(), 'worker threads for CPU tasks', { defaultWords: 'cores − 1 (min 1)' }),
+  PINCER_FORMAT_WORKER_BYTES: runner(positiveInt(256 * 1024), 'format a batch this large on a worker'),
+  PINCER_ATTACHMENT_WORKER_BYTES: runner(positiveInt(64 * 1024), 'encode an attachment this large on a worker'),
+  PINCER_WAKE: runner(z.enum(['watch', 'poll']).default('watch'), 'watch or poll the session DB'),
+  PINCER_POLL_IDLE_MS: runner(positiveInt(1000), 'poll interval when idle'),
+  PINCER_POLL_ACTIVE_MS: runner(positiveInt(500), 'poll interval during a query'),
+  PINCER_HEARTBEAT_MS: runner(positiveInt(5000), 'heartbeat period'),
+  PINCER_BATCH_MAX_MESSAGES: runner(positiveInt(50), 'messages per batch'),
+  PINCER_BATCH_MAX_BYTES: runner(positiveInt(512 * 1024), 'bytes per batch'),
+  PINCER_SCRIPT_TIMEOUT_MS: runner(positiveInt(30_000), 'task pre-script timeout'),
+  PINCER_SCRIPT_ENV_ALLOW: runner(names(), 'variables task scripts may see besides PATH, HOME, TZ, LANG'),
+  PINCER_DOWNLOAD_TIMEOUT_MS: runner(positiveInt(15_000), 'attachment download timeout'),
+  PINCER_MAX_FILE_BYTES: runner(positiveInt(50 * 1024 * 1024), 'largest file the agent may send'),
+  PINCER_MCP_CALL_MS: runner(positiveInt(300_000), 'timeout of a call to a user MCP server'),
+  PINCER_MCP_START_MS: runner(positiveInt(10_000), 'start timeout of a user MCP server'),
+  PINCER_MCP_RESULT_BYTES: runner(positiveInt(10 * 1024 * 1024), 'largest result of a user MCP server'),
+  PINCER_MCP_IMAGE_BYTES: runner(positiveInt(5 * 1024 * 1024), 'largest image of a user MCP server'),
+  PINCER_PROVIDER_TIMEOUT_MS: runner(positiveInt(120_000), 'how long the model may stay silent'),
+  PINCER_CONTEXT_WINDOW: runner(optionalPositiveInt(), 'the model’s context window', { defaultWords: "the catalogue's, else 128000" }),
+  PINCER_MODEL_MAX_RETRIES: runner(z.coerce.number().int().nonnegative().default(2), 'retries of a model request'),
+  PINCER_BASH_TIMEOUT_MS: runner(positiveInt(120_000), 'default bash tool timeout'),
+  PINCER_TOOL_OUTPUT_CHARS: runner(positiveInt(30_000), 'tool output cut'),
+  PINCER_CLAUDE_PREWARM: runner(text(), '1: keep the next Claude Code process ready'),
+  PINCER_CODE_MEMORY_MB: runner(positiveInt(64), 'memory of a code-mode program'),
+  PINCER_CODE_SLICE_MS: runner(positiveInt(5000), 'time slice of a code-mode program'),
+  PINCER_CODE_WAIT_MS: runner(positiveInt(30_000), 'how long code-mode `wait` waits'),
+  PINCER_STDIN_DOCUMENT: runner(text(), '1: a launch document (secrets) comes on stdin (set by the launcher)', LAUNCHED),
+  PINCER_TRACE_RELAY_SOCKET: runner(text(), 'the host’s OTLP relay socket inside a sandbox (set by the launcher)', LAUNCHED),
+  PINCER_IMAGE_FINGERPRINT: runner(text(), 'the Docker image the runner runs in (set by the launcher)', LAUNCHED),
   // provider SDKs and CLIs (their keys reach a runner only as the proxy's placeholders)
-  S('ANTHROPIC_API_KEY', 'runner', '', 'Anthropic API key', true),
-  S('ANTHROPIC_AUTH_TOKEN', 'runner', '', 'Anthropic bearer token', true),
-  S('CLAUDE_CODE_OAUTH_TOKEN', 'runner', '', 'Claude subscription token', true),
-  S('ANTHROPIC_BASE_URL', 'runner', 'https://api.anthropic.com', 'the Messages API endpoint'),
-  S('ANTHROPIC_MODEL', 'runner', '', 'Claude Code model override'),
-  S('CLAUDE_CONFIG_DIR', 'runner', '~/.claude', 'where Claude Code keeps its sessions'),
-  S('CLAUDE_TOOL_ALLOWLIST', 'runner', '', 'Claude Code tools allowed'),
-  S('CLAUDE_DISALLOWED_TOOLS', 'runner', '', 'Claude Code tools refused'),
-  S('CLAUDE_CODE_USE_BEDROCK', 'runner', '', 'Claude Code through Bedrock'),
-  S('CLAUDE_CODE_USE_VERTEX', 'runner', '', 'Claude Code through Vertex'),
-  S('CLAUDE_CODE_USE_FOUNDRY', 'runner', '', 'Claude Code through Foundry'),
-  S('CLAUDE_CODE_MAX_RETRIES', 'runner', '', 'Claude Code request retries'),
-  S('CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', 'runner', '1', 'Claude Code sends nothing but model calls'),
-  S('CLAUDE_CODE_ENABLE_TELEMETRY', 'runner', '', 'Claude Code traces'),
-  S('CLAUDE_CODE_ENHANCED_TELEMETRY_BETA', 'runner', '', 'Claude Code traces'),
-  S('CLAUDE_AGENT_SDK_CLIENT_APP', 'runner', 'pincer', 'the client name Claude Code reports'),
-  S('IS_SANDBOX', 'runner', '1', 'Claude Code runs with every permission granted'),
-  S('OPENAI_API_KEY', 'runner', '', 'OpenAI API key', true),
-  S('CODEX_API_KEY', 'runner', '', 'Codex API key', true),
-  S('OPENCODE_API_KEY', 'runner', '', 'OpenCode API key', true),
-  S('OPENAI_BASE_URL', 'runner', 'https://api.openai.com/v1', 'an OpenAI-compatible endpoint'),
-  S('CODEX_MODEL', 'runner', '', 'the Codex model'),
-  S('CODEX_HOME', 'runner', '<session>/.codex', 'where Codex keeps threads'),
-  S('CODEX_SANDBOX_MODE', 'runner', 'workspace-write', 'Codex’s own sandbox'),
-  S('CODEX_APPROVAL_POLICY', 'runner', 'never', 'Codex approval policy'),
-  S('CODEX_NETWORK_ACCESS', 'runner', '', 'network of Codex commands'),
-  S('CODEX_MAX_RETRIES', 'runner', '', 'Codex request retries'),
-  S('OPENCODE_MODEL', 'runner', '', 'the OpenCode model'),
-  S('OPENCODE_PROVIDER', 'runner', '', 'the OpenCode provider id'),
-  S('OPENCODE_BASE_URL', 'runner', '', 'an OpenAI-compatible endpoint for OpenCode'),
-  S('OPENCODE_BIN', 'runner', '', 'the opencode binary'),
-  S('OPENCODE_START_TIMEOUT_MS', 'runner', '30000', 'OpenCode server start timeout'),
-  S('OPENCODE_CONFIG_CONTENT', 'runner', '', 'OpenCode configuration'),
-  S('OPENCODE_DISABLE_AUTOUPDATE', 'runner', '', 'OpenCode auto-update'),
-  S('OPENCODE_DISABLE_MODELS_FETCH', 'runner', '', 'OpenCode model list fetch'),
-  S('MOCK_DELAY_MS', 'runner', '0', 'mock provider: delay before each answer'),
-  S('MOCK_LINGER_MS', 'runner', '', 'mock provider: linger after an answer'),
-  S('MOCK_NATIVE_MEDIA', 'runner', '', 'mock provider: accepts native media'),
-  S('MOCK_RECORD_FILE', 'runner', '', 'mock provider: record prompts to this file'),
-  S('MOCK_USAGE', 'runner', '', 'mock provider: usage to report'),
-];
+  ANTHROPIC_API_KEY: runner(text(), 'Anthropic API key', { secret: true }),
+  ANTHROPIC_AUTH_TOKEN: runner(text(), 'Anthropic bearer token', { secret: true }),
+  CLAUDE_CODE_OAUTH_TOKEN: runner(text(), 'Claude subscription token', { secret: true }),
+  ANTHROPIC_BASE_URL: runner(text(), 'the Messages API endpoint', { defaultWords: 'https://api.anthropic.com' }),
+  ANTHROPIC_MODEL: runner(text(), 'Claude Code model override'),
+  CLAUDE_CONFIG_DIR: runner(text(), 'where Claude Code keeps its sessions', { defaultWords: '~/.claude' }),
+  CLAUDE_TOOL_ALLOWLIST: runner(text(), 'Claude Code tools allowed'),
+  CLAUDE_DISALLOWED_TOOLS: runner(text(), 'Claude Code tools refused'),
+  CLAUDE_CODE_USE_BEDROCK: runner(text(), 'Claude Code through Bedrock'),
+  CLAUDE_CODE_USE_VERTEX: runner(text(), 'Claude Code through Vertex'),
+  CLAUDE_CODE_USE_FOUNDRY: runner(text(), 'Claude Code through Foundry'),
+  CLAUDE_CODE_MAX_RETRIES: runner(text(), 'Claude Code request retries'),
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: runner(z.string().default('1'), 'Claude Code sends nothing but model calls'),
+  CLAUDE_CODE_ENABLE_TELEMETRY: runner(text(), 'Claude Code traces'),
+  CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: runner(text(), 'Claude Code traces'),
+  CLAUDE_AGENT_SDK_CLIENT_APP: runner(z.string().default('pincer'), 'the client name Claude Code reports'),
+  IS_SANDBOX: runner(z.string().default('1'), 'Claude Code runs with every permission granted'),
+  OPENAI_API_KEY: runner(text(), 'OpenAI API key', { secret: true }),
+  CODEX_API_KEY: runner(text(), 'Codex API key', { secret: true }),
+  OPENCODE_API_KEY: runner(text(), 'OpenCode API key', { secret: true }),
+  OPENAI_BASE_URL: runner(text(), 'an OpenAI-compatible endpoint', { defaultWords: 'https://api.openai.com/v1' }),
+  CODEX_MODEL: runner(text(), 'the Codex model'),
+  CODEX_HOME: runner(text(), 'where Codex keeps threads', { defaultWords: '<session>/.codex' }),
+  CODEX_SANDBOX_MODE: runner(text(), 'Codex’s own sandbox', { defaultWords: 'workspace-write' }),
+  CODEX_APPROVAL_POLICY: runner(text(), 'Codex approval policy', { defaultWords: 'never' }),
+  CODEX_NETWORK_ACCESS: runner(text(), 'network of Codex commands'),
+  CODEX_MAX_RETRIES: runner(text(), 'Codex request retries'),
+  OPENCODE_MODEL: runner(text(), 'the OpenCode model'),
+  OPENCODE_PROVIDER: runner(text(), 'the OpenCode provider id'),
+  OPENCODE_BASE_URL: runner(text(), 'an OpenAI-compatible endpoint for OpenCode'),
+  OPENCODE_BIN: runner(text(), 'the opencode binary', { defaultWords: 'from node_modules' }),
+  OPENCODE_START_TIMEOUT_MS: runner(text(), 'OpenCode server start timeout', { defaultWords: '30000' }),
+  OPENCODE_CONFIG_CONTENT: runner(text(), 'OpenCode configuration'),
+  OPENCODE_DISABLE_AUTOUPDATE: runner(text(), 'OpenCode auto-update'),
+  OPENCODE_DISABLE_MODELS_FETCH: runner(text(), 'OpenCode model list fetch'),
+  MOCK_DELAY_MS: runner(text(), 'mock provider: delay before each answer', { defaultWords: '0' }),
+  MOCK_LINGER_MS: runner(text(), 'mock provider: linger after an answer'),
+  MOCK_NATIVE_MEDIA: runner(text(), 'mock provider: accepts native media'),
+  MOCK_RECORD_FILE: runner(text(), 'mock provider: record prompts to this file'),
+  MOCK_USAGE: runner(text(), 'mock provider: usage to report'),
+} satisfies Record<string, Definition>;
+
+type Registry = typeof REGISTRY;
+export type SettingName = keyof Registry;
+/** The parsed value of a setting (its default when unset). */
+export type SettingValue<N extends SettingName> = z.output<Registry[N]['parse']>;
+
+/** The default as the docs write it: the parser's own, else the words given. */
+function defaultOf(d: Definition): string {
+  const parsed = d.parse.safeParse(undefined);
+  if (parsed.success && parsed.data !== undefined && !(Array.isArray(parsed.data) && parsed.data.length === 0) && parsed.data !== '') return String(parsed.data);
+  return d.defaultWords ?? '';
+}
+
+export const SETTINGS: readonly Setting[] = Object.entries(REGISTRY).map(([name, d]: [string, Definition]) => ({
+  name,
+  reader: d.reader,
+  secret: d.secret ?? false,
+  default: defaultOf(d),
+  description: d.description,
+  source: d.source ?? 'user',
+  parse: d.parse,
+}));
 
 /** What every process needs to run at all (a sandbox sets its own PATH and HOME). */
 export const SYSTEM_VARIABLES: readonly string[] = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'TMPDIR', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR'];
@@ -182,6 +288,29 @@ const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]));
 export function setting(name: string): Setting | undefined {
   return BY_NAME.get(name);
 }
+
+export function isSettingName(name: string): name is SettingName {
+  return BY_NAME.has(name);
+}
+
+/** The parsers of `names`, as one zod object (what a loader parses the environment with). */
+export function settingsSchema<const N extends SettingName>(names: readonly N[]): z.ZodObject<{ [K in N]: Registry[K]['parse'] }> {
+  return z.object(Object.fromEntries(names.map((name) => [name, REGISTRY[name].parse]))) as unknown as z.ZodObject<{ [K in N]: Registry[K]['parse'] }>;
+}
+
+/** Names of the settings `reader` reads (with `both`), in registry order. */
+export function settingsReadBy(reader: Exclude<SettingReader, 'both'>): SettingName[] {
+  return SETTINGS.filter((s) => s.reader === reader || s.reader === 'both').map((s) => s.name as SettingName);
+}
+
+/**
+ * The settings a session's `config.json` carries in its `runner` section (what a runner on another machine gets in
+ * place of the host's environment): a runner's settings the administrator sets, never a secret, nor what the host or a
+ * launcher sets per launch, nor the group's own provider and time zone (`provider`, `timezone` of the same file).
+ */
+export const RUNNER_DOCUMENT_SETTINGS: readonly SettingName[] = SETTINGS.filter(
+  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name !== 'AGENT_PROVIDER' && s.name !== 'TZ',
+).map((s) => s.name as SettingName);
 
 /** Variables a runner process may have: the runner's settings and the system's. */
 export function isRunnerVariable(name: string): boolean {

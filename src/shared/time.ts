@@ -1,3 +1,4 @@
+import { rawSetting } from './settings-load.js';
 /** Times in the session DB are ISO-8601 UTC strings with milliseconds, e.g. 2026-11-30T10:51:27.000Z. */
 export function isoNow(): string {
   return new Date().toISOString();
@@ -56,7 +57,7 @@ const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'UCT', 'Etc/UCT', 'Universal', 'Etc
  * was not understood (or is UTC, handled above), and Intl decides.
  */
 function isProcessZone(timeZone: string): boolean {
-  return timeZone === process.env.TZ && new Date(Date.UTC(1800, 0, 1)).getTimezoneOffset() !== 0;
+  return timeZone === rawSetting(process.env, 'TZ') && new Date(Date.UTC(1800, 0, 1)).getTimezoneOffset() !== 0;
 }
 
 /** The system's zone when TZ is not set (/etc/localtime, which only ICU reads). */

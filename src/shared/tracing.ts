@@ -1,3 +1,4 @@
+import { rawSetting } from './settings-load.js';
 /**
  * OpenTelemetry traces, on only when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set;
  * otherwise every call is a no-op and no OpenTelemetry module is even loaded. One trace per inbound message: the
@@ -45,12 +46,12 @@ export const NO_TRACING: Tracing = {
 
 /** Whether `env` turns tracing on. */
 export function tracingConfigured(env: NodeJS.ProcessEnv | Record<string, string | undefined>): boolean {
-  return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT) && env.OTEL_TRACES_EXPORTER !== 'none' && env.OTEL_SDK_DISABLED !== 'true';
+  return Boolean(rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') || rawSetting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')) && rawSetting(env, 'OTEL_TRACES_EXPORTER') !== 'none' && rawSetting(env, 'OTEL_SDK_DISABLED') !== 'true';
 }
 
 /** The OTLP/HTTP URL spans go to: the traces endpoint, else `<endpoint>/v1/traces`. */
 export function tracesEndpoint(env: NodeJS.ProcessEnv | Record<string, string | undefined>): string {
-  return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${String(env.OTEL_EXPORTER_OTLP_ENDPOINT).replace(/\/$/, '')}/v1/traces`;
+  return rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') || `${String(rawSetting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')).replace(/\/$/, '')}/v1/traces`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { hasProviderPrefix, isModelRouteError, resolveModelRoute } from '../../r
 import type { AgentGroup } from '../central-db/types.js';
 import { groupRegistry, groupSelection, projectCatalogue, type SelectionMemo } from './catalogue.js';
 import type { HostCredentials, ModelGeneration } from './types.js';
+import { readSetting } from '../../shared/settings-load.js';
 import { PincerError } from '../../shared/errors.js';
 
 
@@ -30,7 +31,7 @@ export function inputsOf(group: AgentGroup, credentials: HostCredentials): strin
  * the next one.
  */
 export function buildGeneration({ group, number, credentials, hasExtensions, memo = new Map(), now = () => new Date() }: BuildInput): ModelGeneration {
-  const model = group.model ?? (credentials.env.PINCER_MODEL || null);
+  const model = group.model ?? (readSetting(credentials.env, 'PINCER_MODEL') || null);
   if (model && hasProviderPrefix(model)) {
     try {
       resolveModelRoute({ ref: model, env: credentials.env });

@@ -1,47 +1,39 @@
 import fs from 'node:fs';
-import { z } from 'zod';
+import { settingsSchema } from '../../shared/settings.js';
 import { describeIssues } from '../../db/content.js';
 
 /** The namespace of the host's own pod, when it runs in a cluster (the service account's mount). */
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-/** A Kubernetes quantity: `500m`, `1`, `256Mi`, `1Gi`. */
-const quantity = z.string().regex(/^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'a Kubernetes quantity like 500m, 256Mi or 1Gi');
-/** `key=value,key=value` (node selectors). */
-const pairs = z
-  .string()
-  .regex(/^([A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$/, 'key=value pairs separated by commas')
-  .transform((text) => Object.fromEntries(text.split(',').map((pair) => pair.split('=', 2) as [string, string])));
-const dnsName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name').max(63);
-
-/** The settings of `PINCER_RUNNER=kubernetes` (docs/configuration.md "Sessions on Kubernetes"), each read here only. */
-const KubernetesEnvSchema = z.object({
-  PINCER_K8S_NAMESPACE: dnsName.optional(),
-  PINCER_K8S_IMAGE: z.string().min(1).optional(),
-  PINCER_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
-  PINCER_K8S_IMAGE_PULL_SECRETS: z.string().regex(/^[a-z0-9.,-]+$/, 'secret names separated by commas').optional(),
-  /** the executable in the image that is `pincer` (the image's own `pincer` on PATH by default). */
-  PINCER_K8S_COMMAND: z.string().min(1).default('pincer'),
-  PINCER_K8S_STORAGE_CLASS: z.string().min(1).optional(),
-  PINCER_K8S_STORAGE_SIZE: quantity.default('1Gi'),
-  PINCER_K8S_ACCESS_MODE: z.enum(['ReadWriteOnce', 'ReadWriteOncePod']).default('ReadWriteOnce'),
-  PINCER_K8S_SHARED_CLAIM: dnsName.optional(),
-  PINCER_K8S_RUNTIME_CLASS: dnsName.optional(),
-  PINCER_K8S_NODE_SELECTOR: pairs.optional(),
-  PINCER_K8S_CPU_REQUEST: quantity.default('100m'),
-  PINCER_K8S_MEMORY_REQUEST: quantity.default('256Mi'),
-  PINCER_K8S_CPU_LIMIT: quantity.optional(),
-  PINCER_K8S_MEMORY_LIMIT: quantity.default('1Gi'),
-  PINCER_K8S_RUN_AS_USER: z.coerce.number().int().positive().default(1000),
-  PINCER_K8S_START_TIMEOUT_MS: positiveInt(120_000),
-  PINCER_K8S_ENDPOINT_PORT: z.coerce.number().int().min(1).max(65535).default(7070),
-  PINCER_K8S_IDLE_MS: positiveInt(5 * 60_000),
-  PINCER_K8S_HEARTBEAT_MS: positiveInt(5000),
-  PINCER_K8S_PROXY_URL: z.url().optional(),
-  KUBECONFIG: z.string().min(1).optional(),
-  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
-});
+/**
+ * The settings of `PINCER_RUNNER=kubernetes` (docs/configuration.md "Sessions on Kubernetes"), each read here only,
+ * parsed by the registry (src/shared/settings.ts: each one's parser and default).
+ */
+const KubernetesEnvSchema = settingsSchema([
+  'PINCER_K8S_NAMESPACE',
+  'PINCER_K8S_IMAGE',
+  'PINCER_K8S_IMAGE_PULL_POLICY',
+  'PINCER_K8S_IMAGE_PULL_SECRETS',
+  'PINCER_K8S_COMMAND',
+  'PINCER_K8S_STORAGE_CLASS',
+  'PINCER_K8S_STORAGE_SIZE',
+  'PINCER_K8S_ACCESS_MODE',
+  'PINCER_K8S_SHARED_CLAIM',
+  'PINCER_K8S_RUNTIME_CLASS',
+  'PINCER_K8S_NODE_SELECTOR',
+  'PINCER_K8S_CPU_REQUEST',
+  'PINCER_K8S_MEMORY_REQUEST',
+  'PINCER_K8S_CPU_LIMIT',
+  'PINCER_K8S_MEMORY_LIMIT',
+  'PINCER_K8S_RUN_AS_USER',
+  'PINCER_K8S_START_TIMEOUT_MS',
+  'PINCER_K8S_ENDPOINT_PORT',
+  'PINCER_K8S_IDLE_MS',
+  'PINCER_K8S_HEARTBEAT_MS',
+  'PINCER_K8S_PROXY_URL',
+  'KUBECONFIG',
+  'KUBERNETES_SERVICE_HOST',
+]);
 
 /** The names of the settings (the deploy manifests and docs are checked against them). */
 export const KUBERNETES_SETTING_NAMES: readonly string[] = Object.keys(KubernetesEnvSchema.shape);

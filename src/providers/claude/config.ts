@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ProviderError } from '../registry.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * Claude provider settings, read once from the runner's environment (seed "Provider 工厂": provider settings come
@@ -48,7 +49,7 @@ export function hasClaudeCredentials(env: Record<string, string | undefined>): b
 
 /** Where Claude Code keeps its state: CLAUDE_CONFIG_DIR, else ~/.claude. */
 export function claudeConfigDir(env: Record<string, string | undefined>): string {
-  return env.CLAUDE_CONFIG_DIR || path.join(env.HOME || os.homedir(), '.claude');
+  return rawSetting(env, 'CLAUDE_CONFIG_DIR') || path.join(env.HOME || os.homedir(), '.claude');
 }
 
 /**
@@ -96,7 +97,7 @@ export function loadClaudeSettings(env: Record<string, string | undefined>, mode
  * environment already has win.
  */
 function claudeTelemetryEnv(env: Record<string, string | undefined>): Record<string, string> {
-  if (!env.TRACEPARENT || !(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) return {};
+  if (!env.TRACEPARENT || !(rawSetting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') || rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'))) return {};
   const defaults: Record<string, string> = {
     CLAUDE_CODE_ENABLE_TELEMETRY: '1',
     CLAUDE_CODE_ENHANCED_TELEMETRY_BETA: '1',
@@ -112,8 +113,8 @@ export function claudeProcessEnv(env: Record<string, string | undefined>): Recor
   return {
     ...env,
     ...claudeTelemetryEnv(env),
-    IS_SANDBOX: env.IS_SANDBOX ?? '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC ?? '1',
-    CLAUDE_AGENT_SDK_CLIENT_APP: env.CLAUDE_AGENT_SDK_CLIENT_APP ?? 'pincer',
+    IS_SANDBOX: rawSetting(env, 'IS_SANDBOX') ?? '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: rawSetting(env, 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC') ?? '1',
+    CLAUDE_AGENT_SDK_CLIENT_APP: rawSetting(env, 'CLAUDE_AGENT_SDK_CLIENT_APP') ?? 'pincer',
   };
 }

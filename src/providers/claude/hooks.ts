@@ -3,6 +3,7 @@ import type { Logger } from '../../shared/log.js';
 import { systemTimeZone } from '../../shared/time.js';
 import { CREDENTIAL_VARIABLES } from './config.js';
 import { archiveClaudeTranscript } from './transcript.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * The two hooks the seed's Claude provider registers inside the SDK (they are Claude-only, so not part of the
@@ -73,7 +74,7 @@ export function claudeHooks(
 }
 
 function timeZoneOf(env: Record<string, string | undefined>): string {
-  return env.TZ || systemTimeZone();
+  return rawSetting(env, 'TZ') || systemTimeZone();
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

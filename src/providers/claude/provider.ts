@@ -11,6 +11,7 @@ import { ClaudeUsageMeter, type UsageTotals } from './usage.js';
 import { claudeOptions } from './options.js';
 import { SpareProcess, spareKey } from './spare.js';
 import { isOnResumeChain } from './transcript.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
@@ -105,7 +106,7 @@ class ClaudeRun {
     private readonly spare: SpareProcess | undefined,
     usageTotals: UsageTotals,
   ) {
-    this.translator = new ClaudeEventTranslator(log, input.env.ANTHROPIC_BASE_URL, new ClaudeUsageMeter(input.sessionId, usageTotals));
+    this.translator = new ClaudeEventTranslator(log, rawSetting(input.env, 'ANTHROPIC_BASE_URL'), new ClaudeUsageMeter(input.sessionId, usageTotals));
     this.deadline = new ModelDeadline(settings.timeoutMs, (waited, phase) => {
       const what = phase === 'startup' ? 'Claude Code did not start' : 'the model did not answer';
       this.fail(new ClaudeProviderError('timeout', `${what} within ${waited} ms (PINCER_PROVIDER_TIMEOUT_MS)`));

@@ -9,6 +9,7 @@ import { ProviderError } from '../registry.js';
 import type { ModelRoute } from '../../runtime/model-route.js';
 import { mcpClientSettings } from '../mcp-settings.js';
 import type { McpServerConfig, QueryInput } from '../types.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * Codex settings from the environment (seed "Codex Provider": sandbox mode, approval policy and network access come
@@ -73,7 +74,7 @@ export function readCodexSettings(env: Record<string, string | undefined>, model
     env,
   };
   // Behind the host's credential proxy the base URL is the proxy's, whatever the upstream: Codex's default model is fine.
-  if (settings.baseUrl && !settings.model && env.PINCER_CREDENTIAL_PROXY !== '1') {
+  if (settings.baseUrl && !settings.model && rawSetting(env, 'PINCER_CREDENTIAL_PROXY') !== '1') {
     throw new ProviderError('config', 'codex: OPENAI_BASE_URL is set but no model: set CODEX_MODEL to a model the server serves');
   }
   return settings;
@@ -234,8 +235,9 @@ export const CODEX_CREDENTIALS_HINT =
  * login in an explicit CODEX_HOME. Without any, the Codex CLI would retry for minutes before failing.
  */
 export function codexHasCredentials(env: Record<string, string | undefined>): boolean {
-  if (env.OPENAI_API_KEY || env.CODEX_API_KEY || env.OPENAI_BASE_URL) return true;
-  return Boolean(env.CODEX_HOME && fs.existsSync(path.join(env.CODEX_HOME, 'auth.json')));
+  if (rawSetting(env, 'OPENAI_API_KEY') || rawSetting(env, 'CODEX_API_KEY') || rawSetting(env, 'OPENAI_BASE_URL')) return true;
+  const home = rawSetting(env, 'CODEX_HOME');
+  return Boolean(home && fs.existsSync(path.join(home, 'auth.json')));
 }
 
 /**
@@ -249,5 +251,5 @@ export function codexSupportsRoute(route: ModelRoute): boolean {
 
 /** `auto` picks Codex when an OpenAI key is configured. */
 export function codexUsableWith(env: Record<string, string | undefined>): boolean {
-  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+  return Boolean(rawSetting(env, 'OPENAI_API_KEY') || rawSetting(env, 'CODEX_API_KEY'));
 }

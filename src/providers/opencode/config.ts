@@ -7,6 +7,7 @@ import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import { mcpClientSettings, withoutCwd } from '../mcp-settings.js';
 import type { McpServerConfig, PrepareInput } from '../types.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * OpenCode settings from the environment (seed "OpenCode Provider": provider and model from `OPENCODE_PROVIDER` /
@@ -149,5 +150,5 @@ export const OPENCODE_CREDENTIALS_HINT =
 
 /** `auto` picks OpenCode when a model for it is configured; chosen explicitly, it needs one too (else its server retries forever). */
 export function openCodeUsableWith(env: Record<string, string | undefined>): boolean {
-  return Boolean(env.OPENCODE_MODEL);
+  return Boolean(rawSetting(env, 'OPENCODE_MODEL'));
 }

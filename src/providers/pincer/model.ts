@@ -1,6 +1,7 @@
 import { getModel, type Api, type KnownProvider, type Model } from '@mariozechner/pi-ai';
 import { isModelRouteError, resolveModelRoute, routeApiKey, type ModelRoute, type ModelSettings } from '../../runtime/model-route.js';
 import { ProviderError } from '../registry.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * The pi-ai model the built-in runtime talks to, built from the configured route (src/runtime/model-route.ts): the
@@ -37,7 +38,7 @@ export function buildModel(
   if (!api || !baseUrl) {
     throw new ProviderError('config', `pincer: model "${ref}" is not in the model catalogue; give it an api and a baseUrl in a model entry`);
   }
-  const contextWindow = numberFromEnv(env.PINCER_CONTEXT_WINDOW) ?? route.contextWindow ?? catalogue?.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  const contextWindow = numberFromEnv(rawSetting(env, 'PINCER_CONTEXT_WINDOW')) ?? route.contextWindow ?? catalogue?.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
   const model: Model<Api> = {
     id: route.model,
     name: catalogue?.name ?? route.model,

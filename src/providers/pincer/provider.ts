@@ -25,6 +25,8 @@ import { extensionTool } from './tools/extension.js';
 import { MutationQueue, poolPlanner, type FilePlanner } from './tools/edit.js';
 import { fileTools } from './tools/files.js';
 import { toolLimits } from './tools/limits.js';
+import { settingOrDefault } from '../../shared/settings-load.js';
+import { rawSetting } from '../../shared/settings-load.js';
 
 /**
  * The built-in runtime (provider `pincer`; aliases `builtin`, `openclaw`, `pi`): Pincer's own agent loop on model APIs
@@ -68,7 +70,7 @@ export class PincerProvider implements AgentProvider {
     this.env = config.env;
     this.extensionTools = config.extensionTools;
     this.linkedMcpServers = config.linkedMcpServers ?? {};
-    const ref = config.model ?? config.env.PINCER_MODEL;
+    const ref = config.model; // the runner's configuration: PINCER_MODEL, else config.json's
     if (!ref) {
       throw new ProviderError(
         'config',
@@ -132,7 +134,7 @@ export class PincerProvider implements AgentProvider {
   /** The conversation to continue: the one in memory, the one on disk, or a new one. */
   private conversationFor(input: QueryInput): Conversation {
     if (input.sessionId && this.conversation?.store.id === input.sessionId) return this.conversation;
-    const workspace = this.env.PINCER_WORKSPACE || path.dirname(input.cwd);
+    const workspace = rawSetting(this.env, 'PINCER_WORKSPACE') || path.dirname(input.cwd);
     let store = input.sessionId ? SessionStore.open(workspace, input.sessionId) : undefined;
     let messages: AgentMessage[] = [];
     if (store) {
@@ -150,7 +152,7 @@ export class PincerProvider implements AgentProvider {
 
   private createAgent(store: SessionStore, messages: AgentMessage[], input: QueryInput): Agent {
     const { model, apiKey } = this.built;
-    const configuredRetries = Number(this.env.PINCER_MODEL_MAX_RETRIES ?? 2);
+    const configuredRetries = settingOrDefault(this.env, 'PINCER_MODEL_MAX_RETRIES');
     const maxRetries = Number.isInteger(configuredRetries) && configuredRetries >= 0 ? configuredRetries : 2;
     const agent = new Agent({
       initialState: { systemPrompt: systemPromptFor(input), model, messages, tools: [] },
@@ -173,7 +175,7 @@ export class PincerProvider implements AgentProvider {
       state: agent.state,
       persist: (summary, kept) => store.appendCompaction(summary, kept),
       agentDir: input.cwd,
-      timeZone: this.env.TZ || 'UTC',
+      timeZone: rawSetting(this.env, 'TZ') || 'UTC',
       log: (m) => this.log.info(m),
     });
     // pi-agent-core's context hook: compaction happens before any model call, inside a long tool loop too.

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { CpuAdmissionLike, CpuPermit } from './types.js';
+import { settingOrDefault } from '../../shared/settings-load.js';
 
 /**
  * CPU admission shared by pools (seed: "在调用 isolate 内共享 max(1, availableParallelism() - 1) 的 CPU 准入限制"): at
@@ -64,9 +65,7 @@ export class CpuAdmission implements CpuAdmissionLike {
 
 /** max(1, availableParallelism() − 1), or PINCER_WORKER_PARALLELISM when set to a positive integer. */
 export function defaultParallelism(env: NodeJS.ProcessEnv = process.env): number {
-  const configured = Number(env.PINCER_WORKER_PARALLELISM);
-  if (Number.isInteger(configured) && configured > 0) return configured;
-  return Math.max(1, os.availableParallelism() - 1);
+  return settingOrDefault(env, 'PINCER_WORKER_PARALLELISM') ?? Math.max(1, os.availableParallelism() - 1);
 }
 
 let shared: CpuAdmission | undefined;

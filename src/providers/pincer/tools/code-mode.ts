@@ -6,6 +6,7 @@ import type { WorkerTaskPool } from '../../../runtime/worker-pool/pool.js';
 import { errorMessage, type Logger } from '../../../shared/log.js';
 import { defineTool } from './define.js';
 import { truncateMiddle } from './limits.js';
+import { settingOrDefault } from '../../../shared/settings-load.js';
 
 /**
  * Code mode (a group's `"codeMode": true`): the model sees two tools, `exec` and `wait`. `exec` runs the model's
@@ -26,16 +27,12 @@ export interface CodeModeLimits extends ProgramLimits {
 }
 
 export function codeModeLimits(env: Record<string, string | undefined>, maxOutputChars: number): CodeModeLimits {
-  const positive = (name: string, fallback: number): number => {
-    const value = Number(env[name]);
-    return Number.isInteger(value) && value > 0 ? value : fallback;
-  };
   return {
-    memoryBytes: positive('PINCER_CODE_MEMORY_MB', 64) * 1024 * 1024,
-    sliceMs: positive('PINCER_CODE_SLICE_MS', 5_000),
+    memoryBytes: settingOrDefault(env, 'PINCER_CODE_MEMORY_MB') * 1024 * 1024,
+    sliceMs: settingOrDefault(env, 'PINCER_CODE_SLICE_MS'),
     maxOutputChars,
     maxCalls: 200,
-    waitMs: positive('PINCER_CODE_WAIT_MS', 30_000),
+    waitMs: settingOrDefault(env, 'PINCER_CODE_WAIT_MS'),
     lifetimeMs: 15 * 60_000,
     maxPrograms: 8,
   };

@@ -1,3 +1,4 @@
+import { settingOrDefault } from '../../../shared/settings-load.js';
 /**
  * Size limits of tool output: what a tool returns goes into every later model request, so a large file or a chatty
  * command is cut, saying where and how to see the rest.
@@ -15,13 +16,9 @@ export interface ToolLimits {
 }
 
 export function toolLimits(env: Record<string, string | undefined>): ToolLimits {
-  const positive = (name: string, fallback: number): number => {
-    const value = Number(env[name]);
-    return Number.isInteger(value) && value > 0 ? value : fallback;
-  };
-  const bashTimeoutMs = positive('PINCER_BASH_TIMEOUT_MS', 120_000);
+  const bashTimeoutMs = settingOrDefault(env, 'PINCER_BASH_TIMEOUT_MS');
   return {
-    maxOutputChars: positive('PINCER_TOOL_OUTPUT_CHARS', 30_000),
+    maxOutputChars: settingOrDefault(env, 'PINCER_TOOL_OUTPUT_CHARS'),
     maxReadLines: 2000,
     bashTimeoutMs,
     bashMaxTimeoutMs: Math.max(bashTimeoutMs, 600_000),
