@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sweeper } from '../src/host/sweep.js';
-import { PRUNE_BATCH } from '../src/host/task-history.js';
+import { PRUNE_BATCH } from '../src/db/task-history.js';
 import type { HostConfig } from '../src/host/types.js';
 import { cleanupSessions, createTestSession } from './support/session.js';
 

@@ -43,7 +43,7 @@ describe('bad input', () => {
     ['negative timeout', 'ask_user_question', { title: 't', question: 'q', options: ['a'], timeout: -5 }, 'timeout must be more than 0 seconds'],
     ['no options', 'ask_user_question', { title: 't', question: 'q', options: [] }, 'options needs at least one choice'],
     ['duplicate options', 'ask_user_question', { title: 't', question: 'q', options: ['a', { label: 'A', value: 'a' }] }, 'two options have the value "a"'],
-    ['unknown task id', 'cancel_task', { taskId: 'nope' }, 'there is no active task with id nope'],
+    ['unknown task id', 'cancel_task', { taskId: 'nope' }, 'no active task "nope"'],
     ['update with nothing to change', 'update_task', { taskId: '$TASK' }, 'nothing to change'],
     ['update with invalid cron', 'update_task', { taskId: '$TASK', recurrence: 'every day' }, 'is not a cron expression'],
     ['folder that climbs out', 'register_agent_group', { name: 'x', folder: '../evil', platformId: 'p', channelType: 'c' }, 'folder must be one folder name'],

@@ -72,7 +72,7 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     const host = await startHost({ ...env });
     await send(host, 't', 'hello');
     await answers(host, 't', 'hello');
-    const now = await host.request('POST', '/v1/conversations/t/tasks', { prompt: 'task right now' });
+    const now = await host.request('POST', '/v1/conversations/t/tasks', { prompt: 'task right now', processAfter: new Date().toISOString() });
     expect(now.status).toBe(202);
     expect((await answers(host, 't', 'task right now'))[0]!.text).toMatch(/\[SCHEDULED TASK\]/);
     const later = await host.request('POST', '/v1/conversations/t/tasks', { prompt: 'much later', processAfter: '2099-01-01T00:00:00Z' });

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { isoNow } from '../shared/time.js';
 import { prepared } from './connection.js';
+import { describeIssues, QuestionResponseSchema } from './content.js';
 import { insertInbound } from './messages.js';
 import { getSessionValue, setSessionValue } from './state.js';
 
@@ -74,4 +75,34 @@ export function closeQuestionsAsked(db: Database.Database): number {
     return orphans.length;
   });
   return close.immediate();
+}
+
+const FIND_ANSWER = `SELECT id, content FROM messages_in
+  WHERE status = 'pending' AND kind = 'system'
+    AND CASE WHEN json_valid(content) THEN coalesce(json_extract(content, '$.type') = 'question_response'
+      AND json_extract(content, '$.questionId') = @questionId, 0) ELSE 0 END
+  ORDER BY seq LIMIT 1`;
+
+/**
+ * Claim the answer row, if it has arrived: mark it completed in the same transaction that reads it, so an answer is
+ * taken once. An answer row that is not a valid question_response is failed with the reason, never silently ignored.
+ */
+export function takeAnswer(db: Database.Database, questionId: string): string | undefined {
+  const take = db.transaction((): string | undefined => {
+    const row = prepared(db, FIND_ANSWER).get({ questionId }) as { id: string; content: string } | undefined;
+    if (!row) return undefined;
+    const parsed = QuestionResponseSchema.safeParse(JSON.parse(row.content));
+    const now = isoNow();
+    if (!parsed.success) {
+      prepared(db, `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ?`).run(
+        now,
+        `invalid answer to question ${questionId}: ${describeIssues(parsed.error)}`,
+        row.id,
+      );
+      return undefined;
+    }
+    prepared(db, `UPDATE messages_in SET status = 'completed', status_changed = ? WHERE id = ?`).run(now, row.id);
+    return parsed.data.selectedOption;
+  });
+  return take.immediate();
 }

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 import type { OutboundRow } from '../db/types.js';
-import { parseTimeInZone } from '../shared/time.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { PincerError, isPincerError } from '../shared/errors.js';
 import type { McpServerRequests } from './mcp-server-requests.js';
-import { nextOccurrence, validateCron } from './recurrence.js';
+import { planTask, TaskChangeSchema, TaskRequestSchema } from '../db/tasks.js';
 import type { InboxRow, SessionPort } from './session/port.js';
 import type { SessionDirectory } from './sessions.js';
 
@@ -46,18 +45,7 @@ const RegisterAgentGroup = z.object({
   sessionMode: z.enum(['shared', 'per-thread']).optional(),
 });
 const TaskRef = z.object({ taskId: z.union([z.string().min(1), z.number().int()]).transform(String) });
-const UpdateTask = TaskRef.extend({
-  prompt: z.string().optional(),
-  recurrence: z.string().nullable().optional(),
-  processAfter: z.string().optional(),
-  script: z.string().nullable().optional(),
-});
-const ScheduleTask = z.object({
-  prompt: z.string().min(1),
-  processAfter: z.string().optional(),
-  recurrence: z.string().optional(),
-  script: z.string().optional(),
-});
+const UpdateTask = TaskRef.merge(TaskChangeSchema);
 
 export class ActionHandlers {
   constructor(private readonly deps: ActionDeps) {}
@@ -116,24 +104,18 @@ export class ActionHandlers {
   }
 
   private async scheduleTask(ctx: ActionContext): Promise<ActionAnswer> {
-    const input = parse(ScheduleTask, ctx.content);
-    if (input.recurrence) validateCron(input.recurrence, ctx.group.timezone);
-    const processAfter = input.processAfter
-      ? this.time(input.processAfter, ctx.group.timezone)
-      : input.recurrence
-        ? nextOccurrence(input.recurrence, ctx.group.timezone).toISOString()
-        : null;
+    const plan = planTask(parse(TaskRequestSchema, ctx.content), ctx.group.timezone);
     const written = await ctx.write({
       id: randomUUID(),
       kind: 'task',
-      content: { prompt: input.prompt, ...(input.script ? { script: input.script } : {}) },
-      processAfter,
-      recurrence: input.recurrence ?? null,
+      content: plan.content,
+      processAfter: plan.processAfter,
+      recurrence: plan.recurrence,
       platformId: ctx.row.platform_id,
       channelType: ctx.row.channel_type,
       threadId: ctx.row.thread_id,
     });
-    return { status: 'success', result: { taskId: written.id, processAfter, recurrence: input.recurrence ?? null } };
+    return { status: 'success', result: { taskId: written.id, processAfter: plan.processAfter, recurrence: plan.recurrence } };
   }
 
   private async setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): Promise<ActionAnswer> {
@@ -153,11 +135,6 @@ export class ActionHandlers {
     return { ok: true, userId: record.senderId };
   }
 
-  private time(text: string, timeZone: string): string {
-    const iso = parseTimeInZone(text, timeZone);
-    if (!iso) throw new PincerError('invalid-input', `processAfter: not a time: "${text}"`, { field: 'processAfter' });
-    return iso;
-  }
 }
 
 /**

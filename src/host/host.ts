@@ -6,7 +6,6 @@ import { parseInboundContent, type InboundContent } from '../db/content.js';
 import type { OutboundRow } from '../db/types.js';
 import { createLogger, errorMessage, type Logger } from '../shared/log.js';
 import { NO_TRACING, type Tracing } from '../shared/tracing.js';
-import { parseTimeInZone } from '../shared/time.js';
 import { ActionHandlers } from './actions.js';
 import { CentralStore, openCentralDb } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
@@ -29,7 +28,7 @@ import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
 import { mcpSecretValues } from './mcp-servers.js';
 import { McpServerRequests } from './mcp-server-requests.js';
-import { nextOccurrence, validateCron } from './recurrence.js';
+import { nextOccurrence, planTask, type TaskRequest } from '../db/tasks.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
 import { SessionDirectory } from './sessions.js';
@@ -251,7 +250,7 @@ export class Host implements HostApi {
     const parsed = parseInboundContent(message.kind, JSON.stringify(message.content));
     if (!parsed.ok) throw new PincerError('invalid-input', parsed.error);
     const { pipeline, group } = await this.sessionOf(message.conversation);
-    if (message.recurrence) validateCron(message.recurrence, group.timezone);
+    if (message.recurrence) nextOccurrence(message.recurrence, group.timezone); // refused here, before anything is written
     const budget = this.usage.gate(group);
     if (budget.over) {
       void this.delivery.notify({ session: pipeline.session }, message.conversation, budget.notice);
@@ -288,23 +287,9 @@ export class Host implements HostApi {
     return { sessionId: pipeline.id, ...written };
   }
 
-  scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): Promise<InboundReceipt> {
-    const group = this.sessions.resolveGroup(conversation);
-    let processAfter: string | null = null;
-    if (task.processAfter) {
-      processAfter = parseTimeInZone(task.processAfter, group.timezone);
-      if (!processAfter) throw new PincerError('invalid-input', `processAfter: not a time: "${task.processAfter}"`, { field: 'processAfter' });
-    } else if (task.recurrence) {
-      // A recurring task without a first time runs first at its next cron time, not now.
-      processAfter = nextOccurrence(task.recurrence, group.timezone).toISOString();
-    }
-    return this.acceptInbound({
-      conversation,
-      kind: 'task',
-      content: { prompt: task.prompt, ...(task.script ? { script: task.script } : {}) },
-      processAfter,
-      recurrence: task.recurrence ?? null,
-    });
+  scheduleTask(conversation: ConversationRef, task: TaskRequest): Promise<InboundReceipt> {
+    const plan = planTask(task, this.sessions.resolveGroup(conversation).timezone);
+    return this.acceptInbound({ conversation, kind: 'task', content: plan.content, processAfter: plan.processAfter, recurrence: plan.recurrence });
   }
 
   groupOf(conversation: ConversationRef): AgentGroup {

@@ -1,11 +1,9 @@
 import type Database from 'better-sqlite3';
-import { prepared } from '../db/connection.js';
-import { insertInbound } from '../db/messages.js';
+import { endedOccurrences, failProcessing, hasDueTrigger, hasProcessing, nextDueAt, processingRows, retryProcessing } from '../db/sweep.js';
 import type { InboundRow } from '../db/types.js';
-import { isoNow } from '../shared/time.js';
 import { isPincerError } from '../shared/errors.js';
-import { nextOccurrence } from './recurrence.js';
-import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from './task-history.js';
+import { insertNextOccurrence, nextOccurrence } from '../db/tasks.js';
+import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from '../db/task-history.js';
 import type { HostConfig } from './types.js';
 
 /**
@@ -41,17 +39,6 @@ export interface SweepResult {
   pruned: number;
 }
 
-const DUE_TRIGGER = `status = 'pending' AND trigger = 1
-  AND (process_after IS NULL OR julianday(process_after) <= julianday(@now))
-  AND NOT (kind = 'system' AND CASE WHEN json_valid(content)
-    THEN coalesce(json_extract(content, '$.type') = 'question_response', 0) ELSE 0 END)`;
-
-/** Occurrences that ran (tries > 0: a task cancelled before it ran has no successor) and have no successor yet. */
-const ENDED_OCCURRENCES = `SELECT * FROM messages_in m
-  WHERE kind = 'task' AND recurrence IS NOT NULL AND status IN ('completed', 'failed') AND tries > 0
-    AND NOT EXISTS (SELECT 1 FROM messages_in n WHERE n.series_id = coalesce(m.series_id, m.id) AND n.seq > m.seq)
-  ORDER BY seq`;
-
 /** Retry n waits base × 2^(n−1), at most max. */
 export function retryDelayMs(tries: number, config: HostConfig['sweep']): number {
   return Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** Math.max(0, tries - 1));
@@ -69,8 +56,7 @@ export class Sweeper {
     const now = Date.now();
     // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
     const work =
-      prepared(this.db, `SELECT 1 FROM messages_in WHERE status = 'processing' LIMIT 1`).get() !== undefined ||
-      (prepared(this.db, ENDED_OCCURRENCES).all() as InboundRow[]).some((row) => !this.reported.has(row.id));
+      hasProcessing(this.db) || endedOccurrences(this.db).some((row) => !this.reported.has(row.id));
     if (work) {
       this.db
         .transaction(() => {
@@ -86,18 +72,14 @@ export class Sweeper {
       this.lastPrunedAt = result.pruned >= PRUNE_BATCH ? -Infinity : now;
     }
     const nowIso = new Date(now).toISOString();
-    result.hasDue = prepared(this.db, `SELECT 1 FROM messages_in WHERE ${DUE_TRIGGER} LIMIT 1`).get({ now: nowIso }) !== undefined;
-    const next = prepared(
-      this.db,
-      `SELECT MIN(julianday(process_after)) AS jd FROM messages_in
-       WHERE status = 'pending' AND trigger = 1 AND process_after IS NOT NULL AND julianday(process_after) > julianday(@now)`,
-    ).get({ now: nowIso }) as { jd: number | null };
-    if (next.jd !== null) result.nextDueMs = Math.max(0, Math.ceil((next.jd - 2440587.5) * 86_400_000 - Date.now()));
+    result.hasDue = hasDueTrigger(this.db, nowIso);
+    const next = nextDueAt(this.db, nowIso);
+    if (next !== undefined) result.nextDueMs = Math.max(0, next - Date.now());
     return result;
   }
 
   private recoverStale(input: SweepInput, now: number, result: SweepResult): void {
-    const rows = prepared(this.db, `SELECT * FROM messages_in WHERE status = 'processing' ORDER BY seq`).all() as InboundRow[];
+    const rows = processingRows(this.db);
     const inBatch = new Set(input.batchIds);
     const nowIso = new Date(now).toISOString();
     for (const row of rows) {
@@ -108,48 +90,30 @@ export class Sweeper {
       }
       if (row.tries >= input.config.maxTries) {
         const error = `failed after ${row.tries} tries${row.last_error ? `: ${row.last_error}` : ''}`;
-        prepared(
-          this.db,
-          `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ? AND status = 'processing'`,
-        ).run(nowIso, error, row.id);
+        failProcessing(this.db, row.id, error, nowIso);
         result.failed.push({ ...row, status: 'failed', last_error: error });
       } else {
         const after = new Date(now + retryDelayMs(row.tries, input.config)).toISOString();
         const lastError = row.last_error ?? (input.runnerAlive ? 'not in the runner batch' : 'the runner died');
-        prepared(
-          this.db,
-          `UPDATE messages_in SET status = 'pending', status_changed = ?, process_after = ?, last_error = ?
-           WHERE id = ? AND status = 'processing'`,
-        ).run(nowIso, after, lastError, row.id);
+        retryProcessing(this.db, row.id, after, lastError, nowIso);
         result.retried.push(row);
       }
     }
   }
 
   private scheduleNext(input: SweepInput, result: SweepResult): void {
-    for (const row of prepared(this.db, ENDED_OCCURRENCES).all() as InboundRow[]) {
+    for (const row of endedOccurrences(this.db)) {
       if (this.reported.has(row.id)) continue;
       let nextAt: string;
       try {
-        nextAt = nextOccurrence(row.recurrence!, input.timezone).toISOString();
+        nextAt = nextOccurrence(row.recurrence!, input.timezone);
       } catch (err) {
         if (!isPincerError(err)) throw err;
         this.reported.add(row.id);
         result.recurrenceErrors.push({ row, error: err.message });
         continue;
       }
-      insertInbound(this.db, {
-        kind: 'task',
-        content: row.content,
-        timestamp: isoNow(),
-        processAfter: nextAt,
-        recurrence: row.recurrence,
-        seriesId: row.series_id ?? row.id,
-        trigger: 1,
-        platformId: row.platform_id,
-        channelType: row.channel_type,
-        threadId: row.thread_id,
-      });
+      insertNextOccurrence(this.db, row, nextAt);
       result.scheduled.push({ row, nextAt });
     }
   }

@@ -1,6 +1,6 @@
 import type { SessionMode, TriggerRules } from './central-db/types.js';
 import type { KubernetesSettings } from './kubernetes/settings.js';
-import type { TaskHistoryPolicy } from './task-history.js';
+import type { TaskHistoryPolicy } from '../db/task-history.js';
 
 /** The host's configuration, resolved from flags and environment by `loadHostConfig`. */
 export interface HostConfig {

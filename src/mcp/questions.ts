@@ -2,13 +2,11 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { prepared } from '../db/connection.js';
-import { describeIssues, QuestionResponseSchema } from '../db/content.js';
 import { insertOutbound } from '../db/messages.js';
+import { takeAnswer } from '../db/questions.js';
 import { readRunnerState, swapRunnerStateName } from '../db/state.js';
 import type { RunnerStateName } from '../db/types.js';
 import { Waker } from '../db/wake.js';
-import { isoNow } from '../shared/time.js';
 import { batchRouting } from './routing.js';
 import { label, text } from './schemas.js';
 import { textResult, type ToolContext } from './types.js';
@@ -125,12 +123,6 @@ function normaliseOptions(options: OptionInput[]): QuestionOption[] {
   return normalised;
 }
 
-const FIND_ANSWER = `SELECT id, content FROM messages_in
-  WHERE status = 'pending' AND kind = 'system'
-    AND CASE WHEN json_valid(content) THEN coalesce(json_extract(content, '$.type') = 'question_response'
-      AND json_extract(content, '$.questionId') = @questionId, 0) ELSE 0 END
-  ORDER BY seq LIMIT 1`;
-
 async function waitForAnswer(
   ctx: ToolContext,
   waker: Waker,
@@ -153,30 +145,6 @@ async function waitForAnswer(
     }
     await waker.wait(Math.min(left, ctx.config.fallbackMs));
   }
-}
-
-/**
- * Claim the answer row, if it has arrived: mark it completed in the same transaction that reads it, so an answer is
- * taken once. An answer row that is not a valid question_response is failed with the reason, never silently ignored.
- */
-function takeAnswer(db: Database.Database, questionId: string): string | undefined {
-  const take = db.transaction((): string | undefined => {
-    const row = prepared(db, FIND_ANSWER).get({ questionId }) as { id: string; content: string } | undefined;
-    if (!row) return undefined;
-    const parsed = QuestionResponseSchema.safeParse(JSON.parse(row.content));
-    const now = isoNow();
-    if (!parsed.success) {
-      prepared(db, `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ?`).run(
-        now,
-        `invalid answer to question ${questionId}: ${describeIssues(parsed.error)}`,
-        row.id,
-      );
-      return undefined;
-    }
-    prepared(db, `UPDATE messages_in SET status = 'completed', status_changed = ? WHERE id = ?`).run(now, row.id);
-    return parsed.data.selectedOption;
-  });
-  return take.immediate();
 }
 
 /**

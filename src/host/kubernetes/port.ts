@@ -18,7 +18,7 @@ import {
   type SessionState,
 } from '../session/port.js';
 import type { LaunchDocument } from '../session/serve-protocol.js';
-import type { TaskCommand } from '../tasks.js';
+import type { TaskCommand } from '../../db/tasks.js';
 import type { HostConfig } from '../types.js';
 import { isKubernetesError, type SessionCluster } from './cluster.js';
 import { adoptLaunch, endLaunch, LaunchError, startLaunch, type LaunchContext, type PodLaunch } from './launch.js';

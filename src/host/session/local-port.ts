@@ -16,7 +16,7 @@ import { readRunnerState } from '../../db/state.js';
 import { taskLimitProblem } from '../../db/task-limit.js';
 import type { InboundRow } from '../../db/types.js';
 import { turnUsageAfter, type TurnUsageRow } from '../../db/usage.js';
-import { activeTaskRows, applyTaskCommand, type TaskCommand } from '../tasks.js';
+import { changeTask, listTasks, type TaskCommand } from '../../db/tasks.js';
 import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from '../untrusted-files.js';
 import type { SessionEngine } from './engine.js';
 import { PincerError } from '../../shared/errors.js';
@@ -165,11 +165,11 @@ export class LocalSessionPort implements SessionPort {
   }
 
   async tasks(): Promise<InboundRow[]> {
-    return activeTaskRows(this.db);
+    return listTasks(this.db);
   }
 
   async changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
-    const row = applyTaskCommand(this.db, taskId, command, timezone);
+    const row = changeTask(this.db, taskId, command, timezone);
     this.engine.slot.committed();
     this.engine.slot.touch();
     return row;

@@ -3,7 +3,7 @@ import type { NewInbound } from '../../db/messages.js';
 import type { Answer, AnswerRouting } from '../../db/questions.js';
 import type { InboundRow, OutboundRow, RunnerState } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
-import type { TaskCommand } from '../tasks.js';
+import type { TaskCommand } from '../../db/tasks.js';
 import { PincerError } from '../../shared/errors.js';
 
 /**

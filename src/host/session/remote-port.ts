@@ -6,7 +6,7 @@ import type { InboundRow } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import { errorMessage } from '../../shared/log.js';
 import { isErrorCode, PincerError } from '../../shared/errors.js';
-import type { TaskCommand } from '../tasks.js';
+import type { TaskCommand } from '../../db/tasks.js';
 import {
   SessionPortError,
   type Admission,

@@ -11,7 +11,7 @@ import { lockedCommand } from '../../container/handle.js';
 import { CLI_ENTRY } from '../../shared/cli-entry.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerCredentials } from '../runners.js';
-import type { TaskCommand } from '../tasks.js';
+import type { TaskCommand } from '../../db/tasks.js';
 import type { HostConfig } from '../types.js';
 import type { EngineLaunch } from './engine.js';
 import {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskRequestSchema } from '../../../../db/tasks.js';
 import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
 import { requireConversation } from '../auth.js';
@@ -21,11 +22,7 @@ const PostMessage = z.object({
   replyTo: z.object({ id: z.string(), sender: z.string(), text: z.string() }).optional(),
 });
 const PostAnswer = z.object({ questionId: z.string().min(1), selectedOption: z.string(), userId: z.string().optional(), threadId: z.string().optional() });
-const PostTask = z.object({
-  prompt: z.string().min(1),
-  processAfter: z.string().optional(),
-  recurrence: z.string().optional(),
-  script: z.string().optional(),
+const PostTask = TaskRequestSchema.extend({
   threadId: z.string().min(1).optional(),
 });
 

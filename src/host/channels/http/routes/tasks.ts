@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
-import { z } from 'zod';
 import type { TaskSummary } from '../../../tasks.js';
 import { canSee } from '../auth.js';
 import { conversationId, readJson, validate } from '../io.js';
 import { PincerError } from '../../../../shared/errors.js';
+import { TaskChangeSchema } from '../../../../db/tasks.js';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
@@ -13,14 +13,7 @@ import type { HttpEnv, HttpRouteModule } from '../types.js';
  * is a 404 to it, as if it did not exist.
  */
 
-const PatchTask = z
-  .object({
-    prompt: z.string().min(1).optional(),
-    processAfter: z.string().min(1).optional(),
-    recurrence: z.string().nullable().optional(),
-    script: z.string().nullable().optional(),
-  })
-  .strict()
+const PatchTask = TaskChangeSchema.strict()
   .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'nothing to change: give prompt, processAfter, recurrence or script' });
 
 export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { prepared } from '../db/connection.js';
+import { prepared } from './connection.js';
 
 /**
  * Pruning finished task rows. Every run of a recurring task is a `task` row in the session's `messages_in`, and a task
