@@ -21,8 +21,8 @@ import { renderTable, toPrintedRow } from './table.js';
 import { measureThroughput } from './throughput.js';
 
 /**
- * `npm run bench [-- --quick] [-- --only pickup,burst]`: the numbers of SPEC §8, for Pincer's wake-on-change runner
- * and, in the same run, for the seed's fixed-interval polling (PINCER_WAKE=poll) as the baseline. Real runner
+ * `npm run bench [-- --quick] [-- --only pickup,burst]`: the numbers of docs/performance.md, for Pincer's wake-on-change runner
+ * and, in the same run, for fixed-interval polling (PINCER_WAKE=poll) as the baseline. Real runner
  * processes, mock provider, temp session folders. Prints one table and writes it, with every sample, to
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */

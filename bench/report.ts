@@ -35,13 +35,13 @@ export interface BenchResults {
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
-/** A fleet target of SPEC §8 (given for 20 runners: PSS ≤ 300 MiB, CPU ≤ 1 %) scaled to the fleet's size. */
+/** A fleet target (given for 20 runners: PSS ≤ 300 MiB, CPU ≤ 1 %) scaled to the fleet's size. */
 const perRunner = (runners: number, each: number, unit: string): Row['target'] => {
   const limit = Number((runners * each).toFixed(2));
   return atMost(limit, `≤ ${limit} ${unit} (${each} ${unit} each)`);
 };
 
-/** The table rows, SPEC §8's bars first in its order, then the rest of the issue's list. */
+/** The table rows, the performance targets first in their order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
   const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } = results;

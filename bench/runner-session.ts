@@ -45,7 +45,7 @@ const FALLBACK_MS = 50;
 
 const live = new Set<RunnerSession>();
 
-/** Pincer's wake-on-change, then the seed's fixed-interval polling (the baseline). */
+/** Pincer's wake-on-change, then fixed-interval polling (the baseline). */
 export const MODES: readonly WakeMode[] = ['watch', 'poll'];
 
 /** One value per wake mode: Pincer's and the baseline's figures side by side. */

@@ -1,6 +1,6 @@
 /**
- * The printed table: one row per number, Pincer (wake-on-change) beside the baseline (the seed's fixed-interval
- * polling) measured in the same run, how many times better Pincer is, and the SPEC §8 target with PASS/MISS.
+ * The printed table: one row per number, Pincer (wake-on-change) beside the baseline (fixed-interval
+ * polling) measured in the same run, how many times better Pincer is, and the target (docs/performance.md) with PASS/MISS.
  */
 export type Unit = 'ms' | 's' | 'msg/s' | '%' | 'MiB' | 'count' | 'ratio';
 
@@ -13,7 +13,7 @@ export interface Row {
   baseline?: number;
   /** which direction is better, for the gain column. */
   better: 'lower' | 'higher';
-  /** the SPEC §8 target as text and as a check; undefined where SPEC §8 sets none. */
+  /** the target as text and as a check; undefined where there is none. */
   target?: { text: string; met: (value: number) => boolean };
 }
 

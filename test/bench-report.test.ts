@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildRows, withSummaries, type BenchResults } from '../bench/report.js';
 import { toPrintedRow } from '../bench/table.js';
 
-/** The bench's table is built from results alone; these check the SPEC §8 verdicts, not any timing. */
+/** The bench's table is built from results alone; these check the targets' verdicts (docs/performance.md), not any timing. */
 const results: BenchResults = {
   pickup: {
     watch: { toQuery: [1, 2, 3, 60], toReply: [2, 3, 4, 61], runners: 1 },
@@ -19,7 +19,7 @@ describe('bench report', () => {
   const rows = buildRows(results).map(toPrintedRow);
   const row = (start: string) => rows.find((r) => r.metric.startsWith(start))!;
 
-  it('judges each SPEC §8 target on Pincer, not on the baseline', () => {
+  it('judges each target on Pincer, not on the baseline', () => {
     expect(row('idle pickup: insert → query starts, p50').verdict).toBe('PASS');
     expect(row('idle pickup: insert → query starts, p99').verdict).toBe('MISS');
     expect(row('burst of 15: prompts used').verdict).toBe('PASS');

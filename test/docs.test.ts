@@ -67,3 +67,26 @@ describe('user documentation', () => {
     expect(result.stdout.split('\n').filter((line) => INTERNAL.test(line))).toEqual([]);
   });
 });
+
+describe('code comments', () => {
+  /** Design documents that are not in the repository: a reader of the code cannot follow them. */
+  const OUTSIDE = /\bSPEC\b|\bthe seed\b|\bseed ["':(]|\bseed's\b|\bseeds\//;
+  const files = (dir: string): string[] =>
+    fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : /\.(ts|js|mjs)$/.test(e.name) ? [`${dir}/${e.name}`] : []));
+
+  it('cite the docs, never a document the repository does not hold', () => {
+    const cited = ['src', 'test', 'bench', 'scripts']
+      .flatMap(files)
+      .filter((file) => file !== 'test/docs.test.ts')
+      .flatMap((file) =>
+        fs
+          .readFileSync(path.join(ROOT, file), 'utf8')
+          .split('\n')
+          .map((line, i) => ({ line, at: `${file}:${i + 1}` }))
+          .filter(({ line }) => /^\s*(\*|\/\/|\/\*)|\s\/\/\s/.test(line) && OUTSIDE.test(line))
+          .map(({ at }) => at),
+      );
+    expect(cited).toEqual([]);
+  });
+});
+

@@ -4,7 +4,7 @@ import { cleanupSessions, createTestSession } from './support/session.js';
 import { waitFor } from './support/wait.js';
 
 /**
- * Fault test (SPEC §8): the runner is SIGKILLed at random points while messages arrive; after every kill each message
+ * Fault test (docs/reliability.md): the runner is SIGKILLed at random points while messages arrive; after every kill each message
  * is still there, and once the host's sweep puts `processing` rows back to `pending` (done here in SQL) a fresh runner
  * answers every one. CI runs PINCER_FAULT_RUNS kills (default 20); the bar is 200 with 0 lost.
  */

@@ -283,7 +283,7 @@ describe('pincer host runner lifecycle and retries', () => {
     const sessions = await host.request('GET', '/v1/sessions');
     const [session] = sessions.body.sessions as { id: string; runner: unknown }[];
     expect(session!.runner).toBeNull();
-    // The provider session is kept for the next runner (seed "会话恢复"), published in its config.json.
+    // The provider session is kept for the next runner, published in its config.json.
     await waitFor('provider session saved', () => {
       const config = JSON.parse(fs.readFileSync(path.join(host.sessionDir(session!.id), 'config.json'), 'utf8')) as { sessionId?: string };
       return config.sessionId?.startsWith('mock-');

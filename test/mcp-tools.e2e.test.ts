@@ -49,7 +49,7 @@ async function inFlight(env: Record<string, string> = {}) {
 }
 
 describe('pincer mcp: the server', () => {
-  it('is named pincer and lists every tool of SPEC §5, each with a description', async () => {
+  it('is named pincer and lists every documented tool, each with a description', async () => {
     const s = createTestSession();
     const mcp = await startMcpClient(s.paths.root);
     expect(mcp.client.getServerVersion()?.name).toBe('pincer');

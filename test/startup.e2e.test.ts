@@ -75,7 +75,7 @@ describe('pincer CLI', () => {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...env },
     });
 
-  it('session create makes the SPEC folder layout with a schema-current DB', () => {
+  it('session create makes the documented folder layout with a schema-current DB', () => {
     const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-cli-')), 's');
     const result = cli(['session', 'create', dir]);
     expect(result.status).toBe(0);

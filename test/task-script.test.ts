@@ -19,7 +19,7 @@ const env = { PATH: process.env.PATH, HOME: '/tmp', TZ: 'UTC', LANG: 'C.UTF-8', 
 const run = (script: string, timeoutMs = 10_000) => runTaskScript(script, { cwd: tmp(), env, timeoutMs, allowEnv: ['ALLOWED_ONE'] });
 
 describe('task pre-scripts', () => {
-  it('defaults to the seed timeout of 30 s', () => {
+  it('defaults to a timeout of 30 s', () => {
     expect(DEFAULT_SCRIPT_TIMEOUT_MS).toBe(30_000);
   });
 

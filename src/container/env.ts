@@ -4,7 +4,7 @@ import { isRunnerVariable, SYSTEM_VARIABLES } from '../shared/settings.js';
 import { rawSetting } from '../shared/settings-load.js';
 
 /**
- * The environment a sandboxed runner gets: only what the runner needs (seed "容器启动": `AGENT_PROVIDER`, the admin
+ * The environment a sandboxed runner gets: only what the runner needs (`AGENT_PROVIDER`, the admin
  * user, provider-specific variables, `TZ`), never the host's other secrets. A process runner inherits the host's
  * environment as before; a container or bwrap runner starts from nothing and gets exactly this.
  */
@@ -27,7 +27,7 @@ const PROVIDER_VARIABLES: Record<string, RegExp> = {
 const HOST_PATHS = new Set(['CLAUDE_CONFIG_DIR']);
 const ANY_PROVIDER = /^(ANTHROPIC_|CLAUDE_|IS_SANDBOX$|OPENAI_|CODEX_|OPENCODE_|MOCK_)/;
 
-/** `AGENT_PROVIDER` as the registry would name it (aliases of SPEC §4); unset or `auto`/`default` → `auto`. */
+/** `AGENT_PROVIDER` as the registry would name it (with its aliases); unset or `auto`/`default` → `auto`. */
 export function providerFamily(name: string | undefined): string {
   const lower = (name ?? '').trim().toLowerCase();
   if (lower === '' || lower === 'default' || lower === 'auto') return 'auto';

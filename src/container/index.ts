@@ -1,4 +1,4 @@
-/** Starting runners: a child process, a Docker container, or a bubblewrap sandbox (SPEC §6). */
+/** Starting runners: a child process, a Docker container, or a bubblewrap sandbox. */
 export type * from './types.js';
 export { ContainerError, isContainerError, type ContainerErrorCode } from './errors.js';
 export { createLauncher, loadLauncherConfig, DEFAULT_IMAGE } from './config.js';

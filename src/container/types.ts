@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 
 /**
- * How a session's runner is started (SPEC §6): a plain child process (the default), a Docker container, or a
+ * How a session's runner is started: a plain child process (the default), a Docker container, or a
  * bubblewrap sandbox. Every launcher gives the host the same handle, so the host can choose by configuration alone.
  */
 export type RunnerKind = 'process' | 'docker' | 'bwrap';

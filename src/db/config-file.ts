@@ -36,13 +36,17 @@ export function isSessionConfigError(err: unknown): err is SessionConfigError {
  * as it would be written in the environment and valid for its parser; a runner's own environment wins over it.
  */
 export const RunnerSectionSchema = z
-  .strictObject(Object.fromEntries(RUNNER_DOCUMENT_SETTINGS.map((name) => [name, z.string().optional()])) as Record<SettingName, z.ZodOptional<z.ZodString>>)
+  .record(z.string(), z.string())
   .superRefine((section, ctx) => {
     for (const [name, value] of Object.entries(section)) {
-      const parsed = setting(name)!.parse.safeParse(value);
-      if (!parsed.success) ctx.addIssue({ code: 'custom', path: [name], message: parsed.error.issues[0]?.message ?? 'invalid' });
+      if (!RUNNER_DOCUMENT_SETTINGS.includes(name as SettingName)) ctx.addIssue({ code: 'custom', path: [name], message: 'not a runner setting' });
+      else {
+        const parsed = setting(name)!.parse.safeParse(value);
+        if (!parsed.success) ctx.addIssue({ code: 'custom', path: [name], message: parsed.error.issues[0]?.message ?? 'invalid' });
+      }
     }
-  });
+  })
+  .transform((section) => section as Partial<Record<SettingName, string>>);
 export type RunnerSection = z.infer<typeof RunnerSectionSchema>;
 
 /** The keys `config.json` may hold. Unknown keys are an error, so a typo is never silently ignored. */

@@ -6,7 +6,7 @@ import { PincerError } from '../shared/errors.js';
 
 /**
  * How long a writer waits for another process's lock before SQLITE_BUSY: 10 s, or PINCER_BUSY_TIMEOUT_MS but never
- * below the 5 s SPEC §2 asks for.
+ * below 5 s (docs/architecture.md, "Session folder and database").
  */
 export const BUSY_TIMEOUT_MS = Math.max(5000, settingOrDefault(process.env, 'PINCER_BUSY_TIMEOUT_MS'));
 

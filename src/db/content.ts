@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { INBOUND_KINDS, type InboundKind } from './types.js';
 
 /**
- * The JSON in `messages_in.content` and `messages_out.content`, by kind (SPEC §2). Content is validated where it is
+ * The JSON in `messages_in.content` and `messages_out.content`, by kind. Content is validated where it is
  * read, because any process — or an outside tool — may have written it.
  */
 export const AttachmentSchema = z.looseObject({
@@ -114,7 +114,7 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
-// Outbound content (SPEC §2): what the runner and the MCP tools write, what the host delivers.
+// Outbound content: what the runner and the MCP tools write, what the host delivers.
 export const OutboundChatSchema = z.object({ text: z.string(), files: z.array(z.string()).optional() });
 export const OutboundEditSchema = z.object({ operation: z.literal('edit'), messageId: z.number().int(), text: z.string() });
 export const OutboundReactionSchema = z.object({

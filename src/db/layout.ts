@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openSessionDb } from './connection.js';
 
-/** The session folder of SPEC §2 (mounted at /workspace in a container). */
+/** The session folder (docs/architecture.md; mounted at /workspace in a container). */
 export interface SessionPaths {
   root: string;
   db: string;

@@ -6,7 +6,7 @@ import type { InboundRow, OutboundRow, RoutingContext } from './types.js';
 
 /**
  * Writing and reading messages. `seq` is one sequence over both tables, allocated as 1 + the largest seq in either
- * table inside the same BEGIN IMMEDIATE transaction as the insert (SPEC §2), so any process that follows this rule —
+ * table inside the same BEGIN IMMEDIATE transaction as the insert, so any process that follows this rule —
  * host, runner, MCP server, an outside tool — can write without a shared counter.
  */
 const NEXT_SEQ = `(SELECT 1 + MAX(

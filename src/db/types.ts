@@ -1,5 +1,5 @@
 /**
- * Row types of the session database (SPEC §2). Table and column names are the contract between host, runner and
+ * Row types of the session database. Table and column names are the contract between host, runner and
  * MCP server; never rename them.
  */
 export const INBOUND_KINDS = ['chat', 'chat-sdk', 'task', 'webhook', 'system'] as const;
@@ -51,7 +51,7 @@ export interface OutboundRow {
 }
 
 /**
- * Where an answer goes (seed "路由"). Captured from the batch in flight; never shown to the agent.
+ * Where an answer goes. Captured from the batch in flight; never shown to the agent.
  * `inReplyTo` is the `messages_in.id` of the message that triggered the answer.
  */
 export interface RoutingContext {

@@ -5,7 +5,7 @@ import path from 'node:path';
  * Wake-on-change for anything that waits on the session DB (the poll loop, `pincer outbox --follow`, the MCP
  * server's question wait). In `watch` mode the session folder is watched and a write to `session.db*` by any process
  * wakes the waiter at once; the timeout given to `wait()` is only the fallback. In `poll` mode nothing is watched:
- * the seed's fixed-interval polling, kept as the baseline for `npm run bench`.
+ * fixed-interval polling, kept as the baseline for `npm run bench`.
  */
 export type WakeMode = 'watch' | 'poll';
 

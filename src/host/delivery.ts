@@ -19,7 +19,7 @@ import type { ConversationRef, HostConfig } from './types.js';
 import { isPincerError, PincerError } from '../shared/errors.js';
 
 /**
- * Delivery of `messages_out` (SPEC §6): chat rows (text, files, edits, reactions, cards, questions) go to the channel
+ * Delivery of `messages_out`: chat rows (text, files, edits, reactions, cards, questions) go to the channel
  * adapter of their `channel_type`, `channel_type: 'agent'` rows become inbound messages of another agent group's
  * session, `system` rows go to the action handlers. A row is marked delivered only after the channel took it. A
  * failure is retried with back-off up to the attempt limit; then `delivery_error` is recorded and the agent is told

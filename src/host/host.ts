@@ -50,7 +50,7 @@ import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
 
 /**
- * The host (SPEC §6): central DB, session routing and provisioning, channels, and per session a loop that sweeps,
+ * The host: central DB, session routing and provisioning, channels, and per session a loop that sweeps,
  * keeps one runner alive while there is work, and delivers what the agent sends.
  */
 export interface HostOptions {

@@ -7,7 +7,7 @@ import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from '../db/task-histor
 import type { HostConfig } from './types.js';
 
 /**
- * The sweep of one session DB (SPEC §3 "Errors and retries", seed "状态管理"): the runner never retries, the host
+ * The sweep of one session DB: the runner never retries, the host
  * does. A `processing` row that is not in the live runner's batch (after a short grace, since the runner claims rows
  * a moment before it records its batch), or any `processing` row of a session whose runner is dead, goes back to
  * `pending` with exponential back-off via `process_after`; after the maximum tries it is `failed` and the caller

@@ -6,7 +6,7 @@ import { label, text } from './schemas.js';
 import { textResult, type ToolContext } from './types.js';
 
 /**
- * Tools that reach beyond this session (seed "send_to_agent", "register_agent_group"). Both only write a row; the
+ * Tools that reach beyond this session. Both only write a row; the
  * host delivers it to the other agent group, or carries out the action — checking admin rights — and answers with a
  * `system` message.
  */

@@ -28,7 +28,7 @@ export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
 }
 
 /**
- * How a provider starts `pincer mcp` for a session (the seed's normalised `{command, args, env}`). SDKs do not pass
+ * How a provider starts `pincer mcp` for a session (a normalised `{command, args, env}`). SDKs do not pass
  * their own environment on to MCP servers, so the server's environment is spelled out: the workspace, the time zone,
  * and the runner's own PINCER_* settings (log level, wake mode, limits).
  */

@@ -9,7 +9,7 @@ import { textResult, type McpConfig, type ToolContext } from './types.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
- * send_file (seed "send_file"): copy a file from the workspace into `outbox/<message-id>/` and write a chat row
+ * send_file: copy a file from the workspace into `outbox/<message-id>/` and write a chat row
  * listing it. Only files inside the workspace may leave: the path is resolved through every symlink first.
  */
 export function registerFileTools(server: McpServer, ctx: ToolContext): void {

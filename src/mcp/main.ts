@@ -5,7 +5,7 @@ import { openPincerServer, type PincerServerHandle } from './session-server.js';
 import { LimitedStdioServerTransport, refusedLogLine } from './stdio-transport.js';
 
 /**
- * `pincer mcp`: the Pincer MCP server on stdio, started by the provider (SPEC §1). Finds its session like the runner
+ * `pincer mcp`: the Pincer MCP server on stdio, started by the provider. Finds its session like the runner
  * (PINCER_WORKSPACE, default /workspace) and opens its own connection to the session DB. Serves until the client
  * closes stdin or SIGTERM/SIGINT; open questions are abandoned then. Returns the exit code: 0 after a clean stop, 2 for
  * bad configuration (one clear line on stderr). stdout carries only the protocol; logs go to stderr as `[mcp] …`.

@@ -7,7 +7,7 @@ import { textResult, type ToolContext } from './types.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
- * The conversation tools (seed "MCP 工具"): send_message, send_card, edit_message, add_reaction. Each writes one
+ * The conversation tools: send_message, send_card, edit_message, add_reaction. Each writes one
  * `messages_out` row with the routing of the batch in flight (or the explicit destination) and its `in_reply_to`.
  */
 const MAX_CARD_JSON_CHARS = 64_000;

@@ -13,7 +13,7 @@ import { textResult, type ToolContext } from './types.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
- * ask_user_question (seed "ask_user_question"): a blocking tool call. Writes the question row, marks the runner
+ * ask_user_question: a blocking tool call. Writes the question row, marks the runner
  * `waiting_user`, and waits for the host to write the answer — a `system` row `{type: 'question_response',
  * questionId, selectedOption}`, which the poll loop leaves pending for us. The wait wakes on any change to the session
  * DB (the runner's Waker); its interval is only the fallback.

@@ -4,7 +4,7 @@ import type { RoutingContext } from '../db/types.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
- * Routing of rows written by tools (seed "路由"). The MCP server is a separate process, so the routing of the batch in
+ * Routing of rows written by tools. The MCP server is a separate process, so the routing of the batch in
  * flight is read from `runner_state` on every call — never kept in module state, which would go stale the moment the
  * runner picks the next batch. With no batch in flight (no runner, or between batches) every field is null and the
  * host delivers to the session's own conversation.

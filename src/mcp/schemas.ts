@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Input pieces shared by the tools (validated at the edge, SPEC §5). The SDK answers input that fails them with a tool
+ * Input pieces shared by the tools (validated at the edge). The SDK answers input that fails them with a tool
  * error naming the field, so each limit says what to do instead.
  */
 export const MAX_TEXT_CHARS = 64_000;

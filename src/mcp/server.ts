@@ -14,7 +14,7 @@ import type { ToolContext } from './types.js';
 const SERVER_VERSION = '0.1.0';
 
 /**
- * The Pincer MCP server (SPEC §5): every tool of the seed's "MCP 工具", each group in its own file, all writing only
+ * The Pincer MCP server: every tool of docs/architecture.md's "The agent's tools", each group in its own file, all writing only
  * to the session DB through `ctx.db`. Input is validated by zod schemas (the SDK answers invalid input); a handler
  * throws a `PincerError` written for the model, and `translateToolErrors` turns it into a tool result with
  * `isError: true`. The server keeps serving.

@@ -5,7 +5,7 @@ import type { Logger } from '../shared/log.js';
 import type { WakeMode } from '../db/wake.js';
 
 /**
- * What the Pincer MCP server (SPEC §5) runs with. It is a separate process started by the provider; everything it
+ * What the Pincer MCP server runs with. It is a separate process started by the provider; everything it
  * knows about the conversation comes from the session DB, never from the runner's memory.
  */
 export interface McpConfig {

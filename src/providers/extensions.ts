@@ -8,7 +8,7 @@ import type { AgentProvider, ExtensionTool, ProviderConfig } from './types.js';
 export type { ExtensionTool, ExtensionToolResult } from './types.js';
 
 /**
- * Extensions (OpenClaw "清单" and plugin harnesses): JavaScript modules of the agent group's resource package that
+ * Extensions: JavaScript modules of the agent group's resource package that
  * the runner imports before it chooses its runtime. A module's default export (or its `register` export) is called
  * with the API below and may register harnesses — further runtime ids with the model routes they support — and tools
  * for the built-in runtime. Extension code runs in the runner, inside the agent's sandbox; the host and `pincer

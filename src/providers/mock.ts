@@ -8,7 +8,7 @@ import type { AgentProvider, AgentQuery, ContentBlock, ProviderConfig, ProviderE
 import { rawSetting } from '../shared/settings-load.js';
 
 /**
- * The deterministic provider (SPEC §4): answers the query and each push with one `result` whose text is `echo: ` and
+ * The deterministic provider: answers the query and each push with one `result` whose text is `echo: ` and
  * the prompt text it received. For tests and for trying Pincer without a key.
  *
  * Test controls, read from the provider's env:

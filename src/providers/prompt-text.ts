@@ -2,7 +2,7 @@ import type { ContentBlock } from './types.js';
 
 /**
  * A prompt as plain text, for SDKs that take only text (Codex, OpenCode). The runner saves attachments for these
- * providers to `downloads/` and references them by path (seed "媒体处理"), so content blocks are not expected here;
+ * providers to `downloads/` and references them by path, so content blocks are not expected here;
  * if some arrive anyway, non-text blocks are named rather than dropped silently.
  */
 export function promptToText(prompt: string | ContentBlock[]): string {

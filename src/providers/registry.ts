@@ -12,7 +12,7 @@ import { readSetting, settingOrDefault } from '../shared/settings-load.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
- * Provider registry (seed "Provider 工厂"; OpenClaw "运行时选择"): names are normalised (lower case, aliases), an
+ * Provider registry: names are normalised (lower case, aliases), an
  * explicit unknown name fails closed with an exact message, and only `auto` may choose among providers.
  */
 /**
@@ -61,7 +61,7 @@ export interface ProviderRegistration {
 }
 
 const registrations = new Map<string, ProviderRegistration>();
-/** Aliases of the seed (OpenClaw "运行时选择"), known even before the provider registers. */
+/** Provider aliases (docs/providers.md), known even before the provider registers. */
 const aliases = new Map<string, string>([
   ['claude-code', 'claude'],
   ['codex-app-server', 'codex'],

@@ -1,5 +1,5 @@
 /**
- * The provider contract of the seed ("AgentProvider 接口"). The runner core decides what to send and what to do with
+ * The provider contract (docs/providers.md). The runner core decides what to send and what to do with
  * results; a provider only decides how to talk to its SDK. Nothing about messages, routing or the database here.
  */
 

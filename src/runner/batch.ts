@@ -3,7 +3,7 @@ import type { RoutingContext } from '../db/types.js';
 import type { ClaimedMessage } from './queue.js';
 
 /**
- * The messages given to one query, and where its answers go (seed "路由"). Each prompt sent (the first and every
+ * The messages given to one query, and where its answers go. Each prompt sent (the first and every
  * push) carries the routing of its newest triggering message; answers are routed in the order prompts were sent, the
  * last routing staying in force for any further answers.
  */

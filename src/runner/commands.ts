@@ -3,7 +3,7 @@ import type { PromptResource } from '../runtime/resources/types.js';
 import type { ClaimedMessage } from './queue.js';
 
 /**
- * Slash commands (seed "命令检测"): a chat message whose text is a command is not formatted as a message. Runner
+ * Slash commands: a chat message whose text is a command is not formatted as a message. Runner
  * commands are handled here; prompts of the agent group's resource package (`/name args`) are expanded into their
  * template and sent as the user's message; provider-native ones go to the provider raw; anything else is plain text.
  */

@@ -11,7 +11,7 @@ import { settingsSchema } from '../shared/settings.js';
 import { parseAllowHosts, type DownloadAllowList } from './media/download-targets.js';
 
 /**
- * Runner start-up configuration (seed "容器启动"): the session folder as every process finds it (workspace,
+ * Runner start-up configuration: the session folder as every process finds it (workspace,
  * `config.json`, time zone, wake mode; src/db/config-file.ts), plus the runner's own tuning from the environment.
  * Bad configuration fails with one clear line.
  */

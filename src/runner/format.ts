@@ -11,7 +11,7 @@ import { compareIso, formatTime } from '../shared/time.js';
 import { escapeLine, escapeXml, xmlAttributes } from './xml.js';
 
 /**
- * Message formatting (seed "消息格式化"): rows of one batch become one prompt. Chat messages are XML with the
+ * Message formatting: rows of one batch become one prompt. Chat messages are XML with the
  * agent-visible integer id (`seq`); tasks, webhooks and system responses are labelled sections. Mixed kinds keep
  * their chronological order, each run of one kind in its own section. Routing fields never appear; every text and
  * attribute value is escaped.

@@ -91,7 +91,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   // Questions asked by an earlier runner have nobody waiting: their answers reach the agent as messages.
   const lateAnswers = await retryWhileBusy(() => closeQuestionsAsked(db), { what: 'earlier questions', warn });
   if (lateAnswers > 0) log.info(`${lateAnswers} answer(s) to questions of an earlier runner turned into messages`);
-  // The agent group's resource package: prompts become commands, skills reach the provider (SPEC §7).
+  // The agent group's resource package: prompts become commands, skills reach the provider.
   const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
   log.info(describeResources(resources));
   for (const diagnostic of resources.diagnostics) log.warn(`resources: ${diagnostic.message}`);

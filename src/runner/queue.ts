@@ -5,7 +5,7 @@ import type { InboundRow } from '../db/types.js';
 import { isoNow } from '../shared/time.js';
 
 /**
- * The runner's side of `messages_in` (seed "轮询循环", "状态管理"): pick due pending rows oldest first in SQL, claim
+ * The runner's side of `messages_in`: pick due pending rows oldest first in SQL, claim
  * them (processing, tries+1) in one BEGIN IMMEDIATE transaction, fail rows that can never be processed, and complete
  * or annotate batches. The runner never sets `failed` on a provider error and never retries: the host's sweep does.
  */

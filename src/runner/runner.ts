@@ -32,7 +32,7 @@ import type { Waker } from '../db/wake.js';
 import { dbFileChange, describeDbFileChange, isDamagedDbError, type FileIdentity } from '../db/db-file.js';
 
 /**
- * The runner core (seed "Agent-Runner 核心"): the poll loop. Claims due messages, prepares them (media, task
+ * The runner core: the poll loop. Claims due messages, prepares them (media, task
  * pre-scripts, formatting), runs one provider query at a time, pushes follow-ups into the active query, writes every
  * result to `messages_out` with the batch's routing, and keeps `runner_state` and `session_state` current.
  * Provider specifics stay in the provider.
@@ -354,7 +354,7 @@ export class Runner {
     await this.persist('runner state', () => setRunnerBatch(db, this.stopping ? 'stopping' : 'idle', [], null));
   }
 
-  /** While the query runs, claim newly due messages and push them into it (seed "活动查询期间的并发轮询"). */
+  /** While the query runs, claim newly due messages and push them into it. */
   private async pushFollowUps(query: AgentQuery, batch: Batch, progress: QueryProgress, transcript: Transcript): Promise<void> {
     const { config, waker, log } = this.deps;
     while (!progress.inputEnded && !this.stopping) {

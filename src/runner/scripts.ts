@@ -5,7 +5,7 @@ import type { ClaimedMessage, InboundQueue } from './queue.js';
 import { runTaskScript, type ScriptOutcome } from './task-script.js';
 
 /**
- * The pre-script stage of tasks (seed "任务前置脚本"). Claimed tasks with a `script` are taken out of the batch and
+ * The pre-script stage of tasks. Claimed tasks with a `script` are taken out of the batch and
  * their scripts run in the background, so the poll loop keeps picking up other messages. When a script finishes the
  * task completes (`wakeAgent: false`), fails with the reason (so a recurring series goes on with its next occurrence),
  * or comes back through `onReady` with its `Script output:` to be given to the agent.

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { describeIssues } from '../db/content.js';
 
 /**
- * Task pre-scripts (seed "任务前置脚本"): the script of a `task` row runs with bash before the agent is woken. Its
+ * Task pre-scripts: the script of a `task` row runs with bash before the agent is woken. Its
  * last stdout line is `{wakeAgent, data?}`. It runs in its own process group with a timeout that kills the whole
  * group, and with an environment that carries no secrets: only PATH, HOME, TZ, LANG and names explicitly allowed.
  */

@@ -1,5 +1,5 @@
 /**
- * The effective provider route of a configured model (OpenClaw "运行时选择"): which wire API, which endpoint, which
+ * The effective provider route of a configured model: which wire API, which endpoint, which
  * key variables, and whether the configuration authored request behaviour of its own. Pure and light (no SDK import):
  * the selection policy, `pincer doctor` and the built-in runtime resolve a model the same way.
  *

@@ -1,5 +1,5 @@
 /**
- * Provider (runtime) selection policy (OpenClaw "运行时选择"). Pure: everything it knows comes in as arguments, so
+ * Provider (runtime) selection policy. Pure: everything it knows comes in as arguments, so
  * the runner, `pincer doctor` and the host decide the same way.
  *
  * Layers, first set one wins: the session's policy (`sessions.agent_provider`), the agent group's

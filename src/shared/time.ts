@@ -6,7 +6,7 @@ export function isoNow(): string {
 
 /**
  * Parse a time a person or the agent wrote. A string without a zone ("2026-12-01 09:00") is read in `timeZone`,
- * as the seed asks for times the agent gives; a string with `Z` or an offset is taken as written.
+ * as the agent means the times it gives; a string with `Z` or an offset is taken as written.
  * Returns the ISO UTC form, or null when the text is not a time.
  */
 export function parseTimeInZone(text: string, timeZone: string): string | null {

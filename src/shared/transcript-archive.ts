@@ -3,7 +3,7 @@ import path from 'node:path';
 import { formatTime } from './time.js';
 
 /**
- * Transcript archive (seed "对话转录归档"), shared by the runner and the Claude provider's PreCompact hook: for
+ * Transcript archive, shared by the runner and the Claude provider's PreCompact hook: for
  * providers without a compaction hook the runner writes each query's
  * turns — prompts and results with their times — to `agent/conversations/{date}-{summary}.md`, readable by a person.
  */

@@ -44,7 +44,7 @@ export interface DeliveryReceipt {
   platformMessageId?: string;
 }
 
-/** What a delivered message says, by type (SPEC §2 outbound content, plus host notices). */
+/** What a delivered message says, by type. */
 export type OutboundPayload =
   | { type: 'chat'; text: string; files: { name: string; path: string }[] }
   | { type: 'edit'; messageId: number; text: string; targetPlatformMessageId: string | null }
@@ -70,7 +70,7 @@ export interface OutboundDelivery {
 export interface InboundEnvelope {
   conversation: ConversationRef;
   kind: 'chat' | 'chat-sdk' | 'webhook' | 'task';
-  /** the content object of SPEC §2 for `kind`; validated by the host. */
+  /** the content object for `kind` (src/db/content.ts); validated by the host. */
   content: unknown;
   processAfter?: string | null;
   recurrence?: string | null;

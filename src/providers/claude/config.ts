@@ -6,7 +6,7 @@ import { ProviderError } from '../registry.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
- * Claude provider settings, read once from the runner's environment (seed "Provider 工厂": provider settings come
+ * Claude provider settings, read once from the runner's environment (docs/providers.md: provider settings come
  * from env). Explicit bad values fail closed with one clear line; unset values take the defaults below.
  */
 export interface ClaudeSettings {

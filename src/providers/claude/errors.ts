@@ -5,7 +5,7 @@ import { PincerError, type ErrorCode } from '../../shared/errors.js';
  *
  * Codes and what they mean:
  * - `auth`: the API rejected the credentials (HTTP 401/403, OAuth or account problems). Not retryable: fix the key.
- * - `quota`: rate limited (HTTP 429), billing, or a subscription limit reached. Not retryable now (seed: quota).
+ * - `quota`: rate limited (HTTP 429), billing, or a subscription limit reached. Not retryable now.
  * - `overloaded`: the API is overloaded (HTTP 529). Retryable.
  * - `server`: the API failed (HTTP 5xx). Retryable.
  * - `transport`: no HTTP answer at all (connection refused, DNS, TLS, reset). Retryable.

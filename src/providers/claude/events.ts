@@ -5,7 +5,7 @@ import { classifyApiError, classifyErrorText, ClaudeProviderError, type ClaudeEr
 import { ClaudeUsageMeter } from './usage.js';
 
 /**
- * `translateClaudeEvents` of the seed, one SDK message at a time:
+ * Claude's events translated, one SDK message at a time:
  * - system/init → `init` (once per query; Claude Code repeats it every turn);
  * - result → `result` with what the turn cost (usage.ts) and the uuid of the last entry of the conversation seen (an assistant message, a tool result,
  *   after `/compact` the summary) as `resumeAt`: resuming at an older entry would fail once the conversation is

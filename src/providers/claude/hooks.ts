@@ -6,7 +6,7 @@ import { archiveClaudeTranscript } from './transcript.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
- * The two hooks the seed's Claude provider registers inside the SDK (they are Claude-only, so not part of the
+ * The two hooks the Claude provider registers inside the SDK (they are Claude-only, so not part of the
  * provider interface):
  * - PreCompact archives the transcript to `<cwd>/conversations/{date}-{summary}.md` (cwd is the agent folder), in
  *   the time zone of the runner (TZ);

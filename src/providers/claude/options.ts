@@ -6,7 +6,7 @@ import { claudeProcessEnv, type ClaudeSettings } from './config.js';
 import { claudeHooks } from './hooks.js';
 import { claudeSpawner } from './spawn.js';
 
-/** The tools the agent may use without asking (the seed's allow-list), plus every tool of each MCP server given. */
+/** The tools the agent may use without asking (the allow-list of docs/providers.md), plus every tool of each MCP server given. */
 export const CLAUDE_TOOL_ALLOWLIST = [
   'Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep', 'NotebookEdit', 'WebSearch', 'WebFetch',
   'Task', 'TaskOutput', 'TaskStop', 'TodoWrite', 'ToolSearch', 'Skill', 'SendMessage', 'Monitor',
@@ -19,7 +19,7 @@ export const CLAUDE_TOOL_ALLOWLIST = [
 export const CLAUDE_DISALLOWED_TOOLS = ['AskUserQuestion', 'CronCreate', 'CronDelete', 'CronList', 'ScheduleWakeup'] as const;
 
 /**
- * The SDK options of one query (seed "Claude Provider"): resume point, Claude Code's system prompt with the runner's
+ * The SDK options of one query: resume point, Claude Code's system prompt with the runner's
  * appended, the MCP servers, extra directories, the environment, the tool allow-list, bypassed permissions, hooks.
  */
 export function claudeOptions(

@@ -14,7 +14,7 @@ import { isOnResumeChain } from './transcript.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
- * The Claude provider (seed "Claude Provider"): Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
+ * The Claude provider: Claude Code through `@anthropic-ai/claude-agent-sdk`, fed by a
  * push-based message stream so follow-ups reach the running query. One Claude Code process per query (with
  * PINCER_CLAUDE_PREWARM, started ahead of it: see spare.ts).
  *
@@ -29,7 +29,7 @@ type ImageType = (typeof IMAGE_TYPES)[number];
 
 export class ClaudeProvider implements AgentProvider {
   readonly nativeSlashCommands = ['/compact'] as const;
-  /** Images and PDFs go to Claude as native content blocks (seed "媒体处理"). */
+  /** Images and PDFs go to Claude as native content blocks. */
   readonly nativeMedia = ['image', 'pdf'] as const;
   /** The PreCompact hook archives transcripts, so the runner does not. */
   readonly archivesTranscripts = true;
@@ -242,7 +242,7 @@ class ClaudeRun {
   }
 }
 
-/** A prompt as a Claude user message; content blocks become native image/document blocks (seed "媒体处理"). */
+/** A prompt as a Claude user message; content blocks become native image/document blocks. */
 export function userMessage(prompt: string | ContentBlock[], log: Logger): SDKUserMessage {
   const content = typeof prompt === 'string' ? prompt : toClaudeContent(prompt, log);
   return { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null };

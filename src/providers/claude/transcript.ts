@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { archiveTranscript as writeArchive, Transcript } from '../../shared/transcript-archive.js';
 
 /**
- * Transcript archiving for Claude (seed "对话转录归档"): before Claude Code compacts a conversation, its JSONL
+ * Transcript archiving for Claude: before Claude Code compacts a conversation, its JSONL
  * transcript is read and written through the runner's archive writer, so Claude's archives look like every other
  * provider's: `<agent folder>/conversations/{date}-{summary}.md`.
  */

@@ -12,7 +12,7 @@ import type { McpServerConfig, QueryInput } from '../types.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
- * Codex settings from the environment (seed "Codex Provider": sandbox mode, approval policy and network access come
+ * Codex settings from the environment (docs/providers.md: sandbox mode, approval policy and network access come
  * from the environment) and their translation into the SDK's `CodexOptions` / `ThreadOptions`. An invalid value fails
  * closed at start-up with the variable's name.
  */
@@ -215,7 +215,7 @@ function realFolder(folder: string): string {
 }
 
 /**
- * Codex expects to work inside a git repository (seed: `git init` in the workspace). Best effort: without git the
+ * Codex expects to work inside a git repository. Best effort: without git the
  * thread still runs, because `skipGitRepoCheck` is set.
  */
 export function ensureGitRepository(cwd: string, log: (message: string) => void): void {
@@ -241,7 +241,7 @@ export function codexHasCredentials(env: Record<string, string | undefined>): bo
 }
 
 /**
- * The only route OpenAI may implicitly hand to Codex (OpenClaw "OpenAI 隐式代理运行时"): the exact official HTTPS
+ * The only route OpenAI may implicitly hand to Codex: the exact official HTTPS
  * Responses endpoint (Platform or ChatGPT) with no authored request behaviour. Completions adapters, custom endpoints
  * and routes with their own headers stay on the built-in runtime.
  */

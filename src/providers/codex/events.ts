@@ -4,7 +4,7 @@ import type { ModelDeadline } from '../deadline.js';
 import type { ProviderEvent } from '../types.js';
 
 /**
- * Translates one Codex turn's `ThreadEvent`s (seed "Codex Provider"): `thread.started` → `init`; the last
+ * Translates one Codex turn's `ThreadEvent`s: `thread.started` → `init`; the last
  * `agent_message` → the turn's result text; `turn.failed` and stream `error` → `error`; tool items stop the model
  * deadline while they run; non-fatal `error` items and tool activity → `progress`.
  */

@@ -8,7 +8,7 @@ import { codexHome, codexOptions, ensureGitRepository, readCodexSettings, thread
 import { classifyCodexError, codexTurnUsage, CodexTurn } from './events.js';
 
 /**
- * The Codex provider (seed "Codex Provider", @openai/codex-sdk). Each turn is one `codex exec` process; the thread
+ * The Codex provider. Each turn is one `codex exec` process; the thread
  * (conversation) lives in CODEX_HOME and is resumed by id. Codex has no streaming input, so a follow-up pushed during
  * a turn interrupts it (abort) and the provider restarts on the same thread with the follow-up as the next prompt.
  */

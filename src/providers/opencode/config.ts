@@ -10,7 +10,7 @@ import type { McpServerConfig, PrepareInput } from '../types.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
- * OpenCode settings from the environment (seed "OpenCode Provider": provider and model from `OPENCODE_PROVIDER` /
+ * OpenCode settings from the environment (docs/providers.md: provider and model from `OPENCODE_PROVIDER` /
  * `OPENCODE_MODEL`) and the server configuration built from them. With `OPENCODE_BASE_URL` (or `OPENAI_BASE_URL`)
  * OpenCode talks to that OpenAI-compatible server through `@ai-sdk/openai-compatible`; without it, to the named
  * built-in provider with that provider's own key variable.
@@ -86,7 +86,7 @@ export function openCodeConfig(settings: OpenCodeSettings, input: PrepareInput):
     model: `${settings.providerId}/${settings.modelId}`,
     small_model: `${settings.providerId}/${settings.modelId}`,
     enabled_providers: [settings.providerId],
-    // "Allow everything without asking" (seed "接口不包含的内容"): nobody is at a terminal to approve.
+    // "Allow everything without asking": nobody is at a terminal to approve.
     permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', doom_loop: 'allow', external_directory: 'allow' },
     // OpenCode's own question tool waits for a TUI answer; Pincer's ask_user_question is the way to ask.
     tools: { question: false },

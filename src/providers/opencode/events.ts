@@ -3,7 +3,7 @@ import { sumUsage, type ModelUsage, type TurnUsage } from '../../shared/usage.js
 import type { ModelDeadline } from '../deadline.js';
 
 /**
- * Reading one OpenCode session's server-sent events (seed "OpenCode Provider"): model progress restarts the deadline,
+ * Reading one OpenCode session's server-sent events: model progress restarts the deadline,
  * running tools stop it, `retry` statuses are remembered (they are what an unreachable server looks like), and
  * `session.idle` / `session.error` end a turn. Events of other sessions (title generation, sub-agents) are ignored.
  */

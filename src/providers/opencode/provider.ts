@@ -11,7 +11,7 @@ import { reapStaleServer, recordServer } from './pid-file.js';
 import { resolveOpenCodeBinary, startOpenCodeServer, type OpenCodeServer } from './server.js';
 
 /**
- * The OpenCode provider (seed "OpenCode Provider", @opencode-ai/sdk + the `opencode` server from opencode-ai). One
+ * The OpenCode provider. One
  * local server per runner, started when the runner starts (`prepare`) or by the first query, and reused; `abort()`
  * and `close()` stop it. A query prompts the session asynchronously and reads the server's events: the answer is
  * collected at `session.idle`, a follow-up pushed mid-turn aborts the turn and is sent as the next prompt,
@@ -195,7 +195,7 @@ export class OpenCodeProvider implements AgentProvider {
     }
   }
 
-  /** The system prompt goes in front of the first prompt a session gets from this runner (seed: `<system>` prefix). */
+  /** The system prompt goes in front of the first prompt a session gets from this runner. */
   private withSystemPrompt(sessionId: string, systemPrompt: string | undefined, prompt: string): string {
     if (!systemPrompt || this.systemSent.has(sessionId)) return prompt;
     this.systemSent.add(sessionId);

@@ -14,7 +14,7 @@ import {
 } from './types.js';
 
 /**
- * Inbound media (seed "媒体处理"): every attachment is saved under `downloads/<message-id>/<safe-name>` with its type
+ * Inbound media: every attachment is saved under `downloads/<message-id>/<safe-name>` with its type
  * detected from the bytes; the core then decides, by what the provider accepts, whether it becomes a native content
  * block or a `[file available at: …]` line in the message. Providers only build their own format from the blocks.
  */

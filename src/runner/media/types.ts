@@ -1,7 +1,7 @@
 import type { AttachmentCodec } from '../../runtime/attachments.js';
 import type { DownloadAllowList, ResolveHost } from './download-targets.js';
 
-/** What an inbound attachment is, decided from its bytes (seed "媒体处理"). */
+/** What an inbound attachment is, decided from its bytes. */
 export type MediaKind = 'image' | 'pdf' | 'audio' | 'video' | 'file';
 
 /** Image types providers take as native blocks (Claude: JPEG, PNG, GIF, WebP). */

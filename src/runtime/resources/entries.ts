@@ -4,7 +4,7 @@ import path from 'node:path';
 import type * as Tinyglobby from 'tinyglobby';
 import type { ResourceDiagnostic } from './types.js';
 
-/** tinyglobby, loaded on first use: most agent groups have no manifest, and the runner's idle RSS counts (SPEC §8). */
+/** tinyglobby, loaded on first use: most agent groups have no manifest, and the runner's idle RSS counts. */
 let globber: typeof Tinyglobby | undefined;
 function tinyglobby(): typeof Tinyglobby {
   globber ??= createRequire(import.meta.url)('tinyglobby') as typeof Tinyglobby;

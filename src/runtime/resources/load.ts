@@ -8,7 +8,7 @@ import type { ExtensionResource, LoadedResources, PromptResource, ResourceDiagno
 
 /**
  * Load an agent group folder's skills and prompts (see types.ts). A kind the manifest lists comes only from its
- * entries; a kind it does not list falls back to its conventional folder (seed: "未在清单中列出的资源类型会回退到对约定目录…的发现").
+ * entries; a kind it does not list falls back to its conventional folder.
  * `reservedCommands` (runner and provider commands, without `/`) cannot be taken by a prompt.
  */
 export function loadResources(root: string, reservedCommands: readonly string[] = []): LoadedResources {

@@ -1,5 +1,5 @@
 /**
- * Resource packages (OpenClaw "清单"; SPEC §7): an agent group folder declares skills, prompts and extensions in its
+ * Resource packages: an agent group folder declares skills, prompts and extensions in its
  * `package.json` under `"pincer"` (paths or globs relative to the folder, `!pattern` excludes), else in the
  * conventional `skills/<name>/SKILL.md`, `prompts/<name>.md` and `extensions/*.{js,mjs}` (or `extensions/<name>/index.js`). Loading never fails and never stays silent: every
  * problem becomes a diagnostic for the runner's log and `pincer doctor`.

@@ -50,7 +50,7 @@ export interface ProgramSliceInput {
   limits: ProgramLimits;
   /** what `Date.now()` says inside the program (fixed for the program's life) */
   clock: number;
-  /** the seed of `Math.random` inside the program */
+  /** what `Math.random` inside the program starts from */
   seed: number;
 }
 

@@ -3,7 +3,7 @@ import type { CpuAdmissionLike, CpuPermit } from './types.js';
 import { settingOrDefault } from '../../shared/settings-load.js';
 
 /**
- * CPU admission shared by pools (seed: "在调用 isolate 内共享 max(1, availableParallelism() - 1) 的 CPU 准入限制"): at
+ * CPU admission shared by pools (at most max(1, availableParallelism() − 1) tasks on the CPU at once): at
  * most `limit` tasks run at once across every pool drawing from it, one CPU stays free for the poll loop, and waiters
  * are served strictly in FIFO order so one busy pool cannot overtake another.
  */

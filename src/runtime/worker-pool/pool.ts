@@ -17,7 +17,7 @@ import type {
 } from './types.js';
 
 /**
- * A bounded pool of worker threads (OpenClaw "计算工作器"). Admission counts queued, preparing and running tasks against
+ * A bounded pool of worker threads. Admission counts queued, preparing and running tasks against
  * `maxPendingTasks` / `maxPendingBytes` and refuses excess work at once with `overloaded`, before its input is built.
  * A CPU permit from the shared FIFO admission is held from preparation until the worker is free again — and, for a
  * cancelled or timed-out task, until its worker has really stopped, so a stuck worker can never push the process
@@ -46,7 +46,7 @@ interface Timing {
 
 let liveWorkers = 0;
 
-/** node:worker_threads, loaded with the first worker: a runner that never needs one keeps its idle RSS (SPEC §8). */
+/** node:worker_threads, loaded with the first worker: a runner that never needs one keeps its idle RSS. */
 let workerThreadsModule: typeof import('node:worker_threads') | undefined;
 function workerThreads(): typeof import('node:worker_threads') {
   workerThreadsModule ??= createRequire(import.meta.url)('node:worker_threads') as typeof import('node:worker_threads');

@@ -1,7 +1,7 @@
 import type { TransferListItem } from 'node:worker_threads';
 
 /**
- * The worker-task pool (OpenClaw "计算工作器"; SPEC §7): CPU work such as attachment encoding and the formatting of very
+ * The worker-task pool: CPU work such as attachment encoding and the formatting of very
  * large batches runs on worker threads, behind bounded admission, so the runner's poll loop stays responsive.
  */
 
