@@ -9,6 +9,7 @@ import { measureFollowUp } from './followup.js';
 import { measureHostStart } from './host-start.js';
 import { closeFleets, keepFirst, measureIdleFleets, startIdleFleets } from './idle.js';
 import { measureMcpSendMessage } from './mcp.js';
+import { measureMcpStart } from './mcp-start.js';
 import { measureObservability } from './observability.js';
 import { measurePickup } from './pickup.js';
 import { measurePlatformRoundTrip } from './platform.js';
@@ -26,12 +27,12 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, hostStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200, sessionPort: 40, idleSessions: 10 },
-  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, hostStart: 4, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50, sessionPort: 10, idleSessions: 3 },
+  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, hostStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200, sessionPort: 40, idleSessions: 10, mcpStart: 10 },
+  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, hostStart: 4, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50, sessionPort: 10, idleSessions: 3, mcpStart: 2 },
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'platform', 'builtin', 'observability', 'session-port', 'idle'] as const;
+const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'mcp-start', 'platform', 'builtin', 'observability', 'session-port', 'idle'] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -88,6 +89,9 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     }
     if (only.has('mcp')) {
       results.mcp = await timed('MCP send_message', () => measureMcpSendMessage(size.mcp));
+    }
+    if (only.has('mcp-start')) {
+      results.mcpStart = await timed("first model call with the user's MCP servers", () => measureMcpStart(size.mcpStart));
     }
     if (only.has('platform')) {
       results.platform = await timed('chat platform round trip', () => measurePlatformRoundTrip(size.platform));

@@ -5,6 +5,7 @@ import type { FollowUpSamples } from './followup.js';
 import type { HostStartSamples } from './host-start.js';
 import type { FleetResult, IdleResult } from './idle.js';
 import type { McpSamples } from './mcp.js';
+import type { McpStartSamples } from './mcp-start.js';
 import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
 import type { ObservabilitySamples } from './observability.js';
@@ -26,6 +27,7 @@ export interface BenchResults {
   coldStart?: ColdStartResult;
   hostStart?: HostStartSamples;
   mcp?: McpSamples;
+  mcpStart?: McpStartSamples;
   platform?: PlatformSamples;
   sessionPort?: SessionPortSamples;
   observability?: ObservabilitySamples;
@@ -42,7 +44,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, the performance targets first in their order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, platform, sessionPort, builtin, observability } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } = results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
@@ -87,6 +89,7 @@ export function buildRows(results: BenchResults): Row[] {
       { metric: 'MCP send_message: call → row committed, p99', unit: 'ms', pincer: s.p99, better: 'lower' },
     );
   }
+  if (mcpStart) rows.push(...mcpStartRows(mcpStart));
   if (sessionPort) {
     const [r, l] = [summarize(sessionPort.remote), summarize(sessionPort.local)];
     const n = `n=${r.count}/${l.count}`;
@@ -184,6 +187,35 @@ export function buildRows(results: BenchResults): Row[] {
     );
   }
   return rows;
+}
+
+/**
+ * The user's MCP servers and the first model call, each variant beside no server at all. Servers start in parallel,
+ * so what 3 or 10 add is measured against what one adds (one after another they would add 3 or 10 times as much; on
+ * two cores 10 node processes starting at once still share the CPU); one that never starts costs the start deadline.
+ */
+function mcpStartRows(m: McpStartSamples): Row[] {
+  const [none, one, three, ten, stuck] = [summarize(m.none), summarize(m.one), summarize(m.three), summarize(m.ten), summarize(m.neverStarts)];
+  const oneExtra = Math.max(0, one.p50 - none.p50);
+  const times = (factor: number): Row['target'] => {
+    const limit = none.p50 + factor * oneExtra;
+    return atMost(limit, `≤ none + ${factor} × one's cost (${(limit / 1000).toFixed(2)} s)`);
+  };
+  const deadline = none.p50 + m.startMs + 1000;
+  return [
+    { metric: `first model call (built-in runtime): runner spawn → first request, no user MCP server, p50 (n=${none.count})`, unit: 'ms', pincer: none.p50, better: 'lower' },
+    { metric: '  with 1 healthy MCP server, p50; baseline: none', unit: 'ms', pincer: one.p50, baseline: none.p50, better: 'lower' },
+    { metric: '  with 3 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: three.p50, baseline: none.p50, better: 'lower', target: times(2) },
+    { metric: '  with 10 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: ten.p50, baseline: none.p50, better: 'lower', target: times(5) },
+    {
+      metric: `  with one MCP server that never starts (start deadline ${m.startMs / 1000} s), p50; baseline: none`,
+      unit: 'ms',
+      pincer: stuck.p50,
+      baseline: none.p50,
+      better: 'lower',
+      target: atMost(deadline, `≤ none + the deadline + 1 s (${(deadline / 1000).toFixed(2)} s)`),
+    },
+  ];
 }
 
 /** Summaries beside the raw samples, for the JSON file. */

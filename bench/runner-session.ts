@@ -34,6 +34,8 @@ export interface SessionOptions {
   pendingText?: string;
   /** more environment for the runner (e.g. NODE_OPTIONS, to try a memory setting). */
   env?: Record<string, string>;
+  /** the session's config.json (e.g. `mcpServers`), written before the runner starts */
+  config?: Record<string, unknown>;
 }
 
 const RECORD_FILE = 'mock-record.jsonl';
@@ -63,6 +65,7 @@ export class RunnerSession {
   private constructor(readonly mode: WakeMode, options: SessionOptions) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), `pincer-bench-${mode}-`));
     this.paths = createSessionFolder(root);
+    if (options.config) fs.writeFileSync(this.paths.config, JSON.stringify(options.config));
     this.db = openSessionDb(this.paths.db);
     // Every file in the folder: the DB (the runner's own Waker only looks at session.db*) and the record file.
     this.waker = new Waker(root, 'watch', '');

@@ -26,6 +26,18 @@ describe('bench report', () => {
     expect(row('MCP send_message: call → row committed, p50').verdict).toBe('PASS');
   });
 
+  it("judges the user's MCP servers' start by what one server costs, and a server that never starts by the deadline", () => {
+    const parallel = buildRows({ mcpStart: { none: [1000, 1000], one: [1500, 1500], three: [1700, 1700], ten: [3400, 3400], neverStarts: [4200, 4200], startMs: 3000 } }).map(toPrintedRow);
+    const serial = buildRows({ mcpStart: { none: [1000], one: [1500], three: [2500], ten: [6000], neverStarts: [5200], startMs: 3000 } }).map(toPrintedRow);
+    const find = (table: typeof parallel, start: string) => table.find((r) => r.metric.startsWith(start))!;
+    expect(find(parallel, '  with 3 healthy')).toMatchObject({ target: "≤ none + 2 × one's cost (2.00 s)", verdict: 'PASS' });
+    expect(find(parallel, '  with 10 healthy')).toMatchObject({ target: "≤ none + 5 × one's cost (3.50 s)", verdict: 'PASS' });
+    expect(find(parallel, '  with one MCP server that never starts')).toMatchObject({ target: '≤ none + the deadline + 1 s (5.00 s)', verdict: 'PASS' });
+    expect(find(serial, '  with 3 healthy').verdict).toBe('MISS');
+    expect(find(serial, '  with 10 healthy').verdict).toBe('MISS');
+    expect(find(serial, '  with one MCP server that never starts').verdict).toBe('MISS');
+  });
+
   it('judges start-up and memory against the goals, the fleet scaled to its size', () => {
     const idle = { windowMs: 30_000, idleBeforeMs: 40_000, cpuPercent: 0, cpuMs: 0, rssMiB: 53.9, anonMiB: 12, pssMiB: 14, ussMiB: 15.2 };
     const fleet = { ...idle, runners: 20, rssMiB: 1070, pssMiB: 290, cpuPercent: 1.2, perRunnerCpuPercent: 0.06, perRunnerRssMiB: 53.5 };

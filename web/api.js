@@ -34,6 +34,7 @@ export async function api(method, path, body) {
 export const get = (path) => api('GET', path);
 export const post = (path, body = {}) => api('POST', path, body);
 export const patch = (path, body) => api('PATCH', path, body);
+export const put = (path, body) => api('PUT', path, body);
 
 /** Event types the host streams for a conversation (the SSE `event:` names). */
 export const STREAM_EVENTS = ['chat', 'edit', 'reaction', 'question', 'card', 'notice', 'typing', 'reset'];

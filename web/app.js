@@ -5,12 +5,13 @@ import { html, render, useEffect, useState } from '/web/vendor/preact-htm.js';
 import { get, post } from '/web/api.js';
 import { Conversations } from '/web/chat.js';
 import { Doctor } from '/web/doctor.js';
+import { McpServers } from '/web/mcp-servers.js';
 import { Models } from '/web/models.js';
 import { Sessions } from '/web/sessions.js';
 import { Tasks } from '/web/tasks.js';
 import { Usage } from '/web/usage.js';
 
-const VIEWS = { conversations: ['Conversations', Conversations], sessions: ['Sessions', Sessions], tasks: ['Tasks', Tasks], usage: ['Usage', Usage], models: ['Models', Models], doctor: ['Doctor', Doctor] };
+const VIEWS = { conversations: ['Conversations', Conversations], sessions: ['Sessions', Sessions], tasks: ['Tasks', Tasks], usage: ['Usage', Usage], models: ['Models', Models], mcp: ['MCP servers', McpServers], doctor: ['Doctor', Doctor] };
 
 function Login({ onLogin }) {
   const [token, setToken] = useState('');

@@ -12,6 +12,8 @@ import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
+import { startMcpServers } from '../doctor/mcp-start.js';
+import { mcpClientSettings } from '../providers/mcp-settings.js';
 import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
 
 /**
@@ -24,7 +26,8 @@ export function registerDoctorCommand(program: Command): void {
     .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory to check (default: PINCER_HOME, else ~/.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
-    .action(async (options: { home?: string; workspace?: string[] }) => {
+    .option('--no-mcp-start', "do not start the agent groups' own MCP servers (by default each is started once to count its tools)")
+    .action(async (options: { home?: string; workspace?: string[]; mcpStart?: boolean }) => {
       const home = resolveHome(process.env, options.home);
       for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new PincerError('invalid-input', `--workspace ${dir}: no such folder`);
       const dirs = options.workspace?.map((dir) => path.resolve(dir)) ?? sessionFoldersUnder(home);
@@ -38,6 +41,7 @@ export function registerDoctorCommand(program: Command): void {
       }
       const env = credentialEnvironment(process.env, secrets);
       const report = runDoctor(dirs, env, options.workspace ? undefined : home);
+      if (options.mcpStart !== false) await startGroupsMcpServers(report, env, secrets);
       const platforms = describePlatforms(process.env);
       if (!options.workspace) process.stdout.write(describeHome(home));
       process.stdout.write(renderCommands(report, env));
@@ -48,6 +52,20 @@ export function registerDoctorCommand(program: Command): void {
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
       process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem || server?.problem ? 1 : 0;
     });
+}
+
+/** Start each group's own MCP servers that have no known problem, all at once, and note what each did. */
+async function startGroupsMcpServers(report: DoctorReport, env: NodeJS.ProcessEnv, secrets: ReadonlyMap<string, string>): Promise<void> {
+  const settings = mcpClientSettings(env);
+  await Promise.all(
+    report.groups.map(async (group) => {
+      const startable = group.mcpServers.filter((check) => check.problems.length === 0).map((check) => check.name);
+      if (startable.length === 0) return;
+      const servers = Object.fromEntries(startable.map((name) => [name, group.mcpServerSpecs[name]!]));
+      const results = await startMcpServers({ agentDir: group.dir, servers }, { env, secret: (name) => secrets.get(name), settings });
+      for (const check of group.mcpServers) check.started = results.get(check.name) ?? check.started;
+    }),
+  );
 }
 
 /** The home checked, and on a fresh machine what the first `pincer chat` or `pincer host` will create there. */
@@ -121,8 +139,12 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
     out.push(`  ${describeResources(group.resources)}`);
     for (const diagnostic of group.resources.diagnostics) out.push(`  ! ${diagnostic.message}`);
     for (const server of group.mcpServers) {
-      out.push(`  ${server.problems.length === 0 ? '' : '✗ '}MCP server ${server.name}: ${server.what}`);
+      const { started } = server;
+      const bad = server.problems.length > 0 || started?.ok === false;
+      const how = started?.ok ? ` — starts, ${started.tools} tool${started.tools === 1 ? '' : 's'} (${(started.ms / 1000).toFixed(1)} s)` : '';
+      out.push(`  ${bad ? '✗ ' : ''}MCP server ${server.name}: ${server.what}${how}`);
       for (const problem of server.problems) out.push(`    ! ${problem}`);
+      if (started && !started.ok) out.push(`    ! does not start: ${started.error}`);
     }
     out.push(`  sessions: ${group.sessions.length === 0 ? 'none yet' : group.sessions.map((s) => path.basename(s)).join(', ')}`);
   }

@@ -2,11 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeMcpServer, secretNamesOf, type McpServers } from '../db/mcp-servers.js';
 import { errorMessage } from '../shared/log.js';
+import type { McpStartResult } from './mcp-start.js';
 
 /**
- * `pincer doctor`'s look at an agent group's own MCP servers, without starting any: what each runs, and what would
- * keep it from starting — a secret it refers to that the host's store does not have, a command not found. (Whether
- * it then answers shows at the first turn: the chat gets a notice naming a server that could not start.)
+ * `pincer doctor`'s look at an agent group's own MCP servers: what each runs, and what would
+ * keep it from starting — a secret it refers to that the host's store does not have, a command not found. Then
+ * `pincer doctor` starts those with no such problem (mcp-start.ts) and says whether each listed its tools.
  */
 export interface McpServerCheck {
   name: string;
@@ -14,6 +15,8 @@ export interface McpServerCheck {
   what: string;
   /** what would keep it from starting; empty: nothing found */
   problems: string[];
+  /** whether it started when `pincer doctor` started it, and how many tools it listed (absent: not started) */
+  started?: McpStartResult;
 }
 
 /** `secretNames`: the names set in the host's store, or the line saying why the store cannot be read. */

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CentralStore } from '../host/central-db/store.js';
 import { SecretsStore } from '../host/secrets.js';
+import type { McpServers } from '../db/mcp-servers.js';
 import { checkMcpServers, secretNamesIn, type McpServerCheck } from './mcp-servers.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
@@ -46,6 +47,8 @@ export interface GroupReport {
   sessions: string[];
   /** the group's own MCP servers and what would keep each from starting */
   mcpServers: McpServerCheck[];
+  /** those servers as configured (what `pincer doctor` starts to see them list their tools) */
+  mcpServerSpecs: McpServers;
   /** every session of the group is a `pincer chat` one: a failing selection only concerns `pincer host`, not a failure */
   chatOnly?: boolean;
 }
@@ -100,6 +103,7 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
         resources: loadResources(dir, RUNNER_COMMANDS),
         sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),
         mcpServers: checkMcpServers(group.mcpServers, secretNames, env),
+        mcpServerSpecs: group.mcpServers,
       };
     });
   } finally {

@@ -5,6 +5,7 @@ import type { OutboundRow } from '../db/types.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { PincerError, isPincerError } from '../shared/errors.js';
+import type { McpServerRequests } from './mcp-server-requests.js';
 import { planTask, TaskChangeSchema, TaskRequestSchema } from '../db/tasks.js';
 import type { InboxRow, SessionPort } from './session/port.js';
 import type { SessionDirectory } from './sessions.js';
@@ -31,6 +32,8 @@ export interface ActionDeps {
   sessions: SessionDirectory;
   /** user ids that are admins of every group (PINCER_ADMIN_USER_ID). */
   globalAdmins: readonly string[];
+  /** `add_mcp_server`: asks the group's admin (absent: the action is refused) */
+  mcpRequests?: McpServerRequests;
 }
 
 const RegisterAgentGroup = z.object({
@@ -53,6 +56,8 @@ export class ActionHandlers {
       switch (ctx.content.action) {
         case 'register_agent_group':
           return this.registerAgentGroup(ctx);
+        case 'add_mcp_server':
+          return this.deps.mcpRequests ? await this.deps.mcpRequests.request(ctx) : { status: 'error', error: 'add_mcp_server is not available on this host' };
         case 'update_task':
           return await this.updateTask(ctx);
         case 'schedule_task':

@@ -28,6 +28,7 @@ import { PLATFORM_SECRETS } from './platforms/catalog.js';
 import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
 import { mcpSecretValues } from './mcp-servers.js';
+import { McpServerRequests } from './mcp-server-requests.js';
 import { nextOccurrence, planTask, type TaskRequest } from '../db/tasks.js';
 import { resolveRunnerKind } from './runner-kind.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
@@ -104,6 +105,8 @@ export class Host implements HostApi {
   private readonly turnPins = new Map<string, { turn: string; generation: ModelGeneration }>();
   /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
   private cluster: Promise<SessionCluster> | undefined;
+  /** MCP servers agents asked for (add_mcp_server), waiting for or decided by an admin */
+  readonly mcpRequests: McpServerRequests;
 
   private constructor(private readonly options: HostOptions) {
     const { config } = options;
@@ -148,10 +151,12 @@ export class Host implements HostApi {
     this.traceRelay = config.runners.kind === 'process' ? undefined : TraceRelay.fromEnvironment(config.runners.env, this.log);
     this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy, this.traceRelay);
     this.inbox = new Inbox(this.store.db);
+    const globalAdmins = config.defaultGroup?.admins ?? [];
+    this.mcpRequests = new McpServerRequests({ store: this.store, channels: this.channels, globalAdmins, log: this.log });
     this.delivery = new Delivery({
       channels: this.channels,
       store: this.store,
-      actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins: config.defaultGroup?.admins ?? [] }),
+      actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins, mcpRequests: this.mcpRequests }),
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
       reach: (session, to) => outboundRefusal(this.store, session, to, config.defaultGroup?.name),
       write: (handle, row) => this.pipelineOf(handle.session.id).write(row).then((r) => ({ id: r.id, seq: r.seq ?? 0 })),
@@ -274,6 +279,7 @@ export class Host implements HostApi {
     }
     const pipeline = this.pipelines.get(question.sessionId);
     if (!pipeline) throw new PincerError('not-found', `the session of question "${answer.questionId}" is gone`);
+    if (this.mcpRequests.owns(answer.questionId)) return this.mcpRequests.decide(question, answer, (row) => pipeline.write(row));
     if (!this.store.markQuestionAnswered(answer.questionId)) {
       throw new PincerError('invalid-input', `question "${answer.questionId}" was answered already`, { field: 'questionId' });
     }

@@ -16,6 +16,7 @@ numbers, and edit_message and add_reaction take them.
 - schedule_task runs a prompt for you later (processAfter) or repeatedly (a 5-field cron recurrence). Times without a
   zone and cron expressions are in the time zone of the <context timezone="…"> header. list_tasks shows task ids;
   cancel_task, pause_task, resume_task and update_task take them.
-- send_to_agent writes to another agent group; register_agent_group asks the host to create one (admin only).
+- send_to_agent writes to another agent group; register_agent_group asks the host to create one (admin only);
+  add_mcp_server asks the group's admin for an MCP server of your own (its tools come at your next start).
   Answers to host actions arrive later as [SYSTEM RESPONSE] messages.
 - A tool that fails returns an error saying why; fix the input rather than repeating the same call.`;

@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { registerAgentTools } from './agents.js';
 import { MCP_SERVER_NAME } from './config.js';
 import { registerFileTools } from './files.js';
+import { registerMcpServerTools } from './mcp-servers.js';
 import { registerMessagingTools } from './messaging.js';
 import { registerQuestionTools } from './questions.js';
 import { registerTaskTools } from './tasks.js';
@@ -27,5 +28,6 @@ export function createPincerServer(ctx: ToolContext): McpServer {
   registerQuestionTools(server, ctx);
   registerAgentTools(server, ctx);
   registerTaskTools(server, ctx);
+  registerMcpServerTools(server, ctx);
   return server;
 }

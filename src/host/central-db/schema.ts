@@ -257,6 +257,28 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 11,
+    description: 'MCP servers an agent asked for (add_mcp_server), each with the admin\'s decision (src/host/mcp-server-requests.ts)',
+    up(db) {
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS mcp_server_requests (
+          id TEXT PRIMARY KEY,
+          agent_group_id TEXT NOT NULL REFERENCES agent_groups(id),
+          session_id TEXT NOT NULL,
+          name TEXT NOT NULL,
+          server TEXT NOT NULL,
+          reason TEXT,
+          requested_at TEXT NOT NULL,
+          status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'refused', 'failed')),
+          decided_by TEXT,
+          decided_at TEXT,
+          error TEXT
+        );
+        CREATE INDEX IF NOT EXISTS mcp_server_requests_group ON mcp_server_requests (agent_group_id, requested_at);
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

@@ -131,7 +131,8 @@ function openLinked(server: LinkedMcpServer): () => Promise<OpenedTransport> {
   };
 }
 
-function opener(name: string, server: McpServerConfig, options: McpToolsOptions): () => Promise<OpenedTransport> {
+/** How the built-in runtime opens a user server (also `pincer doctor`'s start check). */
+export function opener(name: string, server: McpServerConfig, options: McpToolsOptions): () => Promise<OpenedTransport> {
   if (server.type === 'http') {
     // Loaded on first use: the HTTP transport (and its SSE parser and OAuth helpers) is not part of a runner's start.
     return async () => {
