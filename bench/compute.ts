@@ -23,7 +23,12 @@ function transcript(bytes: number): PlanMessage[] {
   for (let i = 0; size < bytes; i++) {
     const out = `result ${i} ${'lorem ipsum dolor sit amet '.repeat(200)}`;
     messages.push({ role: 'user', content: `question ${i}` });
-    messages.push({ role: 'assistant', content: [{ type: 'toolCall', name: 'bash', arguments: { command: `cat file-${i}` } }], stopReason: 'toolUse', usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0 } });
+    messages.push({
+      role: 'assistant',
+      content: [{ type: 'toolCall', name: 'bash', arguments: { command: `cat file-${i}` } }],
+      stopReason: 'toolUse',
+      usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0 },
+    });
     messages.push({ role: 'toolResult', toolName: 'bash', content: [{ type: 'text', text: out }] });
     messages.push({ role: 'assistant', content: [{ type: 'text', text: `answer ${i}` }], stopReason: 'stop' });
     size += out.length + 40;
@@ -61,19 +66,29 @@ const median = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[Math.f
 function row(name: string, samples: { p99: number; max: number; wall: number }[]): number {
   const p99 = median(samples.map((s) => s.p99));
   console.log(
-    `${name.padEnd(44)} event-loop delay p99 ${p99.toFixed(1).padStart(7)} ms, max ${median(samples.map((s) => s.max)).toFixed(1).padStart(7)} ms, wall ${median(samples.map((s) => s.wall)).toFixed(0).padStart(6)} ms`,
+    `${name.padEnd(44)} event-loop delay p99 ${p99.toFixed(1).padStart(7)} ms, max ${median(samples.map((s) => s.max))
+      .toFixed(1)
+      .padStart(7)} ms, wall ${median(samples.map((s) => s.wall))
+      .toFixed(0)
+      .padStart(6)} ms`,
   );
   return p99;
 }
 
 /** PASS when the pool's p99 is at most half the main thread's, measured in this same run. */
 function verdict(what: string, inline: number, pooled: number): void {
-  console.log(`  ${pooled <= inline / 2 ? 'PASS' : 'MISS'} ${what}: pool p99 ${pooled.toFixed(1)} ms vs main thread ${inline.toFixed(1)} ms (target: at most half)`);
+  console.log(
+    `  ${pooled <= inline / 2 ? 'PASS' : 'MISS'} ${what}: pool p99 ${pooled.toFixed(1)} ms vs main thread ${inline.toFixed(1)} ms (target: at most half)`,
+  );
 }
 
 async function main(): Promise<void> {
   const admission = new CpuAdmission(defaultParallelism());
-  const compaction = new WorkerTaskPool<CompactionTasks>({ name: 'compaction', tasks: new URL('../src/runtime/tasks/compaction-plan.js', import.meta.url), admission });
+  const compaction = new WorkerTaskPool<CompactionTasks>({
+    name: 'compaction',
+    tasks: new URL('../src/runtime/tasks/compaction-plan.js', import.meta.url),
+    admission,
+  });
   const files = new WorkerTaskPool<FileTasks>({ name: 'files', tasks: new URL('../src/runtime/tasks/file-edit.js', import.meta.url), admission });
   const messages = transcript(5 * 1024 * 1024);
   const input: CompactionPlanInput = { messages, contextWindow: 200_000, reserveTokens: 16_384, keepRecentTokens: 20_000, pruneBudgetTokens: 12_000 };
@@ -128,7 +143,13 @@ async function execRoundTrip(admission: CpuAdmission): Promise<void> {
     execute: async (_id, params) => ({ content: [{ type: 'text', text: (params as { text: string }).text }], details: {} }),
   };
   const programs: Programs = new Map();
-  const [exec] = codeModeTools({ tools: [echo], pool: code, limits: codeModeLimits({}, 30_000), log: { debug() {}, info() {}, warn() {}, error() {} }, programs });
+  const [exec] = codeModeTools({
+    tools: [echo],
+    pool: code,
+    limits: codeModeLimits({}, 30_000),
+    log: { debug() {}, info() {}, warn() {}, error() {} },
+    programs,
+  });
   const runs = ROUNDS * 10;
   const timeOf = async (call: () => Promise<unknown>): Promise<number[]> => {
     await call(); // warm
@@ -143,9 +164,13 @@ async function execRoundTrip(admission: CpuAdmission): Promise<void> {
   const viaExec = await timeOf(() => exec!.execute('b', { code: 'return await tools.echo({ text: "hi" })' } as never));
   const direct = await timeOf(() => echo.execute('b', { text: 'hi' } as never));
   console.log(`exec round trip, a program calling one tool vs the tool called directly, median of ${runs}:`);
-  console.log(`  ${'exec (two sandbox slices)'.padEnd(42)} ${median(viaExec).toFixed(2).padStart(8)} ms (p90 ${viaExec.sort((a, b) => a - b)[Math.floor(runs * 0.9)]!.toFixed(2)} ms)`);
+  console.log(
+    `  ${'exec (two sandbox slices)'.padEnd(42)} ${median(viaExec).toFixed(2).padStart(8)} ms (p90 ${viaExec.sort((a, b) => a - b)[Math.floor(runs * 0.9)]!.toFixed(2)} ms)`,
+  );
   console.log(`  ${'direct tool call'.padEnd(42)} ${median(direct).toFixed(2).padStart(8)} ms`);
-  console.log(`  ${median(viaExec) <= 50 ? 'PASS' : 'MISS'} exec adds ${(median(viaExec) - median(direct)).toFixed(1)} ms to a tool call (target: exec at most 50 ms)`);
+  console.log(
+    `  ${median(viaExec) <= 50 ? 'PASS' : 'MISS'} exec adds ${(median(viaExec) - median(direct)).toFixed(1)} ms to a tool call (target: exec at most 50 ms)`,
+  );
   stopPrograms(programs);
   await code.close();
 }

@@ -80,7 +80,14 @@ export async function dbFaultScenario(fault: DbFault, messages: number): Promise
     const counts = await count(host.port, conversations, accepted);
     if (counts.lost > 0 && process.env.FAULT_DEBUG) process.stderr.write(`${host.stderr()}\nlost: ${await lostMarkers(host.port, conversations, accepted)}\n`);
     const exited = host.child.exitCode;
-    return { scenario: LABELS[fault], sent: accepted.length, ...counts, maxHostCpu: cpu.max(), recoveryMs, ...(exited !== null ? { note: `host exited ${exited}` } : {}) };
+    return {
+      scenario: LABELS[fault],
+      sent: accepted.length,
+      ...counts,
+      maxHostCpu: cpu.max(),
+      recoveryMs,
+      ...(exited !== null ? { note: `host exited ${exited}` } : {}),
+    };
   } finally {
     clearInterval(watch);
     if (undo) lift();

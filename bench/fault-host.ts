@@ -36,7 +36,24 @@ export interface RunningHost {
  */
 export async function startHost(home: string, env: Record<string, string> = {}): Promise<RunningHost> {
   const child = spawn(process.execPath, [CLI, 'host', '--http', '0'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENT_PROVIDER: 'mock', PINCER_RUNNER: 'process', TZ: 'UTC', PINCER_HOME: home, PINCER_HTTP_TOKEN: TOKEN, PINCER_SWEEP_INTERVAL_MS: '200', PINCER_RUNNER_BACKOFF_MS: '100', PINCER_RUNNER_BACKOFF_MAX_MS: '1000', PINCER_STALE_MS: '300', PINCER_RETRY_BASE_MS: '50', PINCER_RETRY_MAX_MS: '500', PINCER_MAX_TRIES: '50', MOCK_DELAY_MS: '20', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AGENT_PROVIDER: 'mock',
+      PINCER_RUNNER: 'process',
+      TZ: 'UTC',
+      PINCER_HOME: home,
+      PINCER_HTTP_TOKEN: TOKEN,
+      PINCER_SWEEP_INTERVAL_MS: '200',
+      PINCER_RUNNER_BACKOFF_MS: '100',
+      PINCER_RUNNER_BACKOFF_MAX_MS: '1000',
+      PINCER_STALE_MS: '300',
+      PINCER_RETRY_BASE_MS: '50',
+      PINCER_RETRY_MAX_MS: '500',
+      PINCER_MAX_TRIES: '50',
+      MOCK_DELAY_MS: '20',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -70,7 +87,9 @@ export async function replies(port: number, conversation: string): Promise<strin
   const texts: string[] = [];
   let after = 0;
   for (;;) {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/conversations/${conversation}/events?after=${after}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/v1/conversations/${conversation}/events?after=${after}`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
     const body = (await res.json()) as { events: { type: string; text?: string }[]; more?: boolean; nextAfter?: number | null };
     for (const e of body.events) if (e.type === 'chat' && e.text) texts.push(e.text);
     if (!body.more || !body.nextAfter) return texts;
@@ -181,9 +200,17 @@ export function sleep(ms: number): Promise<void> {
 
 export function formatFaultTable(rows: FaultRow[]): string {
   const header = ['scenario', 'sent', 'answered', 'lost', 'duplicated', 'most runners', 'max host CPU', 'recovery'];
-  const body = rows.map((r) => [r.scenario, String(r.sent), String(r.answered), String(r.lost), String(r.duplicated), r.mostRunners === undefined ? '' : String(r.mostRunners), `${Math.round(r.maxHostCpu * 100)} %`, r.note ?? (r.recoveryMs === null ? 'not recovered' : `${(r.recoveryMs / 1000).toFixed(1)} s`)]);
+  const body = rows.map((r) => [
+    r.scenario,
+    String(r.sent),
+    String(r.answered),
+    String(r.lost),
+    String(r.duplicated),
+    r.mostRunners === undefined ? '' : String(r.mostRunners),
+    `${Math.round(r.maxHostCpu * 100)} %`,
+    r.note ?? (r.recoveryMs === null ? 'not recovered' : `${(r.recoveryMs / 1000).toFixed(1)} s`),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
 }
-

@@ -49,7 +49,8 @@ export async function mcpKillsScenario(messages: number): Promise<FaultRow> {
     const counts = await count(host.port, conversations, accepted);
     const failedCalls = fake.requests.filter(failedToolCall).length;
     if (process.env.FAULT_DEBUG) {
-      for (const r of fake.requests) process.stderr.write(`REQ ${r.path} last=${JSON.stringify(r.body.messages?.at(-1)).slice(0, 300)} reply=${JSON.stringify(r.reply).slice(0, 200)}\n`);
+      for (const r of fake.requests)
+        process.stderr.write(`REQ ${r.path} last=${JSON.stringify(r.body.messages?.at(-1)).slice(0, 300)} reply=${JSON.stringify(r.reply).slice(0, 200)}\n`);
       for (const c of conversations) process.stderr.write(`REPLIES ${c}: ${JSON.stringify(await replies(host.port, c))}\n`);
       process.stderr.write(host.stderr());
     }

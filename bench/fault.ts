@@ -9,7 +9,22 @@ import { mcpKillsScenario } from './fault-mcp.js';
 import { runnerUnder } from '../src/container/bwrap.js';
 import { descendants } from '../test/support/processes.js';
 import { liveRunners, liveServes, runnerCensus } from './runner-census.js';
-import { alive, count, replies, cpuSampler, fill, formatFaultTable, killRunnersOf, post, skipped, startHost, stop, waitAllAnswered, sleep, type FaultRow } from './fault-host.js';
+import {
+  alive,
+  count,
+  replies,
+  cpuSampler,
+  fill,
+  formatFaultTable,
+  killRunnersOf,
+  post,
+  skipped,
+  startHost,
+  stop,
+  waitAllAnswered,
+  sleep,
+  type FaultRow,
+} from './fault-host.js';
 
 /**
  * The fault suite (`npm run fault`, `npm run fault -- --quick`): a real `pincer host --http 0` with the mock provider,
@@ -66,7 +81,9 @@ export async function killsScenario(messages: number, hostKills: number, runner:
   if ((counts.duplicated > 0 || census.most() > 1 || serves.most() > 1) && process.env.FAULT_DEBUG) {
     const all = (await Promise.all(conversations.map(async (c) => (await replies(host.port, c)).map((t) => `${c}: ${t}`)))).flat();
     const twice = accepted.filter((m) => all.filter((t) => t.includes(m)).length > 1);
-    process.stderr.write(`duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\ntwo session processes: ${serves.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`);
+    process.stderr.write(
+      `duplicated: ${twice.join(' ')}\nhome: ${home}\ntwo runners: ${census.where() ?? 'never'}\ntwo session processes: ${serves.where() ?? 'never'}\n${all.filter((t) => twice.some((m) => t.includes(m))).join('\n')}\n`,
+    );
   }
   cpu.stop();
   await stop(host);
@@ -163,7 +180,14 @@ export async function diskFullScenario(messages: number): Promise<FaultRow> {
     const exited = host.child.exitCode;
     await stop(host);
     killRunnersOf(dir);
-    return { scenario: 'disk full (tmpfs)', sent: accepted.length, ...counts, maxHostCpu: cpu.max(), recoveryMs, ...(exited !== null ? { note: `host exited ${exited}` } : {}) };
+    return {
+      scenario: 'disk full (tmpfs)',
+      sent: accepted.length,
+      ...counts,
+      maxHostCpu: cpu.max(),
+      recoveryMs,
+      ...(exited !== null ? { note: `host exited ${exited}` } : {}),
+    };
   } finally {
     spawnSync('umount', ['-l', dir]);
     fs.rmSync(dir, { recursive: true, force: true });
@@ -173,7 +197,8 @@ export async function diskFullScenario(messages: number): Promise<FaultRow> {
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const runners = (process.argv.find((arg) => arg.startsWith('--runner='))?.slice('--runner='.length) ?? 'process').split(',');
-  for (const runner of runners) if (!FAULT_RUNNERS.includes(runner as FaultRunner)) throw new Error(`unknown runner "${runner}" (known: ${FAULT_RUNNERS.join(', ')})`);
+  for (const runner of runners)
+    if (!FAULT_RUNNERS.includes(runner as FaultRunner)) throw new Error(`unknown runner "${runner}" (known: ${FAULT_RUNNERS.join(', ')})`);
   // Docker runners use the daemon and image of this environment (`pincer container image` builds it)
   const dockerEnv = Object.fromEntries(['DOCKER_HOST', 'PINCER_CONTAINER_IMAGE'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
   const rows: FaultRow[] = [];
@@ -188,7 +213,11 @@ async function main(): Promise<void> {
   process.stdout.write(`${formatFaultTable(rows)}\n`);
   // a kills row must also duplicate nothing (every mock answer completes its messages with it) and leave no runner
   const kills = (r: FaultRow): boolean => r.mostRunners !== undefined;
-  process.exitCode = rows.some((r) => r.lost > 0 || (r.mostRunners ?? 0) > 1 || (kills(r) && (r.duplicated > 0 || r.note !== undefined)) || (r.recoveryMs === null && !r.note)) ? 1 : 0;
+  process.exitCode = rows.some(
+    (r) => r.lost > 0 || (r.mostRunners ?? 0) > 1 || (kills(r) && (r.duplicated > 0 || r.note !== undefined)) || (r.recoveryMs === null && !r.note),
+  )
+    ? 1
+    : 0;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

@@ -20,8 +20,18 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 function group(i: number): AgentGroup {
   return {
-    id: `g${i}`, name: `group-${i}`, folder: `f${i}`, provider: i % 2 === 0 ? 'pincer' : 'auto', model: i % 3 === 0 ? 'openai/gpt-5' : 'anthropic/claude-sonnet-4-5',
-    sessionMode: 'shared', timezone: 'UTC', configGeneration: 1, admins: [], triggerRules: { groups: 'mention', allowedUsers: [] }, mcpServers: {}, createdAt: '',
+    id: `g${i}`,
+    name: `group-${i}`,
+    folder: `f${i}`,
+    provider: i % 2 === 0 ? 'pincer' : 'auto',
+    model: i % 3 === 0 ? 'openai/gpt-5' : 'anthropic/claude-sonnet-4-5',
+    sessionMode: 'shared',
+    timezone: 'UTC',
+    configGeneration: 1,
+    admins: [],
+    triggerRules: { groups: 'mention', allowedUsers: [] },
+    mcpServers: {},
+    createdAt: '',
   };
 }
 
@@ -94,7 +104,9 @@ async function main(): Promise<void> {
   }
   const read = median(reads);
   const lookup = median(lookups);
-  console.log(`  ${read < lookup ? 'PASS' : 'MISS'} a runner start reads the generation in ${(read * 1000).toFixed(1)} µs vs ${(lookup * 1000).toFixed(1)} µs looking it all up again (target: faster)`);
+  console.log(
+    `  ${read < lookup ? 'PASS' : 'MISS'} a runner start reads the generation in ${(read * 1000).toFixed(1)} µs vs ${(lookup * 1000).toFixed(1)} µs looking it all up again (target: faster)`,
+  );
 }
 
 await main();

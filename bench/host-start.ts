@@ -29,7 +29,15 @@ async function hostStart(http: boolean): Promise<{ ms: number; cpuMs: number }> 
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-bench-host-start-'));
   const started = performance.now();
   const child = spawn(process.execPath, [CLI_ENTRY, 'host', ...(http ? ['--http', '0'] : [])], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENT_PROVIDER: 'mock', TZ: 'UTC', PINCER_RUNNER: 'process', PINCER_HOME: home, PINCER_HTTP_TOKEN: 'bench-token-0123456789' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AGENT_PROVIDER: 'mock',
+      TZ: 'UTC',
+      PINCER_RUNNER: 'process',
+      PINCER_HOME: home,
+      PINCER_HTTP_TOKEN: 'bench-token-0123456789',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   try {

@@ -107,4 +107,3 @@ function memoryOf(pids: number[]): { rssMiB: number; anonMiB: number; pssMiB: nu
   const sum = (read: (pid: number) => number | undefined): number => pids.reduce((total, pid) => total + (read(pid) ?? Number.NaN), 0);
   return { rssMiB: sum(rssMiB), anonMiB: sum(anonRssMiB), pssMiB: sum(pssMiB), ussMiB: sum(ussMiB) };
 }
-

@@ -27,8 +27,46 @@ import { measureThroughput } from './throughput.js';
  * bench-results/. `--quick` is the CI size (under a minute); the full run stays under five minutes on two cores.
  */
 const SIZES = {
-  full: { observability: 40, builtin: 30, platform: 40, coldStart: 10, hostStart: 10, pickup: 200, pollRunners: 8, followUp: 40, followUpRunners: 8, burst: 1000, burstRuns: 3, idleMs: 30_000, sustained: 10_000, fleet: 20, mcp: 200, sessionPort: 40, idleSessions: 10, mcpStart: 10 },
-  quick: { observability: 10, builtin: 5, platform: 10, coldStart: 2, hostStart: 4, pickup: 24, pollRunners: 8, followUp: 8, followUpRunners: 8, burst: 200, burstRuns: 1, idleMs: 3000, sustained: 500, fleet: 3, mcp: 50, sessionPort: 10, idleSessions: 3, mcpStart: 2 },
+  full: {
+    observability: 40,
+    builtin: 30,
+    platform: 40,
+    coldStart: 10,
+    hostStart: 10,
+    pickup: 200,
+    pollRunners: 8,
+    followUp: 40,
+    followUpRunners: 8,
+    burst: 1000,
+    burstRuns: 3,
+    idleMs: 30_000,
+    sustained: 10_000,
+    fleet: 20,
+    mcp: 200,
+    sessionPort: 40,
+    idleSessions: 10,
+    mcpStart: 10,
+  },
+  quick: {
+    observability: 10,
+    builtin: 5,
+    platform: 10,
+    coldStart: 2,
+    hostStart: 4,
+    pickup: 24,
+    pollRunners: 8,
+    followUp: 8,
+    followUpRunners: 8,
+    burst: 200,
+    burstRuns: 1,
+    idleMs: 3000,
+    sustained: 500,
+    fleet: 3,
+    mcp: 50,
+    sessionPort: 10,
+    idleSessions: 3,
+    mcpStart: 2,
+  },
 };
 type Sizes = (typeof SIZES)['full'];
 
@@ -78,14 +116,10 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
       results.hostStart = await timed('host start', () => measureHostStart(size.hostStart));
     }
     if (only.has('follow-up')) {
-      results.followUp = await timed('follow-up', () =>
-        bothModes((mode) => measureFollowUp(mode, size.followUp, size.followUpRunners)),
-      );
+      results.followUp = await timed('follow-up', () => bothModes((mode) => measureFollowUp(mode, size.followUp, size.followUpRunners)));
     }
     if (only.has('pickup')) {
-      results.pickup = await timed('idle pickup', () =>
-        bothModes((mode) => measurePickup(mode, size.pickup, mode === 'poll' ? size.pollRunners : 1)),
-      );
+      results.pickup = await timed('idle pickup', () => bothModes((mode) => measurePickup(mode, size.pickup, mode === 'poll' ? size.pollRunners : 1)));
     }
     if (only.has('mcp')) {
       results.mcp = await timed('MCP send_message', () => measureMcpSendMessage(size.mcp));
@@ -110,9 +144,7 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
       results.idle = measured.single;
       results.fleet = measured.fleet;
       const runners = await keepFirst(idle);
-      results.throughput = await timed('sustained throughput', () =>
-        bothModes((mode) => measureThroughput(runners[mode], size.sustained, 200)),
-      );
+      results.throughput = await timed('sustained throughput', () => bothModes((mode) => measureThroughput(runners[mode], size.sustained, 200)));
     }
   } finally {
     if (idle) await closeFleets(idle);

@@ -32,7 +32,10 @@ const healthy =
   (count: number): Servers =>
   (dir) =>
     Object.fromEntries(
-      Array.from({ length: count }, (_, i) => [`memory${i}`, { command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: path.join(dir, `memory${i}.jsonl`) } }]),
+      Array.from({ length: count }, (_, i) => [
+        `memory${i}`,
+        { command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: path.join(dir, `memory${i}.jsonl`) } },
+      ]),
     );
 const neverStarts: Servers = () => ({ stuck: { command: process.execPath, args: [MISBEHAVING], env: { MISBEHAVE: 'hang-at-start' } } });
 
@@ -71,7 +74,13 @@ async function firstCall(fake: FakeOpenAI, servers: Servers): Promise<number> {
     mode: 'watch',
     pendingText: 'bench-first-call',
     config: { mcpServers: servers(dir) },
-    env: { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/bench', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0', PINCER_MCP_START_MS: String(START_MS) },
+    env: {
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/bench',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+      PINCER_MCP_START_MS: String(START_MS),
+    },
   });
   try {
     const request = await session.until('the first model request', () => fake.requests.slice(before).find((r) => !r.title), 60_000, 5);

@@ -80,10 +80,13 @@ export async function measurePlatformRoundTrip(messages: number): Promise<Platfo
 
 export function post(port: number, urlPath: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: urlPath, headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 202 ? resolve() : reject(new Error(`POST ${urlPath}: ${res.statusCode}`))));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method: 'POST', path: urlPath, headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 202 ? resolve() : reject(new Error(`POST ${urlPath}: ${res.statusCode}`))));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -91,7 +94,12 @@ export function post(port: number, urlPath: string, body: unknown): Promise<void
 
 /** The conversation's SSE stream; each event's data line is appended to `events`. */
 export function openStream(port: number, conversation: string, events: string[]): http.ClientRequest {
-  const req = http.get({ host: '127.0.0.1', port, path: `/v1/conversations/${conversation}/stream`, headers: { Authorization: `Bearer ${TOKEN}`, Accept: 'text/event-stream' } });
+  const req = http.get({
+    host: '127.0.0.1',
+    port,
+    path: `/v1/conversations/${conversation}/stream`,
+    headers: { Authorization: `Bearer ${TOKEN}`, Accept: 'text/event-stream' },
+  });
   req.on('response', (res) => res.setEncoding('utf8').on('data', (chunk: string) => events.push(chunk)));
   req.on('error', () => undefined);
   return req;

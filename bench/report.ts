@@ -44,12 +44,20 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
 /** The table rows, the performance targets first in their order, then the rest of the issue's list. */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
-  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } = results;
+  const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } =
+    results;
   if (pickup) {
     const [w, p] = [summarize(pickup.watch.toQuery), summarize(pickup.poll.toQuery)];
     const n = `n=${w.count}/${p.count}`;
     rows.push(
-      { metric: `idle pickup: insert → query starts, p50 (${n})`, unit: 'ms', pincer: w.p50, baseline: p.p50, better: 'lower', target: atMost(10, 'p50 ≤ 10 ms') },
+      {
+        metric: `idle pickup: insert → query starts, p50 (${n})`,
+        unit: 'ms',
+        pincer: w.p50,
+        baseline: p.p50,
+        better: 'lower',
+        target: atMost(10, 'p50 ≤ 10 ms'),
+      },
       { metric: 'idle pickup: insert → query starts, p90', unit: 'ms', pincer: w.p90, baseline: p.p90, better: 'lower' },
       { metric: 'idle pickup: insert → query starts, p99', unit: 'ms', pincer: w.p99, baseline: p.p99, better: 'lower', target: atMost(50, 'p99 ≤ 50 ms') },
     );
@@ -63,23 +71,65 @@ export function buildRows(results: BenchResults): Row[] {
   if (followUp) {
     const [w, p] = [summarize(followUp.watch.toPush), summarize(followUp.poll.toPush)];
     rows.push(
-      { metric: `follow-up during a query: insert → pushed, p50 (n=${w.count}/${p.count})`, unit: 'ms', pincer: w.p50, baseline: p.p50, better: 'lower', target: atMost(10, 'p50 ≤ 10 ms') },
+      {
+        metric: `follow-up during a query: insert → pushed, p50 (n=${w.count}/${p.count})`,
+        unit: 'ms',
+        pincer: w.p50,
+        baseline: p.p50,
+        better: 'lower',
+        target: atMost(10, 'p50 ≤ 10 ms'),
+      },
       { metric: 'follow-up during a query: insert → pushed, p99', unit: 'ms', pincer: w.p99, baseline: p.p99, better: 'lower' },
       { metric: 'follow-up: not pushed into the running query', unit: 'count', pincer: followUp.watch.missed, baseline: followUp.poll.missed, better: 'lower' },
     );
   }
   if (burst15) {
     rows.push(
-      { metric: `burst of ${burst15.watch.count}: prompts used`, unit: 'count', pincer: burst15.watch.batches, baseline: burst15.poll.batches, better: 'lower', target: atMost(2, 'first batch or the next (≤ 2)') },
-      { metric: `burst of ${burst15.watch.count}: left behind`, unit: 'count', pincer: burst15.watch.leftBehind, baseline: burst15.poll.leftBehind, better: 'lower', target: atMost(0, '0') },
+      {
+        metric: `burst of ${burst15.watch.count}: prompts used`,
+        unit: 'count',
+        pincer: burst15.watch.batches,
+        baseline: burst15.poll.batches,
+        better: 'lower',
+        target: atMost(2, 'first batch or the next (≤ 2)'),
+      },
+      {
+        metric: `burst of ${burst15.watch.count}: left behind`,
+        unit: 'count',
+        pincer: burst15.watch.leftBehind,
+        baseline: burst15.poll.leftBehind,
+        better: 'lower',
+        target: atMost(0, '0'),
+      },
     );
   }
   if (idle) {
     rows.push(
-      { metric: `idle CPU of one runner over ${idle.watch.windowMs / 1000} s, idle ${Math.round(idle.watch.idleBeforeMs / 1000)} s before (% of one core)`, unit: '%', pincer: idle.watch.cpuPercent, baseline: idle.poll.cpuPercent, better: 'lower', target: atMost(0.1, '≤ 0.1 %') },
-      { metric: 'runner RSS (VmRSS), idle', unit: 'MiB', pincer: idle.watch.rssMiB, baseline: idle.poll.rssMiB, better: 'lower', target: atMost(54, '≤ 54 MiB') },
+      {
+        metric: `idle CPU of one runner over ${idle.watch.windowMs / 1000} s, idle ${Math.round(idle.watch.idleBeforeMs / 1000)} s before (% of one core)`,
+        unit: '%',
+        pincer: idle.watch.cpuPercent,
+        baseline: idle.poll.cpuPercent,
+        better: 'lower',
+        target: atMost(0.1, '≤ 0.1 %'),
+      },
+      {
+        metric: 'runner RSS (VmRSS), idle',
+        unit: 'MiB',
+        pincer: idle.watch.rssMiB,
+        baseline: idle.poll.rssMiB,
+        better: 'lower',
+        target: atMost(54, '≤ 54 MiB'),
+      },
       { metric: '  of which private (RssAnon)', unit: 'MiB', pincer: idle.watch.anonMiB, baseline: idle.poll.anonMiB, better: 'lower' },
-      { metric: 'runner USS (pages no other process maps), idle', unit: 'MiB', pincer: idle.watch.ussMiB, baseline: idle.poll.ussMiB, better: 'lower', target: atMost(15, '≤ 15 MiB') },
+      {
+        metric: 'runner USS (pages no other process maps), idle',
+        unit: 'MiB',
+        pincer: idle.watch.ussMiB,
+        baseline: idle.poll.ussMiB,
+        better: 'lower',
+        target: atMost(15, '≤ 15 MiB'),
+      },
     );
   }
   if (mcp) {
@@ -94,15 +144,34 @@ export function buildRows(results: BenchResults): Row[] {
     const [r, l] = [summarize(sessionPort.remote), summarize(sessionPort.local)];
     const n = `n=${r.count}/${l.count}`;
     rows.push(
-      { metric: `session port: POST → answer on the stream, session-serve vs local port, p50 (${n})`, unit: 'ms', pincer: r.p50, baseline: l.p50, better: 'lower', target: atMost(l.p50 + 3, `≤ local + 3 ms (${(l.p50 + 3).toFixed(1)} ms)`) },
+      {
+        metric: `session port: POST → answer on the stream, session-serve vs local port, p50 (${n})`,
+        unit: 'ms',
+        pincer: r.p50,
+        baseline: l.p50,
+        better: 'lower',
+        target: atMost(l.p50 + 3, `≤ local + 3 ms (${(l.p50 + 3).toFixed(1)} ms)`),
+      },
       { metric: 'session port: POST → answer on the stream, session-serve vs local port, p99', unit: 'ms', pincer: r.p99, baseline: l.p99, better: 'lower' },
-      { metric: 'session port: host-side memory per idle session (PSS), session-serve vs local port', unit: 'MiB', pincer: sessionPort.remoteMiBPerSession, baseline: sessionPort.localMiBPerSession, better: 'lower' },
+      {
+        metric: 'session port: host-side memory per idle session (PSS), session-serve vs local port',
+        unit: 'MiB',
+        pincer: sessionPort.remoteMiBPerSession,
+        baseline: sessionPort.localMiBPerSession,
+        better: 'lower',
+      },
     );
   }
   if (platform) {
     const [t, h] = [summarize(platform.telegram), summarize(platform.http)];
     rows.push(
-      { metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`, unit: 'ms', pincer: t.p50, baseline: h.p50, better: 'lower' },
+      {
+        metric: `Telegram message in → answer sent, p50; baseline: HTTP channel (n=${t.count}/${h.count})`,
+        unit: 'ms',
+        pincer: t.p50,
+        baseline: h.p50,
+        better: 'lower',
+      },
       { metric: '  of which the Chat SDK path (Telegram p50 − HTTP p50)', unit: 'ms', pincer: t.p50 - h.p50, better: 'lower', target: atMost(20, '≤ 20 ms') },
       { metric: 'Telegram message in → answer sent, p90', unit: 'ms', pincer: t.p90, baseline: h.p90, better: 'lower' },
     );
@@ -112,7 +181,13 @@ export function buildRows(results: BenchResults): Row[] {
     const [br, cr] = [summarize(b.toReply), summarize(c.toReply)];
     const processes = (n: number): string => `${n} process${n === 1 ? '' : 'es'}`;
     rows.push(
-      { metric: `built-in runtime (fake model server): insert → reply row, p50; baseline: Claude Code (n=${br.count}/${cr.count})`, unit: 'ms', pincer: br.p50, baseline: cr.p50, better: 'lower' },
+      {
+        metric: `built-in runtime (fake model server): insert → reply row, p50; baseline: Claude Code (n=${br.count}/${cr.count})`,
+        unit: 'ms',
+        pincer: br.p50,
+        baseline: cr.p50,
+        better: 'lower',
+      },
       { metric: 'built-in runtime: insert → reply row, p90', unit: 'ms', pincer: br.p90, baseline: cr.p90, better: 'lower' },
       {
         metric: `built-in runtime session idle: RSS of the runner and its children (${processes(b.processes)}); baseline: Claude Code session (${processes(c.processes)})`,
@@ -136,23 +211,60 @@ export function buildRows(results: BenchResults): Row[] {
   if (observability) {
     const [on, off] = [summarize(observability.on), summarize(observability.off)];
     rows.push(
-      { metric: `host pickup (POST → answer), p50, metrics + tracing on; baseline: off (n=${on.count}/${off.count})`, unit: 'ms', pincer: on.p50, baseline: off.p50, better: 'lower' },
-      { metric: '  overhead of metrics + tracing (on p50 / off p50 − 1)', unit: '%', pincer: (on.p50 / off.p50 - 1) * 100, better: 'lower', target: atMost(10, '≤ 10 %') },
+      {
+        metric: `host pickup (POST → answer), p50, metrics + tracing on; baseline: off (n=${on.count}/${off.count})`,
+        unit: 'ms',
+        pincer: on.p50,
+        baseline: off.p50,
+        better: 'lower',
+      },
+      {
+        metric: '  overhead of metrics + tracing (on p50 / off p50 − 1)',
+        unit: '%',
+        pincer: (on.p50 / off.p50 - 1) * 100,
+        better: 'lower',
+        target: atMost(10, '≤ 10 %'),
+      },
     );
   }
   if (burst) {
     rows.push(
-      { metric: `burst of ${burst.watch.count}: insert → all completed (median of ${burst.watch.runs})`, unit: 's', pincer: burst.watch.seconds, baseline: burst.poll.seconds, better: 'lower' },
+      {
+        metric: `burst of ${burst.watch.count}: insert → all completed (median of ${burst.watch.runs})`,
+        unit: 's',
+        pincer: burst.watch.seconds,
+        baseline: burst.poll.seconds,
+        better: 'lower',
+      },
       { metric: `burst of ${burst.watch.count}: prompts used`, unit: 'count', pincer: burst.watch.batches, baseline: burst.poll.batches, better: 'lower' },
-      { metric: `burst of ${burst.watch.count}: left behind`, unit: 'count', pincer: burst.watch.leftBehind, baseline: burst.poll.leftBehind, better: 'lower', target: atMost(0, '0') },
+      {
+        metric: `burst of ${burst.watch.count}: left behind`,
+        unit: 'count',
+        pincer: burst.watch.leftBehind,
+        baseline: burst.poll.leftBehind,
+        better: 'lower',
+        target: atMost(0, '0'),
+      },
     );
   }
   if (throughput) {
     const { watch: w, poll: p } = throughput;
     rows.push(
-      { metric: `sustained throughput (${w.count} messages, ≤ ${w.window} outstanding)`, unit: 'msg/s', pincer: w.perSecond, baseline: p.perSecond, better: 'higher' },
+      {
+        metric: `sustained throughput (${w.count} messages, ≤ ${w.window} outstanding)`,
+        unit: 'msg/s',
+        pincer: w.perSecond,
+        baseline: p.perSecond,
+        better: 'higher',
+      },
       { metric: `runner RSS after ${w.count} messages`, unit: 'MiB', pincer: w.rssAfterMiB, baseline: p.rssAfterMiB, better: 'lower' },
-      { metric: `runner RSS growth over ${w.count} messages`, unit: 'MiB', pincer: w.rssAfterMiB - w.rssBeforeMiB, baseline: p.rssAfterMiB - p.rssBeforeMiB, better: 'lower' },
+      {
+        metric: `runner RSS growth over ${w.count} messages`,
+        unit: 'MiB',
+        pincer: w.rssAfterMiB - w.rssBeforeMiB,
+        baseline: p.rssAfterMiB - p.rssBeforeMiB,
+        better: 'lower',
+      },
     );
   }
   if (coldStart) {
@@ -160,10 +272,31 @@ export function buildRows(results: BenchResults): Row[] {
     const [wf, pf] = [summarize(coldStart.watch.toFirstReply), summarize(coldStart.poll.toFirstReply)];
     const bare = summarize(coldStart.bare);
     rows.push(
-      { metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`, unit: 'ms', pincer: wr.p50, baseline: pr.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
-      { metric: 'cold start: spawn → reply to a pending message, p50', unit: 'ms', pincer: wf.p50, baseline: pf.p50, better: 'lower', target: atMost(90, 'p50 ≤ 90 ms') },
+      {
+        metric: `cold start: spawn → ready, p50 (n=${wr.count}/${pr.count})`,
+        unit: 'ms',
+        pincer: wr.p50,
+        baseline: pr.p50,
+        better: 'lower',
+        target: atMost(90, 'p50 ≤ 90 ms'),
+      },
+      {
+        metric: 'cold start: spawn → reply to a pending message, p50',
+        unit: 'ms',
+        pincer: wf.p50,
+        baseline: pf.p50,
+        better: 'lower',
+        target: atMost(90, 'p50 ≤ 90 ms'),
+      },
       { metric: "  for comparison: a bare node -e '' (spawn → exit), taking turns with them, p50", unit: 'ms', pincer: bare.p50, better: 'lower' },
-      { metric: "  spawn → reply ÷ bare node -e '' (p50 over p50, same run)", unit: 'ratio', pincer: wf.p50 / bare.p50, baseline: pf.p50 / bare.p50, better: 'lower', target: atMost(1.3, '≤ ×1.3') },
+      {
+        metric: "  spawn → reply ÷ bare node -e '' (p50 over p50, same run)",
+        unit: 'ratio',
+        pincer: wf.p50 / bare.p50,
+        baseline: pf.p50 / bare.p50,
+        better: 'lower',
+        target: atMost(1.3, '≤ ×1.3'),
+      },
     );
   }
   if (hostStart) {
@@ -181,9 +314,29 @@ export function buildRows(results: BenchResults): Row[] {
     const { watch: w, poll: p } = fleet;
     rows.push(
       { metric: `${w.runners} idle runners: total RSS (sum of VmRSS)`, unit: 'MiB', pincer: w.rssMiB, baseline: p.rssMiB, better: 'lower' },
-      { metric: `${w.runners} idle runners: total PSS (shared pages split)`, unit: 'MiB', pincer: w.pssMiB, baseline: p.pssMiB, better: 'lower', target: perRunner(w.runners, 15, 'MiB') },
-      { metric: `${w.runners} idle runners: total CPU over ${w.windowMs / 1000} s (% of one core)`, unit: '%', pincer: w.cpuPercent, baseline: p.cpuPercent, better: 'lower', target: perRunner(w.runners, 0.05, '%') },
-      { metric: `${w.runners} idle runners: CPU per runner (% of one core)`, unit: '%', pincer: w.perRunnerCpuPercent, baseline: p.perRunnerCpuPercent, better: 'lower' },
+      {
+        metric: `${w.runners} idle runners: total PSS (shared pages split)`,
+        unit: 'MiB',
+        pincer: w.pssMiB,
+        baseline: p.pssMiB,
+        better: 'lower',
+        target: perRunner(w.runners, 15, 'MiB'),
+      },
+      {
+        metric: `${w.runners} idle runners: total CPU over ${w.windowMs / 1000} s (% of one core)`,
+        unit: '%',
+        pincer: w.cpuPercent,
+        baseline: p.cpuPercent,
+        better: 'lower',
+        target: perRunner(w.runners, 0.05, '%'),
+      },
+      {
+        metric: `${w.runners} idle runners: CPU per runner (% of one core)`,
+        unit: '%',
+        pincer: w.perRunnerCpuPercent,
+        baseline: p.perRunnerCpuPercent,
+        better: 'lower',
+      },
     );
   }
   return rows;
@@ -203,10 +356,29 @@ function mcpStartRows(m: McpStartSamples): Row[] {
   };
   const deadline = none.p50 + m.startMs + 1000;
   return [
-    { metric: `first model call (built-in runtime): runner spawn → first request, no user MCP server, p50 (n=${none.count})`, unit: 'ms', pincer: none.p50, better: 'lower' },
+    {
+      metric: `first model call (built-in runtime): runner spawn → first request, no user MCP server, p50 (n=${none.count})`,
+      unit: 'ms',
+      pincer: none.p50,
+      better: 'lower',
+    },
     { metric: '  with 1 healthy MCP server, p50; baseline: none', unit: 'ms', pincer: one.p50, baseline: none.p50, better: 'lower' },
-    { metric: '  with 3 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: three.p50, baseline: none.p50, better: 'lower', target: times(2) },
-    { metric: '  with 10 healthy MCP servers (in parallel), p50; baseline: none', unit: 'ms', pincer: ten.p50, baseline: none.p50, better: 'lower', target: times(5) },
+    {
+      metric: '  with 3 healthy MCP servers (in parallel), p50; baseline: none',
+      unit: 'ms',
+      pincer: three.p50,
+      baseline: none.p50,
+      better: 'lower',
+      target: times(2),
+    },
+    {
+      metric: '  with 10 healthy MCP servers (in parallel), p50; baseline: none',
+      unit: 'ms',
+      pincer: ten.p50,
+      baseline: none.p50,
+      better: 'lower',
+      target: times(5),
+    },
     {
       metric: `  with one MCP server that never starts (start deadline ${m.startMs / 1000} s), p50; baseline: none`,
       unit: 'ms',

@@ -90,7 +90,11 @@ export function liveServes(home: string): Map<string, number[]> {
 }
 
 /** Samples `liveRunners` every `intervalMs` and keeps the most runners any one session had at once. */
-export function runnerCensus(home: string, intervalMs = 100, live: (home: string) => Map<string, number[]> = liveRunners): { most(): number; where(): string | undefined; sample(): number; stop(): void } {
+export function runnerCensus(
+  home: string,
+  intervalMs = 100,
+  live: (home: string) => Map<string, number[]> = liveRunners,
+): { most(): number; where(): string | undefined; sample(): number; stop(): void } {
   let most = 0;
   let where: string | undefined;
   const sample = (): number => {

@@ -62,7 +62,10 @@ export class RunnerSession {
   private recordOffset = 0;
   private recordRest = '';
 
-  private constructor(readonly mode: WakeMode, options: SessionOptions) {
+  private constructor(
+    readonly mode: WakeMode,
+    options: SessionOptions,
+  ) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), `pincer-bench-${mode}-`));
     this.paths = createSessionFolder(root);
     if (options.config) fs.writeFileSync(this.paths.config, JSON.stringify(options.config));
@@ -112,9 +115,7 @@ export class RunnerSession {
 
   /** Insert `texts` as pending chat messages in one transaction (a host flushing a queue). */
   insertBurst(texts: string[]): { ids: string[]; at: number } {
-    const ids = this.db.transaction(() =>
-      texts.map((text) => insertInbound(this.db, { kind: 'chat', content: { text, sender: 'bench' } }).id),
-    )();
+    const ids = this.db.transaction(() => texts.map((text) => insertInbound(this.db, { kind: 'chat', content: { text, sender: 'bench' } }).id))();
     return { ids, at: performance.now() };
   }
 

@@ -49,7 +49,9 @@ async function startHost(kind: 'local' | 'remote'): Promise<BenchHost> {
   });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const port = await waitFor(`${kind} host listening`, () => Number(/http channel listening on http:\/\/[^:]+:(\d+)/.exec(stderr)?.[1] ?? 0), { timeoutMs: 30_000 });
+  const port = await waitFor(`${kind} host listening`, () => Number(/http channel listening on http:\/\/[^:]+:(\d+)/.exec(stderr)?.[1] ?? 0), {
+    timeoutMs: 30_000,
+  });
   return { port, child, home, stderr: () => stderr };
 }
 

@@ -72,7 +72,9 @@ async function encodingThroughput(): Promise<void> {
       await close?.();
       const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
       console.log(
-        `${label.padEnd(24)} ${median(rounds.map((r) => r.mbPerSecond)).toFixed(0).padStart(5)} MB/s, main thread blocked up to ` +
+        `${label.padEnd(24)} ${median(rounds.map((r) => r.mbPerSecond))
+          .toFixed(0)
+          .padStart(5)} MB/s, main thread blocked up to ` +
           `${median(rounds.map((r) => r.blockedMs)).toFixed(0)} ms at a time (medians of ${ROUNDS} rounds of ${FILES} × ${FILE_MB} MiB)`,
       );
     };

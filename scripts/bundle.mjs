@@ -20,12 +20,31 @@ const ZOD_CLASSIC = path.join(root, 'node_modules', 'zod', 'v4', 'classic', 'ext
  * binaries relative to their package and are imported only when used.
  */
 const BUNDLED_PACKAGES = new Set([
-  'zod', 'commander',
-  '@mariozechner/pi-ai', '@mariozechner/pi-agent-core', 'typebox', 'partial-json', 'openai', '@anthropic-ai/sdk',
-  '@modelcontextprotocol/sdk', 'zod-to-json-schema', 'ajv', 'ajv-formats', 'fast-deep-equal', 'json-schema-traverse', 'fast-uri',
-  'cross-spawn', 'which', 'isexe', 'path-key', 'shebang-command', 'shebang-regex',
+  'zod',
+  'commander',
+  '@mariozechner/pi-ai',
+  '@mariozechner/pi-agent-core',
+  'typebox',
+  'partial-json',
+  'openai',
+  '@anthropic-ai/sdk',
+  '@modelcontextprotocol/sdk',
+  'zod-to-json-schema',
+  'ajv',
+  'ajv-formats',
+  'fast-deep-equal',
+  'json-schema-traverse',
+  'fast-uri',
+  'cross-spawn',
+  'which',
+  'isexe',
+  'path-key',
+  'shebang-command',
+  'shebang-regex',
   // the MCP client's HTTP transport, loaded on first use of a user's HTTP MCP server
-  'content-type', 'pkce-challenge', 'eventsource-parser',
+  'content-type',
+  'pkce-challenge',
+  'eventsource-parser',
 ]);
 
 /** Processes started per session or per query: each gets its own small entry; the rest is the CLI program. */
@@ -56,7 +75,10 @@ const externals = {
     // Node's own modules through require(), not import: an ES import of a built-in builds its ES module facade, which
     // reads every export — for node:fs that means loading the stream modules (fs.ReadStream's getter), ≈ 18 built-in
     // modules a runner never uses (docs/performance.md, "Cold start").
-    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
   },
 };
 

@@ -57,13 +57,18 @@ describe('attachment download targets through the host', () => {
     expect(text).toContain(
       '[attachment &quot;a.png&quot; not available: the download was refused: 127.0.0.1 is a loopback address; downloads from loopback, private and link-local addresses are refused unless PINCER_ATTACHMENT_ALLOW_HOSTS allows them]',
     );
-    expect(text).toMatch(/\[attachment &quot;b\.png&quot; not available: the download was refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address;/);
+    expect(text).toMatch(
+      /\[attachment &quot;b\.png&quot; not available: the download was refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address;/,
+    );
     expect(seen).toEqual([]);
   });
 
   it('downloads from loopback when allowed, and refuses a redirect from there to the metadata address', async () => {
     // the fake file server is on the host's loopback, which a sandbox with its own network does not share
-    const text = await send({ ...PROCESS_RUNNER, PINCER_ATTACHMENT_ALLOW_HOSTS: '127.0.0.1' }, 'allowed', { 'a.png': `${base}/png`, 'b.png': `${base}/to-metadata` });
+    const text = await send({ ...PROCESS_RUNNER, PINCER_ATTACHMENT_ALLOW_HOSTS: '127.0.0.1' }, 'allowed', {
+      'a.png': `${base}/png`,
+      'b.png': `${base}/to-metadata`,
+    });
     expect(text).toMatch(/\[file available at: \S+\/downloads\/[^/]+\/a\.png\]/);
     expect(text).toContain('[attachment &quot;b.png&quot; not available: the download was refused: it redirected to 169.254.169.254, a link-local address;');
     expect(seen.sort()).toEqual(['/png', '/to-metadata']);

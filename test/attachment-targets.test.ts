@@ -99,9 +99,12 @@ describe('which addresses a download may reach', () => {
     expect(refusedAddress(address, PUBLIC_ONLY)).toBe(kind);
   });
 
-  it.each([['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['192.169.0.1'], ['2606:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808'], ['2002:808:808::1']])('%s is public', (address) => {
-    expect(refusedAddress(address, PUBLIC_ONLY)).toBeUndefined();
-  });
+  it.each([['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['192.169.0.1'], ['2606:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808'], ['2002:808:808::1']])(
+    '%s is public',
+    (address) => {
+      expect(refusedAddress(address, PUBLIC_ONLY)).toBeUndefined();
+    },
+  );
 
   it('allows what PINCER_ATTACHMENT_ALLOW_HOSTS names: addresses, CIDR ranges, or everything', () => {
     const allow = parseAllowHosts(' 127.0.0.1, 10.0.0.0/8 ,fd00::/8, [::1], files.example ');

@@ -27,7 +27,9 @@ describe('bench report', () => {
   });
 
   it("judges the user's MCP servers' start by what one server costs, and a server that never starts by the deadline", () => {
-    const parallel = buildRows({ mcpStart: { none: [1000, 1000], one: [1500, 1500], three: [1700, 1700], ten: [3400, 3400], neverStarts: [4200, 4200], startMs: 3000 } }).map(toPrintedRow);
+    const parallel = buildRows({
+      mcpStart: { none: [1000, 1000], one: [1500, 1500], three: [1700, 1700], ten: [3400, 3400], neverStarts: [4200, 4200], startMs: 3000 },
+    }).map(toPrintedRow);
     const serial = buildRows({ mcpStart: { none: [1000], one: [1500], three: [2500], ten: [6000], neverStarts: [5200], startMs: 3000 } }).map(toPrintedRow);
     const find = (table: typeof parallel, start: string) => table.find((r) => r.metric.startsWith(start))!;
     expect(find(parallel, '  with 3 healthy')).toMatchObject({ target: "≤ none + 2 × one's cost (2.00 s)", verdict: 'PASS' });
@@ -58,7 +60,9 @@ describe('bench report', () => {
   });
 
   it('reports the host start with and without the HTTP channel, beside a bare node start', () => {
-    const host = buildRows({ hostStart: { none: [150, 170, 400], http: [200, 210, 500], noneCpu: [120, 130, 140], httpCpu: [180, 190, 200], bare: [60, 70, 80] } }).map(toPrintedRow);
+    const host = buildRows({
+      hostStart: { none: [150, 170, 400], http: [200, 210, 500], noneCpu: [120, 130, 140], httpCpu: [180, 190, 200], bare: [60, 70, 80] },
+    }).map(toPrintedRow);
     expect(host.map((r) => [r.metric.trim().split(',')[0], r.pincer])).toEqual([
       ['host start: spawn → ready', '170 ms'],
       ['CPU time to ready', '130 ms'],

@@ -72,7 +72,9 @@ describe('the runner bundle', () => {
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect(result.stderr).toBe('');
     const loaded = (JSON.parse(result.stdout) as string[]).filter((name) => name.startsWith('NativeModule '));
-    const heavy = loaded.filter((name) => /^NativeModule (stream|crypto|net|child_process|readline|http|https|tls)$|internal\/(streams\/readable|crypto\/)/.test(name));
+    const heavy = loaded.filter((name) =>
+      /^NativeModule (stream|crypto|net|child_process|readline|http|https|tls)$|internal\/(streams\/readable|crypto\/)/.test(name),
+    );
     expect(heavy).toEqual([]);
   });
 
@@ -87,13 +89,16 @@ describe('the runner bundle', () => {
 
   it.each([
     ['missing', (_bundle: string) => undefined],
-    ['older than the compiled code', (bundle: string) => {
-      fs.mkdirSync(bundle, { recursive: true });
-      for (const name of ['runner.js', 'mcp.js', 'program.js']) {
-        fs.writeFileSync(path.join(bundle, name), 'throw new Error("stale bundle ran")');
-        fs.utimesSync(path.join(bundle, name), new Date(2000, 0, 1), new Date(2000, 0, 1));
-      }
-    }],
+    [
+      'older than the compiled code',
+      (bundle: string) => {
+        fs.mkdirSync(bundle, { recursive: true });
+        for (const name of ['runner.js', 'mcp.js', 'program.js']) {
+          fs.writeFileSync(path.join(bundle, name), 'throw new Error("stale bundle ran")');
+          fs.utimesSync(path.join(bundle, name), new Date(2000, 0, 1), new Date(2000, 0, 1));
+        }
+      },
+    ],
   ])('is refused with what to do when it is %s', (_name, prepare) => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-bundle-'));
     temps.push(root);

@@ -50,10 +50,27 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
     const group = path.join(home, 'groups', 'main');
     fs.mkdirSync(path.join(group, 'themes'), { recursive: true });
     fs.writeFileSync(path.join(group, 'package.json'), JSON.stringify({ name: 'main', pincer: { theme: 'dusk' } }));
-    const colours = { agent: '#ff8800', user: '#eeeeee', tool: '#aa88ff', notice: '#888888', error: '#ff0000', accent: '#00aaff', background: '#101010', text: '#eeeeee' };
+    const colours = {
+      agent: '#ff8800',
+      user: '#eeeeee',
+      tool: '#aa88ff',
+      notice: '#888888',
+      error: '#ff0000',
+      accent: '#00aaff',
+      background: '#101010',
+      text: '#eeeeee',
+    };
     fs.writeFileSync(path.join(group, 'themes', 'dusk.json'), JSON.stringify({ name: 'dusk', colours }));
-    for (const [term, coloured] of [['xterm-256color', true], ['dumb', false]] as const) {
-      const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat', '--provider', 'mock'], { PINCER_HOME: home, TZ: 'UTC', TERM: term, COLORTERM: 'truecolor' });
+    for (const [term, coloured] of [
+      ['xterm-256color', true],
+      ['dumb', false],
+    ] as const) {
+      const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat', '--provider', 'mock'], {
+        PINCER_HOME: home,
+        TZ: 'UTC',
+        TERM: term,
+        COLORTERM: 'truecolor',
+      });
       await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
       terminal.line(`hello ${term}`);
       await terminal.waitFor('the answer', (s) => s.includes('agent> ') && s.includes(`hello ${term}</message>`), 60_000);
@@ -125,7 +142,9 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
     const { terminal, home } = chat({}, ['--provider', 'codex']);
     const screen = await terminal.waitFor('exit', () => terminal.exitCode() !== undefined);
     expect(terminal.exitCode()).toBe(2);
-    expect(screen.split('\n')[0]).toMatch(/^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/);
+    expect(screen.split('\n')[0]).toMatch(
+      /^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/,
+    );
     expect(screen).not.toContain('Pincer chat');
     expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
   });

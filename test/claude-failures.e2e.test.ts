@@ -44,33 +44,53 @@ describe('Claude provider failures', () => {
     { what: 'HTTP 429', reply: { status: 429 }, classification: 'quota', detail: /HTTP 429, rate_limit/ },
     { what: 'an unreachable server', reply: null, classification: 'transport', detail: /no answer from http:\/\/127\.0\.0\.1:\d+/ },
     // a claude.ai subscription (OAuth token) at its usage limit: Claude Code reports a rejected rate_limit_event
-    { what: 'a subscription usage limit', reply: usageLimit, classification: 'quota', env: { CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-fake' }, detail: /usage limit reached \(five_hour\); resets at 2100-01-01T00:00:00.000Z/ },
+    {
+      what: 'a subscription usage limit',
+      reply: usageLimit,
+      classification: 'quota',
+      env: { CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-fake' },
+      detail: /usage limit reached \(five_hour\); resets at 2100-01-01T00:00:00.000Z/,
+    },
     // the provider's own deadline, made short here; the others fail long before the default one
-    { what: 'a server that never answers', reply: { stall: true }, classification: 'timeout', env: { PINCER_PROVIDER_TIMEOUT_MS: '1500' }, detail: /the model did not answer within 1500 ms/ },
+    {
+      what: 'a server that never answers',
+      reply: { stall: true },
+      classification: 'timeout',
+      env: { PINCER_PROVIDER_TIMEOUT_MS: '1500' },
+      detail: /the model did not answer within 1500 ms/,
+    },
   ];
-  it.each(failures)('ends a query on $what as a $classification error and keeps the batch for retry', async ({ reply, classification, env, detail }) => {
-    const fake = await fakeAnthropic();
-    const url = reply ? fake.url : await closedPortUrl();
-    if (reply) fake.script(reply, reply, reply);
-    const session = createTestSession();
-    const runnerEnv = claudeTestEnv({ url }, env);
-    if (env?.CLAUDE_CODE_OAUTH_TOKEN) delete runnerEnv.ANTHROPIC_API_KEY;
-    const runner = await startClaudeRunner(session.paths.root, runnerEnv);
+  it.each(failures)(
+    'ends a query on $what as a $classification error and keeps the batch for retry',
+    async ({ reply, classification, env, detail }) => {
+      const fake = await fakeAnthropic();
+      const url = reply ? fake.url : await closedPortUrl();
+      if (reply) fake.script(reply, reply, reply);
+      const session = createTestSession();
+      const runnerEnv = claudeTestEnv({ url }, env);
+      if (env?.CLAUDE_CODE_OAUTH_TOKEN) delete runnerEnv.ANTHROPIC_API_KEY;
+      const runner = await startClaudeRunner(session.paths.root, runnerEnv);
 
-    const { id } = session.chat('are you there?');
-    const row = await waitFor('last_error', () => {
-      const row = session.inbound(id);
-      return row.last_error ? row : undefined;
-    }, { timeoutMs: 60_000 });
-    expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
-    expect(row.last_error).toMatch(detail!);
-    expect(row.status).toBe('processing'); // left for the host's sweep to retry
-    await waitFor('runner idle again', () => readRunnerState(session.db)?.state === 'idle');
-    expect(readRunnerState(session.db)?.batchIds).toEqual([]);
-    expect(runner.child.exitCode).toBeNull();
-    expect(session.outbound()).toEqual([]);
-    expect(await runner.stop()).toBe(0);
-  }, 120_000);
+      const { id } = session.chat('are you there?');
+      const row = await waitFor(
+        'last_error',
+        () => {
+          const row = session.inbound(id);
+          return row.last_error ? row : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+      expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
+      expect(row.last_error).toMatch(detail!);
+      expect(row.status).toBe('processing'); // left for the host's sweep to retry
+      await waitFor('runner idle again', () => readRunnerState(session.db)?.state === 'idle');
+      expect(readRunnerState(session.db)?.batchIds).toEqual([]);
+      expect(runner.child.exitCode).toBeNull();
+      expect(session.outbound()).toEqual([]);
+      expect(await runner.stop()).toBe(0);
+    },
+    120_000,
+  );
 });
 
 /** A loopback URL on which nothing listens: a server started and closed again. */

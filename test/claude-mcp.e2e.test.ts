@@ -94,10 +94,14 @@ describe('Claude provider with the Pincer MCP server', () => {
     );
 
     const { id, seq } = session.chat('do all the things', ROUTING);
-    const question = await waitFor('the question', () => {
-      const row = session.outbound().find((r) => JSON.parse(r.content).operation === 'ask_question');
-      return row && (JSON.parse(row.content) as { questionId: string });
-    }, { timeoutMs: 60_000 });
+    const question = await waitFor(
+      'the question',
+      () => {
+        const row = session.outbound().find((r) => JSON.parse(r.content).operation === 'ask_question');
+        return row && (JSON.parse(row.content) as { questionId: string });
+      },
+      { timeoutMs: 60_000 },
+    );
     insertInbound(session.db, { kind: 'system', content: { type: 'question_response', questionId: question.questionId, selectedOption: 'yes' } });
     await waitFor('completed', () => session.inbound(id).status === 'completed', { timeoutMs: 30_000 });
 
@@ -117,7 +121,10 @@ describe('Claude provider with the Pincer MCP server', () => {
         questionId: question.questionId,
         title: 'Deploy?',
         question: 'Deploy the build now?',
-        options: [{ label: 'yes', value: 'yes' }, { label: 'no', value: 'no' }],
+        options: [
+          { label: 'yes', value: 'yes' },
+          { label: 'no', value: 'no' },
+        ],
         expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       },
       { text: 'Done; the user said: The user chose: yes' },

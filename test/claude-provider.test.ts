@@ -52,7 +52,9 @@ describe('Claude provider (in-process, real SDK and binary, fake model server)',
     const query = provider.query(input(prompt));
     const events = await collect(query.events, () => query.end());
 
-    expect(events.filter((e) => e.type === 'result')).toEqual([{ type: 'result', text: 'a tiny image', resumeAt: expect.any(String), usage: expect.objectContaining({ inputTokens: 10, outputTokens: 5 }) }]);
+    expect(events.filter((e) => e.type === 'result')).toEqual([
+      { type: 'result', text: 'a tiny image', resumeAt: expect.any(String), usage: expect.objectContaining({ inputTokens: 10, outputTokens: 5 }) },
+    ]);
     const [request] = fake.modelRequests();
     const blocks = request!.body.messages!.flatMap((m) => (typeof m.content === 'string' ? [] : m.content));
     expect(blocks.find((b) => b.type === 'image')?.source).toEqual({ type: 'base64', media_type: 'image/png', data: PNG });

@@ -45,9 +45,7 @@ describe('Bash secret scrubbing', () => {
       TOKENIZER_MODE: 'x',
       'BAD-NAME_TOKEN': 'y',
     });
-    expect(names).toEqual([
-      'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'DB_PASSWORD', 'GITHUB_TOKEN',
-    ]);
+    expect(names).toEqual(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'DB_PASSWORD', 'GITHUB_TOKEN']);
     expect(scrubCommand('ls -la', ['A_TOKEN', 'B_KEY'])).toBe('unset A_TOKEN B_KEY 2>/dev/null; ls -la');
   });
 });
@@ -55,8 +53,23 @@ describe('Bash secret scrubbing', () => {
 describe('transcript archive names', () => {
   it('names the archive after the first prompt without its markup', () => {
     const jsonl = [
-      JSON.stringify({ type: 'user', message: { role: 'user', content: '<context timezone="UTC"/>\n<messages>\n<message id="3" sender="bob" time="x">Plan the Q3 offsite, please!</message>\n</messages>' } }),
-      JSON.stringify({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'Sure.' }, { type: 'thinking', thinking: 'hidden' }] } }),
+      JSON.stringify({
+        type: 'user',
+        message: {
+          role: 'user',
+          content: '<context timezone="UTC"/>\n<messages>\n<message id="3" sender="bob" time="x">Plan the Q3 offsite, please!</message>\n</messages>',
+        },
+      }),
+      JSON.stringify({
+        type: 'assistant',
+        message: {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Sure.' },
+            { type: 'thinking', thinking: 'hidden' },
+          ],
+        },
+      }),
       JSON.stringify({ type: 'user', isMeta: true, message: { role: 'user', content: 'meta, skipped' } }),
       'not json',
     ].join('\n');

@@ -56,9 +56,7 @@ describe('pincer runner with the Claude provider', () => {
     await waitFor('the follow-up pushed', () => readRunnerState(session.db)?.batchIds.includes(second.id));
     release();
 
-    await waitFor('both completed', () =>
-      [first.id, second.id].every((id) => session.inbound(id).status === 'completed'),
-    { timeoutMs: 20_000 });
+    await waitFor('both completed', () => [first.id, second.id].every((id) => session.inbound(id).status === 'completed'), { timeoutMs: 20_000 });
     const requests = fake.modelRequests();
     expect(requests).toHaveLength(2);
     expect(requests[1]!.allText).toContain('second question, sent while the model thinks');
@@ -150,7 +148,6 @@ describe('pincer runner with the Claude provider', () => {
     expect(session.outboundContents()).toEqual([{ text: 'I see a one-pixel image.' }]);
     expect(await runner.stop()).toBe(0);
   });
-
 });
 
 describe('Claude provider: compaction and configuration', () => {
@@ -195,7 +192,12 @@ describe('Claude provider: compaction and configuration', () => {
     delete env.ANTHROPIC_API_KEY;
     const runner = startRunner(session.paths.root, env);
     expect(await runner.exited).toBe(2);
-    expect(runner.stderr().trim().replace(/^\S+Z /, '')).toBe(
+    expect(
+      runner
+        .stderr()
+        .trim()
+        .replace(/^\S+Z /, ''),
+    ).toBe(
       '[runner] error: provider "claude" (session policy "claude") has no credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_AUTH_TOKEN',
     );
   });

@@ -44,16 +44,40 @@ describe('pincer command errors', () => {
     ['an unknown command', ['chta'], /^pincer: unknown command 'chta' \(Did you mean chat\?\) \(see pincer --help\)$/],
     ['a missing argument', ['send'], /^pincer: missing required argument 'dir' \(see pincer send --help\)$/],
     ['an unknown option', ['outbox', session, '--bogus'], /^pincer: unknown option '--bogus' \(see pincer outbox --help\)$/],
-    ['send to a folder that is not a session', ['send', missing, 'hi'], /^pincer: .*nonexistent is not a session folder \(no session\.db\); create one with: pincer session create .*\(see pincer send --help\)$/],
+    [
+      'send to a folder that is not a session',
+      ['send', missing, 'hi'],
+      /^pincer: .*nonexistent is not a session folder \(no session\.db\); create one with: pincer session create .*\(see pincer send --help\)$/,
+    ],
     ['outbox of a folder that is not a session', ['outbox', missing], /^pincer: .*nonexistent is not a session folder .*\(see pincer outbox --help\)$/],
     ['empty text', ['send', session, ''], /^pincer: <text> is empty: say what the message is \(see pincer send --help\)$/],
-    ['an unknown kind', ['send', session, 'hi', '--kind', 'letter'], /^pincer: option '--kind <kind>' argument 'letter' is invalid\. Allowed choices are chat, chat-sdk, task, webhook, system\. \(see pincer send --help\)$/],
+    [
+      'an unknown kind',
+      ['send', session, 'hi', '--kind', 'letter'],
+      /^pincer: option '--kind <kind>' argument 'letter' is invalid\. Allowed choices are chat, chat-sdk, task, webhook, system\. \(see pincer send --help\)$/,
+    ],
     ['a bad time', ['send', session, 'hi', '--process-after', 'tomorrow'], /^pincer: --process-after: not a time: "tomorrow" \(see pincer send --help\)$/],
-    ['a bad seq', ['outbox', session, '--after', 'x'], /^pincer: option '--after <seq>' argument 'x' is invalid\. must be a message seq .*\(see pincer outbox --help\)$/],
-    ['a bad port', ['host', '--http', 'abc'], /^pincer: option '--http <port>' argument 'abc' is invalid\. must be a port number .*\(see pincer host --help\)$/],
+    [
+      'a bad seq',
+      ['outbox', session, '--after', 'x'],
+      /^pincer: option '--after <seq>' argument 'x' is invalid\. must be a message seq .*\(see pincer outbox --help\)$/,
+    ],
+    [
+      'a bad port',
+      ['host', '--http', 'abc'],
+      /^pincer: option '--http <port>' argument 'abc' is invalid\. must be a port number .*\(see pincer host --help\)$/,
+    ],
     ['a workspace that does not exist', ['doctor', '--workspace', missing], /^pincer: --workspace .*nonexistent: no such folder \(see pincer doctor --help\)$/],
-    ['OpenCode without a model', ['chat', '--provider', 'opencode'], /^pincer: provider "opencode" \(session policy "opencode"\) has no credentials: set OPENCODE_MODEL .*\(see pincer chat --help\)$/],
-    ['Codex without a key', ['chat', '--provider', 'codex'], /^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/],
+    [
+      'OpenCode without a model',
+      ['chat', '--provider', 'opencode'],
+      /^pincer: provider "opencode" \(session policy "opencode"\) has no credentials: set OPENCODE_MODEL .*\(see pincer chat --help\)$/,
+    ],
+    [
+      'Codex without a key',
+      ['chat', '--provider', 'codex'],
+      /^pincer: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY .*\(see pincer chat --help\)$/,
+    ],
     ['a misspelt provider', ['chat', '--provider', 'claud'], /^pincer: unknown provider "claud" \(known: .*\) \(see pincer chat --help\)$/],
   ])('%s: one line, a hint, exit 2, nothing written', (_case, args, line) => {
     const result = cli(args);
@@ -81,11 +105,36 @@ describe('the default home', () => {
   const file = path.join(root, 'a-file');
   fs.writeFileSync(file, '');
   it.each<[string, string[], Record<string, string>, RegExp]>([
-    ['the built-in runtime with no model', ['chat', '--provider', 'pincer'], {}, /^pincer: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model> .*\(see pincer chat --help\)$/],
-    ['a local model with no base URL', ['chat'], { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/x' }, /^pincer: provider "pincer" \(session policy "pincer"\): model "local\/x": local models need OPENAI_BASE_URL .*\(see pincer chat --help\)$/],
-    ['a home under /proc', ['chat', '--provider', 'mock', '--home', '/proc/pincer'], {}, /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc, a kernel file system; choose a folder you can write with --home or PINCER_HOME \(the default is .*\.pincer\) \(see pincer chat --help\)$/],
-    ['a home under a file', ['chat', '--provider', 'mock'], { PINCER_HOME: path.join(file, 'home') }, /^pincer: cannot use .*a-file\/home as the Pincer home: it, or a folder on its path, is a file; choose a folder .*\(see pincer chat --help\)$/],
-    ['a host home under /proc', ['host', '--home', '/proc/pincer'], {}, /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc.*\(see pincer host --help\)$/],
+    [
+      'the built-in runtime with no model',
+      ['chat', '--provider', 'pincer'],
+      {},
+      /^pincer: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model> .*\(see pincer chat --help\)$/,
+    ],
+    [
+      'a local model with no base URL',
+      ['chat'],
+      { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/x' },
+      /^pincer: provider "pincer" \(session policy "pincer"\): model "local\/x": local models need OPENAI_BASE_URL .*\(see pincer chat --help\)$/,
+    ],
+    [
+      'a home under /proc',
+      ['chat', '--provider', 'mock', '--home', '/proc/pincer'],
+      {},
+      /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc, a kernel file system; choose a folder you can write with --home or PINCER_HOME \(the default is .*\.pincer\) \(see pincer chat --help\)$/,
+    ],
+    [
+      'a home under a file',
+      ['chat', '--provider', 'mock'],
+      { PINCER_HOME: path.join(file, 'home') },
+      /^pincer: cannot use .*a-file\/home as the Pincer home: it, or a folder on its path, is a file; choose a folder .*\(see pincer chat --help\)$/,
+    ],
+    [
+      'a host home under /proc',
+      ['host', '--home', '/proc/pincer'],
+      {},
+      /^pincer: cannot use \/proc\/pincer as the Pincer home: it is inside \/proc.*\(see pincer host --help\)$/,
+    ],
   ])('%s: refused in one line, exit 2, before the prompt', (_case, args, env, line) => {
     const result = spawnSync(process.execPath, [BUILT_CLI, ...args], {
       cwd: root,
@@ -95,7 +144,12 @@ describe('the default home', () => {
       timeout: 30_000,
     });
     expect(result.status).toBe(2);
-    expect(result.stderr.trim().split('\n').filter((l) => !/^\d{4}-\d{2}-\d{2}T/.test(l))).toEqual([expect.stringMatching(line)]);
+    expect(
+      result.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !/^\d{4}-\d{2}-\d{2}T/.test(l)),
+    ).toEqual([expect.stringMatching(line)]);
     expect(result.stdout).toBe('');
   });
 
@@ -104,9 +158,16 @@ describe('the default home', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as net.AddressInfo;
     await new Promise((resolve) => server.close(resolve));
-    const result = cli(['chat'], { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, PINCER_HOME: path.join(root, 'probe-home') });
+    const result = cli(['chat'], {
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      PINCER_HOME: path.join(root, 'probe-home'),
+    });
     expect(result.status).toBe(2);
-    expect(result.stderr).toBe(`pincer: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL (see pincer chat --help)\n`);
+    expect(result.stderr).toBe(
+      `pincer: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL (see pincer chat --help)\n`,
+    );
     expect(result.stdout).toBe('');
   });
 

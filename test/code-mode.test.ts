@@ -39,7 +39,16 @@ const limits = { memoryBytes: 32 * 1024 * 1024, sliceMs: 1_000, maxOutputChars: 
 
 function slice(code: string, extra: Partial<ProgramSliceInput> = {}): Promise<Awaited<ReturnType<typeof runProgram>>> {
   return codePool.run('runProgram', {
-    input: { code, language: 'javascript', catalogue: [{ name: 'echo', description: 'echoes', parameters: {} }], calls: [], limits, clock: 1_700_000_000_000, seed: 7, ...extra },
+    input: {
+      code,
+      language: 'javascript',
+      catalogue: [{ name: 'echo', description: 'echoes', parameters: {} }],
+      calls: [],
+      limits,
+      clock: 1_700_000_000_000,
+      seed: 7,
+      ...extra,
+    },
     inputBytes: code.length,
   });
 }
@@ -72,10 +81,13 @@ describe('the sandbox (one slice on a worker)', { timeout: 60_000 }, () => {
   });
 
   it('endless recursion is a stack overflow, not a crash', async () => {
-    expect(await slice('function f() { return f() + 1 }\nreturn f()')).toMatchObject({ status: 'error', error: expect.stringMatching(/^the program recursed too deeply/) });
+    expect(await slice('function f() { return f() + 1 }\nreturn f()')).toMatchObject({
+      status: 'error',
+      error: expect.stringMatching(/^the program recursed too deeply/),
+    });
   });
 
-  it('a guest error comes back with its name, message and the program\'s line numbers', async () => {
+  it("a guest error comes back with its name, message and the program's line numbers", async () => {
     const failed = await slice('function parse() {\n  throw new RangeError("bad input");\n}\nparse();');
     expect(failed.status).toBe('error');
     expect(failed.status === 'error' && failed.error).toMatch(/^RangeError: bad input\n\s+at parse \(program\.js:2/);
@@ -97,7 +109,14 @@ describe('the sandbox (one slice on a worker)', { timeout: 60_000 }, () => {
   it('parallel calls are asked for together, then replayed with their results in any order', async () => {
     const code = 'const [a, b] = await Promise.all([tools.echo({n: 1}), tools.echo({n: 2})]); const c = await tools.echo({n: a + b}); return c';
     const first = await slice(code);
-    expect(first).toEqual({ status: 'calls', calls: [{ name: 'echo', args: '{"n":1}' }, { name: 'echo', args: '{"n":2}' }], output: '' });
+    expect(first).toEqual({
+      status: 'calls',
+      calls: [
+        { name: 'echo', args: '{"n":1}' },
+        { name: 'echo', args: '{"n":2}' },
+      ],
+      output: '',
+    });
     const second = await slice(code, {
       calls: [
         { name: 'echo', args: '{"n":2}', outcome: { ok: true, value: 'B' } },
@@ -116,7 +135,9 @@ describe('the sandbox (one slice on a worker)', { timeout: 60_000 }, () => {
   });
 
   it('an unknown tool rejects inside the program; a promise that never settles is named', async () => {
-    expect(await slice('try { await tools.call("nope", {}) } catch (e) { return e.message }')).toMatchObject({ value: 'no tool "nope" (tools.search(query) finds tools)' });
+    expect(await slice('try { await tools.call("nope", {}) } catch (e) { return e.message }')).toMatchObject({
+      value: 'no tool "nope" (tools.search(query) finds tools)',
+    });
     expect(await slice('await new Promise(() => {})')).toMatchObject({ status: 'error', error: expect.stringContaining('never settles') });
     expect(await slice('return [tools.search("ECHOES"), tools.describe("echo").name, "echo" in tools, typeof tools.nope]')).toMatchObject({
       value: '[[{"name":"echo","description":"echoes"}],"echo",true,"undefined"]',

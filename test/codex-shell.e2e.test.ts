@@ -28,7 +28,10 @@ describe("Codex's shell with default settings", { timeout: 120_000 }, () => {
     homes.push(home);
     const fake = await startFakeOpenAI();
     fake.script({ call: 'exec_command', args: { cmd: 'echo made-$((6*7)) > made.txt && cat made.txt' } }, { text: 'done' });
-    const host = await startHost({ AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'k', CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0', PINCER_RUNNER: mode }, home);
+    const host = await startHost(
+      { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'k', CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0', PINCER_RUNNER: mode },
+      home,
+    );
     const stream = host.stream('c');
     expect((await host.request('POST', '/v1/conversations/c/messages', { text: 'make a file' })).status).toBe(202);
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'done', 90_000);

@@ -57,12 +57,17 @@ describe('codex provider', { timeout: 90_000 }, () => {
     expect(fs.existsSync(path.join(session.paths.agent, '.git'))).toBe(true);
     const conversations = path.join(session.paths.agent, 'conversations');
     const archived = (): string =>
-      fs.existsSync(conversations) ? fs.readdirSync(conversations).map((f) => fs.readFileSync(path.join(conversations, f), 'utf8')).join('') : '';
+      fs.existsSync(conversations)
+        ? fs
+            .readdirSync(conversations)
+            .map((f) => fs.readFileSync(path.join(conversations, f), 'utf8'))
+            .join('')
+        : '';
     await waitFor('the archived answer', () => archived().includes('hello from codex'));
     expect(await runner.stop()).toBe(0);
   });
 
-  it('lets the model call Pincer\'s send_message, even when the MCP server is slow to start: the row carries the routing and in_reply_to, then the final text', async () => {
+  it("lets the model call Pincer's send_message, even when the MCP server is slow to start: the row carries the routing and in_reply_to, then the final text", async () => {
     fake = await startFakeOpenAI();
     fake.script({ tool: 'send_message', args: { text: 'working on it' } }, { text: 'all done' });
     const session = codexSession();
@@ -88,7 +93,7 @@ describe('codex provider', { timeout: 90_000 }, () => {
     expect(await runner.stop()).toBe(0);
   });
 
-  it('never answers without Pincer\'s tools: an MCP server that cannot start fails the turn, nothing reaches the model', async () => {
+  it("never answers without Pincer's tools: an MCP server that cannot start fails the turn, nothing reaches the model", async () => {
     fake = await startFakeOpenAI();
     const session = codexSession();
     // a setting only the MCP server reads, so the runner starts and `pincer mcp` exits 2 at once
@@ -168,11 +173,14 @@ describe('codex provider', { timeout: 90_000 }, () => {
 
   it.each([
     ['an unreachable server', async () => ({ baseUrl: await unreachableBaseUrl(), fake: null })],
-    ['a stalled stream', async () => {
-      const server = await startFakeOpenAI();
-      server.setDefault({ stall: true });
-      return { baseUrl: server.baseUrl, fake: server };
-    }],
+    [
+      'a stalled stream',
+      async () => {
+        const server = await startFakeOpenAI();
+        server.setDefault({ stall: true });
+        return { baseUrl: server.baseUrl, fake: server };
+      },
+    ],
   ])('reports %s as an error after the provider deadline', async (_name, setup) => {
     const { baseUrl } = await setup();
     const session = codexSession();

@@ -70,7 +70,14 @@ describe('docker run arguments', () => {
     // values never on the command line: only names, sorted, plus the two fixed settings
     expect(values(args, '-e')).toEqual(['PINCER_WORKSPACE=/workspace', 'HOME=/tmp', 'AGENT_PROVIDER', 'TZ']);
     // the same V8 flags as a process runner
-    expect(args.slice(-6)).toEqual(['pincer-runner', '/usr/local/bin/node', '--max-semi-space-size=1', '--liftoff-only', '/app/dist/src/cli/main.js', 'runner']);
+    expect(args.slice(-6)).toEqual([
+      'pincer-runner',
+      '/usr/local/bin/node',
+      '--max-semi-space-size=1',
+      '--liftoff-only',
+      '/app/dist/src/cli/main.js',
+      'runner',
+    ]);
   });
 
   it('mount a separate agent folder and global folder, and honour an explicit user and network', () => {
@@ -165,14 +172,28 @@ describe('the runner environment in a sandbox', () => {
     ['no-such-provider', []],
   ])('provider %j gets its own variables %j', (provider, expected) => {
     const env = runnerEnvironment({ ...host, AGENT_PROVIDER: provider });
-    const providerNames = Object.keys(env).filter((name) => /^(ANTHROPIC|OPENAI|MOCK)_/.test(name)).sort();
+    const providerNames = Object.keys(env)
+      .filter((name) => /^(ANTHROPIC|OPENAI|MOCK)_/.test(name))
+      .sort();
     expect(providerNames).toEqual(expected);
   });
 
   it('passes extra names asked for, and nothing of the host otherwise', () => {
     const env = runnerEnvironment({ ...host, AGENT_PROVIDER: 'mock', HTTPS_PROXY: 'http://proxy:3128' }, ['HTTPS_PROXY']);
     expect(env.HTTPS_PROXY).toBe('http://proxy:3128');
-    for (const name of ['PATH', 'HOME', 'PINCER_HOME', 'PINCER_HTTP_TOKEN', 'PINCER_RUNNER', 'PINCER_DOCKER_IMAGE', 'PINCER_CONTAINER_IMAGE', 'PINCER_SOMETHING_TOKEN', 'DOCKER_HOST', 'AWS_SECRET_ACCESS_KEY', 'EMPTY']) {
+    for (const name of [
+      'PATH',
+      'HOME',
+      'PINCER_HOME',
+      'PINCER_HTTP_TOKEN',
+      'PINCER_RUNNER',
+      'PINCER_DOCKER_IMAGE',
+      'PINCER_CONTAINER_IMAGE',
+      'PINCER_SOMETHING_TOKEN',
+      'DOCKER_HOST',
+      'AWS_SECRET_ACCESS_KEY',
+      'EMPTY',
+    ]) {
       expect(env).not.toHaveProperty(name);
     }
   });
@@ -233,7 +254,15 @@ describe('launcher configuration', () => {
       },
       cli,
     );
-    expect(config.docker).toMatchObject({ image: 'pincer/runner:2', memory: '768m', cpus: '0.5', pids: 64, network: 'egress', user: '1000:1000', extraEnv: ['HTTPS_PROXY', 'NO_PROXY'] });
+    expect(config.docker).toMatchObject({
+      image: 'pincer/runner:2',
+      memory: '768m',
+      cpus: '0.5',
+      pids: 64,
+      network: 'egress',
+      user: '1000:1000',
+      extraEnv: ['HTTPS_PROXY', 'NO_PROXY'],
+    });
     expect(config.bwrap.isolateNetwork).toBe(false);
     expect(createLauncher(config).kind).toBe('docker');
     expect(createLauncher({ ...config, kind: 'bwrap' }).kind).toBe('bwrap');
@@ -288,7 +317,11 @@ describe('bwrap arguments', () => {
     expect(envArgs).toContain('--setenv AGENT_PROVIDER mock');
     expect(envArgs).toContain('--setenv PINCER_WORKSPACE /workspace');
     expect(args.slice(-5)).toEqual([expect.stringMatching(/node$/), '--max-semi-space-size=1', '--liftoff-only', '/app/dist/src/cli/main.js', 'runner']);
-    const shared = bwrapArgs({ appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] }, resolveFolders({ workspace: root, env: {} }), '/opt/pincer/dist/src/cli/main.js');
+    const shared = bwrapArgs(
+      { appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: false, extraEnv: [] },
+      resolveFolders({ workspace: root, env: {} }),
+      '/opt/pincer/dist/src/cli/main.js',
+    );
     expect(shared).toContain('--share-net');
   });
 });

@@ -42,7 +42,9 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
     const latencies: number[] = [];
     for (let i = 0; i < 20; i++) latencies.push((await replyTo(s, `m${i}`)).latencyMs);
     latencies.sort((a, b) => a - b);
-    console.log(`[container] bwrap: start → ready ${Math.round(startToReadyMs)} ms; insert → reply p50 ${latencies[10]} ms, max ${latencies.at(-1)} ms (20 messages)`);
+    console.log(
+      `[container] bwrap: start → ready ${Math.round(startToReadyMs)} ms; insert → reply p50 ${latencies[10]} ms, max ${latencies.at(-1)} ms (20 messages)`,
+    );
     const pid = await hostPid(runner);
     expect(await runner.handle.stop()).toBe(0);
     expect(runner.stderr()).toContain('[runner] stopped');
@@ -61,8 +63,23 @@ describe.skipIf(skip !== undefined)('runners in a bubblewrap sandbox', () => {
       .map((line) => line.split(':')[0]!.trim())
       .filter(Boolean);
     expect(interfaces).toEqual(['lo']);
-    const names = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => e.split('=')[0]).sort();
-    expect(names).toEqual(['AGENT_PROVIDER', 'HOME', 'PATH', 'PINCER_POLL_IDLE_MS', 'PINCER_SANDBOX_NO_NETWORK', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'PWD', 'TZ']);
+    const names = fs
+      .readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((e) => e.split('=')[0])
+      .sort();
+    expect(names).toEqual([
+      'AGENT_PROVIDER',
+      'HOME',
+      'PATH',
+      'PINCER_POLL_IDLE_MS',
+      'PINCER_SANDBOX_NO_NETWORK',
+      'PINCER_STOP_ON_STDIN_EOF',
+      'PINCER_WORKSPACE',
+      'PWD',
+      'TZ',
+    ]);
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     expect(/^CapEff:\s*(\w+)$/m.exec(status)?.[1]).toBe('0000000000000000');
     expect(/^NoNewPrivs:\s*(\d)$/m.exec(status)?.[1]).toBe('1');

@@ -153,7 +153,14 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     try {
       const runner = launchTracked(launcher(), {
         workspace: s.paths.root,
-        env: { ...env, MOCK_DELAY_MS: '0', PINCER_HTTP_TOKEN: 'http-secret', HOST_DB_PASSWORD: 'db-secret', ANTHROPIC_API_KEY: 'sk-not-for-mock', PINCER_LOG_LEVEL: 'info' },
+        env: {
+          ...env,
+          MOCK_DELAY_MS: '0',
+          PINCER_HTTP_TOKEN: 'http-secret',
+          HOST_DB_PASSWORD: 'db-secret',
+          ANTHROPIC_API_KEY: 'sk-not-for-mock',
+          PINCER_LOG_LEVEL: 'info',
+        },
         name: 'sealed',
       });
       await runner.ready();
@@ -168,13 +175,30 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       ]);
       const seen = JSON.parse(probe) as { env: string[]; interfaces: string[]; net: string };
       // exactly the runner's own settings, plus what docker and the image set (HOSTNAME, PATH, HOME, the fingerprint).
-      expect(seen.env).toEqual(['AGENT_PROVIDER', 'HOME', 'HOSTNAME', 'MOCK_DELAY_MS', 'PATH', 'PINCER_IMAGE_FINGERPRINT', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_SANDBOX_NO_NETWORK', 'PINCER_STOP_ON_STDIN_EOF', 'PINCER_WORKSPACE', 'TZ']);
-      for (const name of ['AGENT_PROVIDER', 'TZ', 'MOCK_DELAY_MS', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE']) expect(seen.env).toContain(name);
+      expect(seen.env).toEqual([
+        'AGENT_PROVIDER',
+        'HOME',
+        'HOSTNAME',
+        'MOCK_DELAY_MS',
+        'PATH',
+        'PINCER_IMAGE_FINGERPRINT',
+        'PINCER_LOG_LEVEL',
+        'PINCER_POLL_IDLE_MS',
+        'PINCER_SANDBOX_NO_NETWORK',
+        'PINCER_STOP_ON_STDIN_EOF',
+        'PINCER_WORKSPACE',
+        'TZ',
+      ]);
+      for (const name of ['AGENT_PROVIDER', 'TZ', 'MOCK_DELAY_MS', 'PINCER_LOG_LEVEL', 'PINCER_POLL_IDLE_MS', 'PINCER_WORKSPACE'])
+        expect(seen.env).toContain(name);
       for (const name of ['PINCER_HTTP_TOKEN', 'HOST_DB_PASSWORD', 'ANTHROPIC_API_KEY', 'DOCKER_HOST']) expect(seen.env).not.toContain(name);
       expect(seen.interfaces).toEqual(['lo']);
       expect(seen.net).not.toBe('reached');
       expect(runner.handle.child.spawnargs.join(' ')).not.toMatch(/http-secret|db-secret|sk-not-for-mock/);
-      const hostConfig = JSON.parse(await dockerCli(['inspect', '--format', '{{json .HostConfig}}', runner.handle.containerName!], daemon.cliEnv)) as Record<string, unknown>;
+      const hostConfig = JSON.parse(await dockerCli(['inspect', '--format', '{{json .HostConfig}}', runner.handle.containerName!], daemon.cliEnv)) as Record<
+        string,
+        unknown
+      >;
       expect(hostConfig).toMatchObject({
         NetworkMode: 'none',
         ReadonlyRootfs: true,
@@ -219,16 +243,25 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
   it('a host that dies (SIGKILL) takes its container with it: the runner sees stdin close and stops cleanly', async () => {
     const s = createTestSession();
     const logFile = path.join(s.paths.root, 'runner.log');
-    const host = spawn(process.execPath, [HOST_SCRIPT, JSON.stringify({ kind: 'docker', settings, cliEntry: BUILT_CLI, workspace: s.paths.root, logFile, name: 'orphan' })], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const host = spawn(
+      process.execPath,
+      [HOST_SCRIPT, JSON.stringify({ kind: 'docker', settings, cliEntry: BUILT_CLI, workspace: s.paths.root, logFile, name: 'orphan' })],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     const hostExited = new Promise((resolve) => host.once('exit', resolve));
     try {
-      await waitFor('runner ready in the container', () => fs.existsSync(logFile) && fs.readFileSync(logFile, 'utf8').includes('[runner] ready'), { timeoutMs: 30_000 });
+      await waitFor('runner ready in the container', () => fs.existsSync(logFile) && fs.readFileSync(logFile, 'utf8').includes('[runner] ready'), {
+        timeoutMs: 30_000,
+      });
       expect(await listRunnerContainers(daemon.cliEnv)).toEqual(['pincer-runner-orphan']);
       host.kill('SIGKILL');
       await hostExited;
-      await waitFor('the orphaned container gone', async () => (await listRunnerContainers(daemon.cliEnv)).length === 0, { timeoutMs: 20_000, intervalMs: 100 });
+      await waitFor('the orphaned container gone', async () => (await listRunnerContainers(daemon.cliEnv)).length === 0, {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       expect(fs.readFileSync(logFile, 'utf8')).toContain('[runner] stopped');
     } finally {
       host.kill('SIGKILL');
@@ -280,7 +313,10 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     const last = launchTracked(launcher(), { workspace: s.paths.root, env, name: 'fault' });
     await last.ready();
     await waitFor('every message completed', () => s.allInbound().every((row) => row.status === 'completed'), { timeoutMs: 60_000, intervalMs: 20 });
-    const texts = s.outboundContents().map((c) => String(c.text)).join('\n');
+    const texts = s
+      .outboundContents()
+      .map((c) => String(c.text))
+      .join('\n');
     for (const id of ids) expect(texts).toContain(`${String(JSON.parse(s.inbound(id).content).text)}</message>`);
     console.log(`[container] ${FAULT_RUNS} container kills: ${inFlight} with a batch in flight; 0 lost`);
     expect(inFlight).toBeGreaterThan(0); // the kills really landed mid-batch

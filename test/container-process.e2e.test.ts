@@ -35,7 +35,9 @@ describe('the process launcher', () => {
       latencies.push(Date.parse(row.timestamp) - Date.parse(s.inbound(id).timestamp));
     }
     latencies.sort((a, b) => a - b);
-    console.log(`[container] process: start → ready ${Math.round(startToReadyMs)} ms; insert → reply p50 ${latencies[10]} ms, max ${latencies.at(-1)} ms (20 messages)`);
+    console.log(
+      `[container] process: start → ready ${Math.round(startToReadyMs)} ms; insert → reply p50 ${latencies[10]} ms, max ${latencies.at(-1)} ms (20 messages)`,
+    );
     expect(runner.handle.containerName).toBeUndefined();
     expect(await runner.handle.stop()).toBe(0);
     expect(await runner.handle.stop()).toBe(0); // again: same result, no throw
@@ -65,4 +67,3 @@ describe('the process launcher', () => {
     }
   });
 });
-

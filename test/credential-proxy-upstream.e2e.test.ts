@@ -19,14 +19,18 @@ afterEach(async () => {
   await closeFakeOpenAIs();
 });
 
-
 describe('the upstream a runner is told', { timeout: 120_000 }, () => {
   it('leaves out the user and password of the base URL', async () => {
     const secret = `pw-${process.pid}-${Date.now()}`;
     const fake = await startFakeOpenAI();
     fake.script({ text: 'Hello through the proxy.' });
     const withCredentials = fake.baseUrl.replace('http://', `http://llm:${secret}@`);
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: withCredentials, PINCER_IDLE_TIMEOUT_MS: '60000' });
+    const host = await startHost({
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: withCredentials,
+      PINCER_IDLE_TIMEOUT_MS: '60000',
+    });
     const stream = host.stream('c');
     const res = await host.request('POST', '/v1/conversations/c/messages', { text: 'hi' });
     expect(res.status).toBe(202);
@@ -35,7 +39,9 @@ describe('the upstream a runner is told', { timeout: 120_000 }, () => {
 
     expect(fake.modelRequests().length).toBeGreaterThan(0);
     // The runner knows where the proxy leads, without them.
-    const runner = descendants(host.child.pid!).map(environOf).find((env) => env.includes('PINCER_CREDENTIAL_PROXY=1'));
+    const runner = descendants(host.child.pid!)
+      .map(environOf)
+      .find((env) => env.includes('PINCER_CREDENTIAL_PROXY=1'));
     expect(runner).toBeDefined();
     expect(runner).toContain(`PINCER_UPSTREAM_OPENAI_BASE_URL=${fake.baseUrl}\0`);
     for (const pid of descendants(host.child.pid!)) expect([pid, environOf(pid).includes(secret)]).toEqual([pid, false]);

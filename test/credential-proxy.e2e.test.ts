@@ -32,7 +32,6 @@ afterEach(async () => {
   expect(await cleanupClaude()).toBe(0);
 });
 
-
 /** Regular files under `dir` (never through a link) that contain `needle`. */
 function filesContaining(dir: string, needle: string): string[] {
   const found: string[] = [];
@@ -70,7 +69,12 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       return {
         env: base,
         receivedKeys: () => fake.modelRequests().map((r) => String(r.headers['x-api-key'])),
-        toolOutputs: () => fake.modelRequests().slice(1).map((r) => r.lastUserText).join('\n'),
+        toolOutputs: () =>
+          fake
+            .modelRequests()
+            .slice(1)
+            .map((r) => r.lastUserText)
+            .join('\n'),
       };
     },
   },
@@ -79,9 +83,15 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       const fake = await startFakeOpenAI();
       fake.script({ call: 'exec_command', args: { cmd: PROBE } }, { text: 'done' });
       return {
-        env: { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0',
+        env: {
+          AGENT_PROVIDER: 'codex',
+          OPENAI_BASE_URL: fake.baseUrl,
+          OPENAI_API_KEY: realKey,
+          CODEX_MODEL: fake.model,
+          CODEX_MAX_RETRIES: '0',
           // Codex's own sandbox off: the probe must see all it can
-          CODEX_SANDBOX_MODE: 'danger-full-access' },
+          CODEX_SANDBOX_MODE: 'danger-full-access',
+        },
         receivedKeys: () => fake.modelRequests().map((r) => String(r.headers.authorization)),
         toolOutputs: () =>
           fake
@@ -99,7 +109,12 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       return {
         env: { AGENT_PROVIDER: 'opencode', OPENCODE_BASE_URL: fake.baseUrl, OPENAI_API_KEY: realKey, OPENCODE_MODEL: fake.model },
         receivedKeys: () => fake.requests.map((r) => String(r.headers.authorization)),
-        toolOutputs: () => fake.modelRequests().slice(1).map((r) => JSON.stringify(r.body)).join('\n'),
+        toolOutputs: () =>
+          fake
+            .modelRequests()
+            .slice(1)
+            .map((r) => JSON.stringify(r.body))
+            .join('\n'),
       };
     },
   },

@@ -45,7 +45,7 @@ describe('the session database file', () => {
     db.close();
   });
 
-  it('never opens a log that is a link (the folder is the agent\'s)', () => {
+  it("never opens a log that is a link (the folder is the agent's)", () => {
     const dir = tempDir();
     const file = path.join(dir, 'session.db');
     fs.writeFileSync(path.join(dir, 'target'), '');

@@ -46,7 +46,9 @@ describe('session database', () => {
     const file = path.join(dir, 'session.db');
     const old = new Database(file);
     migrate(old, 1);
-    old.prepare(`INSERT INTO messages_in (id, seq, kind, timestamp, content) VALUES ('m1', 1, 'chat', '2026-01-01T00:00:00.000Z', '{"text":"hi","sender":"a"}')`).run();
+    old
+      .prepare(`INSERT INTO messages_in (id, seq, kind, timestamp, content) VALUES ('m1', 1, 'chat', '2026-01-01T00:00:00.000Z', '{"text":"hi","sender":"a"}')`)
+      .run();
     expect(old.pragma('user_version', { simple: true })).toBe(1);
     const cols = (old.prepare('PRAGMA table_info(messages_in)').all() as { name: string }[]).map((c) => c.name);
     expect(cols).not.toContain('last_error');
@@ -63,7 +65,11 @@ describe('session database', () => {
 
   it.each([
     ['missing', (dir: string) => path.join(dir, 'nope.db'), /session database not found/],
-    ['not a database', (dir: string) => (fs.writeFileSync(path.join(dir, 'bad.db'), 'garbage'.repeat(200)), path.join(dir, 'bad.db')), /cannot open session database/],
+    [
+      'not a database',
+      (dir: string) => (fs.writeFileSync(path.join(dir, 'bad.db'), 'garbage'.repeat(200)), path.join(dir, 'bad.db')),
+      /cannot open session database/,
+    ],
   ])('refuses a %s file with a clear error', (_name, make, message) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-bad-'));
     const file = make(dir);
@@ -72,7 +78,7 @@ describe('session database', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('waits out another connection\'s write lock with back-off, and throws anything else at once', async () => {
+  it("waits out another connection's write lock with back-off, and throws anything else at once", async () => {
     const s = createTestSession();
     const writer = new Database(s.paths.db, { timeout: 20 }); // a short busy timeout: SQLITE_BUSY at once
     const locker = openSessionDb(s.paths.db);

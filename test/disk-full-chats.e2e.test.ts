@@ -55,7 +55,11 @@ describe.skipIf(tmpfsSkip !== undefined)(`a full disk in the chats${tmpfsSkip ? 
     fsMount = mountTmpfs(24);
     telegram = await startFakeTelegram();
     const fake = telegram;
-    const host = await startPlatformHost('telegram', { TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_BASE_URL: fake.url, PINCER_ALLOWED_USERS: '' }, fsMount.dir);
+    const host = await startPlatformHost(
+      'telegram',
+      { TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_BASE_URL: fake.url, PINCER_ALLOWED_USERS: '' },
+      fsMount.dir,
+    );
     await waitFor('polling', () => fake.calls.some((c) => c.method === 'getUpdates'), { timeoutMs: 20_000 });
     const text = (call: TelegramCall): string => String(call.body.text ?? '');
     const toChat = (call: TelegramCall): boolean => Number(call.body.chat_id) === 601;

@@ -56,17 +56,34 @@ describe('docs/providers.md: your own MCP servers', { timeout: 180_000 }, () => 
       { call: 'mcp__files__read_text_file', args: { path: '../session.db' } },
       { text: 'The note is written.' },
     );
-    const host = await startHost({ ...PROCESS_RUNNER, PATH, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
-    const shell = spawnSync('bash', ['-euo', 'pipefail', '-c', `pincer() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BUILT_CLI)} "$@"; }\n${block}`], {
+    const host = await startHost({
+      ...PROCESS_RUNNER,
+      PATH,
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+    });
+    const shell = spawnSync(
+      'bash',
+      ['-euo', 'pipefail', '-c', `pincer() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BUILT_CLI)} "$@"; }\n${block}`],
+      {
+        env: { PATH, HOME: process.env.HOME, PINCER_HOME: host.home, TZ: 'UTC' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    expect({ status: shell.status, stderr: shell.stderr }).toMatchObject({ status: 0 });
+    expect(shell.stdout).toBe('main\tfiles\tstdio npx -y @modelcontextprotocol/server-filesystem . (cwd .)\n');
+    // pincer doctor starts it once and counts its tools.
+    const doctor = spawnSync(process.execPath, [BUILT_CLI, 'doctor'], {
       env: { PATH, HOME: process.env.HOME, PINCER_HOME: host.home, TZ: 'UTC' },
       encoding: 'utf8',
       timeout: 60_000,
     });
-    expect({ status: shell.status, stderr: shell.stderr }).toMatchObject({ status: 0 });
-    expect(shell.stdout).toBe('main\tfiles\tstdio npx -y @modelcontextprotocol/server-filesystem . (cwd .)\n');
-    // pincer doctor starts it once and counts its tools.
-    const doctor = spawnSync(process.execPath, [BUILT_CLI, 'doctor'], { env: { PATH, HOME: process.env.HOME, PINCER_HOME: host.home, TZ: 'UTC' }, encoding: 'utf8', timeout: 60_000 });
-    expect(doctor.stdout).toMatch(/\n {2}MCP server files: stdio npx -y @modelcontextprotocol\/server-filesystem \. \(cwd \.\) — starts, 14 tools \(\d+\.\d s\)\n/);
+    expect(doctor.stdout).toMatch(
+      /\n {2}MCP server files: stdio npx -y @modelcontextprotocol\/server-filesystem \. \(cwd \.\) — starts, 14 tools \(\d+\.\d s\)\n/,
+    );
 
     const stream = host.stream('docs');
     const sent = (await host.request('POST', '/v1/conversations/docs/messages', { text: 'write a note' })).body as { sessionId: string };

@@ -59,7 +59,24 @@ describe('user documentation', () => {
     expect(readme.length).toBeLessThan(12_000);
   });
 
-  const commands = ['', 'chat', 'host', 'doctor', 'runner', 'mcp', 'send', 'outbox', 'session', 'session create', 'container', 'container image', 'token', 'webhook', 'usage', 'budget'];
+  const commands = [
+    '',
+    'chat',
+    'host',
+    'doctor',
+    'runner',
+    'mcp',
+    'send',
+    'outbox',
+    'session',
+    'session create',
+    'container',
+    'container image',
+    'token',
+    'webhook',
+    'usage',
+    'budget',
+  ];
   it.each(commands)('pincer %s --help cites no internal documents', (command) => {
     const result = spawnSync(process.execPath, [BUILT_CLI, ...command.split(' ').filter(Boolean), '--help'], { encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(0);
@@ -72,7 +89,9 @@ describe('code comments', () => {
   /** Design documents that are not in the repository: a reader of the code cannot follow them. */
   const OUTSIDE = /\bSPEC\b|\bthe seed\b|\bseed ["':(]|\bseed's\b|\bseeds\//;
   const files = (dir: string): string[] =>
-    fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : /\.(ts|js|mjs)$/.test(e.name) ? [`${dir}/${e.name}`] : []));
+    fs
+      .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : /\.(ts|js|mjs)$/.test(e.name) ? [`${dir}/${e.name}`] : []));
 
   it('cite the docs, never a document the repository does not hold', () => {
     const cited = ['src', 'test', 'bench', 'scripts']
@@ -89,4 +108,3 @@ describe('code comments', () => {
     expect(cited).toEqual([]);
   });
 });
-

@@ -24,7 +24,11 @@ describe("doctor's check of a group's MCP servers", () => {
     );
     expect(checks).toEqual([
       { name: 'good', what: 'stdio node server.js', problems: [] },
-      { name: 'nokey', what: 'stdio node (env: TOKEN)', problems: ['no secret named "GITHUB_TOKEN" in the host\'s secrets store (pincer secret set GITHUB_TOKEN)'] },
+      {
+        name: 'nokey',
+        what: 'stdio node (env: TOKEN)',
+        problems: ['no secret named "GITHUB_TOKEN" in the host\'s secrets store (pincer secret set GITHUB_TOKEN)'],
+      },
       { name: 'nocommand', what: 'stdio no-such-mcp-server-binary', problems: ['command "no-such-mcp-server-binary" not found on PATH'] },
       { name: 'web', what: 'http http://127.0.0.1:9/mcp (headers: Authorization)', problems: [] },
     ]);
@@ -54,7 +58,11 @@ describe("doctor's start of a group's MCP servers", { timeout: 60_000 }, () => {
         },
       },
       // a hang is cut at the start deadline: long enough for a loaded machine to start the others
-      { env: { PATH: process.env.PATH ?? '' }, secret: (name) => (name === 'ODD_TOKEN' ? 'odd-value' : undefined), settings: { ...MCP_SETTING_DEFAULTS, startMs: 15_000 } },
+      {
+        env: { PATH: process.env.PATH ?? '' },
+        secret: (name) => (name === 'ODD_TOKEN' ? 'odd-value' : undefined),
+        settings: { ...MCP_SETTING_DEFAULTS, startMs: 15_000 },
+      },
     );
     expect(Object.fromEntries([...results].map(([name, r]) => [name, r.ok ? { ok: true, tools: r.tools } : r]))).toEqual({
       memory: { ok: true, tools: 9 },

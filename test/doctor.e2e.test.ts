@@ -42,7 +42,9 @@ describe('pincer doctor', () => {
 
     const { code, out } = doctor(['--home', home]);
     expect(out).toMatch(/^ {2}mock +ok \(auto picks it only in pincer chat, when nothing else is usable\)$/m);
-    expect(out).toContain(`session ok (${ok.root})\n  provider: mock — session policy "echo"\n  resources: 0 skills from none, 1 prompt (/review) from convention\n`);
+    expect(out).toContain(
+      `session ok (${ok.root})\n  provider: mock — session policy "echo"\n  resources: 0 skills from none, 1 prompt (/review) from convention\n`,
+    );
     expect(out).toContain(`session group (${group.root})\n  provider: mock — group policy "MOCK"\n`);
     expect(out).toMatch(/all sessions can start\n$/);
     expect(code).toBe(0);
@@ -58,7 +60,11 @@ describe('pincer doctor', () => {
 
   it.each([
     { case: 'an unknown provider', config: { provider: 'claud' }, line: '✗ provider: unknown provider "claud" (known: claude, codex, opencode, mock' },
-    { case: 'a provider without credentials', config: { groupProvider: 'claude-code' }, line: '✗ provider: provider "claude" (group policy "claude-code") has no credentials: set ANTHROPIC_API_KEY' },
+    {
+      case: 'a provider without credentials',
+      config: { groupProvider: 'claude-code' },
+      line: '✗ provider: provider "claude" (group policy "claude-code") has no credentials: set ANTHROPIC_API_KEY',
+    },
     { case: 'an invalid config.json', config: { provder: 'mock' }, line: '✗ config: invalid' },
   ])('flags $case and exits 1', ({ config, line }) => {
     const home = makeHome();
@@ -111,7 +117,9 @@ describe('pincer doctor with a host home', () => {
     expect(chat.stdout).toContain('agent> echo: ');
     const { code, out } = doctor([], { HOME: home, PINCER_HOME: home });
     expect(out).toMatch(/^home .*\n/);
-    expect(out).toContain(`session chat (${path.join(home, 'sessions', 'chat')})\n  provider: mock — auto (session policy "auto"): no provider is usable, falling back to mock (a pincer chat session)\n`);
+    expect(out).toContain(
+      `session chat (${path.join(home, 'sessions', 'chat')})\n  provider: mock — auto (session policy "auto"): no provider is usable, falling back to mock (a pincer chat session)\n`,
+    );
     // pincer host would still need a key for a new conversation: said, not counted as a failure of this home
     expect(out).toMatch(/agent group main \(.*\)\n {2}! pincer host could not start its agent: auto/);
     expect(out).toMatch(/all agent groups and sessions can start\n$/);
@@ -123,7 +131,9 @@ describe('pincer doctor with a host home', () => {
     const home = path.join(parent, 'not-yet');
     const { code, out, err } = doctor(['--home', home]);
     expect(err).toBe('');
-    expect(out.split('\n')[0]).toBe(`home ${home} does not exist yet: the first pincer chat or pincer host creates it (pincer.db, sessions/, groups/main/, logs/) and the agent group main with the provider below`);
+    expect(out.split('\n')[0]).toBe(
+      `home ${home} does not exist yet: the first pincer chat or pincer host creates it (pincer.db, sessions/, groups/main/, logs/) and the agent group main with the provider below`,
+    );
     expect(out).toContain('pincer chat would run: mock — auto');
     expect(out).toContain('providers in this environment:');
     expect(code).toBe(0);
@@ -133,7 +143,9 @@ describe('pincer doctor with a host home', () => {
   it('names OPENAI_BASE_URL when no model server answers there', async () => {
     const port = await closedPort();
     const { code, out } = doctor(['--home', makeHome()], { PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
-    expect(out).toContain(`✗ model server: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL\n`);
+    expect(out).toContain(
+      `✗ model server: OPENAI_BASE_URL http://127.0.0.1:${port}/v1: no model server answers there (ECONNREFUSED); start it or fix OPENAI_BASE_URL\n`,
+    );
     expect(code).toBe(1);
   });
 });

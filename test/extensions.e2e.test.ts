@@ -44,7 +44,9 @@ describe('extensions', { timeout: 60_000 }, () => {
     expect(log).toContain('[runner] [example.mjs] word_count tool and parrot harness registered');
     expect(log).toContain('[runner] extension example.mjs: tool word_count, harness parrot');
     expect(log).toMatch(/\[runner\] warn: resources: extension .*broken\.mjs: failed to load: boom at import/);
-    expect(log).toMatch(/\[runner\] provider parrot: auto \(no policy set\): harness parrot supports the route local\/demo via openai-completions at http:\/\/echo\.invalid\/v1/);
+    expect(log).toMatch(
+      /\[runner\] provider parrot: auto \(no policy set\): harness parrot supports the route local\/demo via openai-completions at http:\/\/echo\.invalid\/v1/,
+    );
     const { id } = session.chat('hello harness');
     await waitFor('the answer', () => session.outbound().length === 1, SLOW);
     expect(String(session.outboundContents()[0]!.text)).toMatch(/^parrot: .*hello harness<\/message>/s);
@@ -56,7 +58,12 @@ describe('extensions', { timeout: 60_000 }, () => {
     const fake = await startFakeOpenAI();
     fake.script({ call: 'word_count', args: { text: 'one two three four' } }, { text: 'four words' });
     const session = sessionWithExample('manifest');
-    const runner = startRunner(session.paths.root, { AGENT_PROVIDER: '', PINCER_MODEL: 'local/demo', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    const runner = startRunner(session.paths.root, {
+      AGENT_PROVIDER: '',
+      PINCER_MODEL: 'local/demo',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+    });
     await runner.ready(SLOW.timeoutMs);
     expect(runner.stderr()).toMatch(/\[runner\] provider pincer: auto \(no policy set\): the built-in runtime for local\/demo/);
     session.chat('count please');

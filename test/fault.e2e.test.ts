@@ -40,7 +40,10 @@ describe('runner killed with SIGKILL at random points', () => {
     const runner = startRunner(s.paths.root, { PINCER_LOG_LEVEL: 'error' });
     await waitFor('every message completed', () => s.allInbound().every((row) => row.status === 'completed'), { timeoutMs: 60_000, intervalMs: 20 });
     const answered = new Set(s.outbound().map((row) => row.in_reply_to));
-    const texts = s.outboundContents().map((c) => String(c.text)).join('\n');
+    const texts = s
+      .outboundContents()
+      .map((c) => String(c.text))
+      .join('\n');
     for (const id of ids) {
       const row = s.inbound(id);
       // every message reached the agent: it is in some answered prompt

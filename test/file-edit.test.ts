@@ -17,7 +17,11 @@ import { CpuAdmission, WorkerTaskPool, liveWorkerCount } from '../src/runtime/wo
  * between planning and writing (a file changed meanwhile, a cancellation, a link swapped in). Every unified receipt
  * is applied with `patch` to the old file and must reproduce the new one.
  */
-const pool = new WorkerTaskPool<FileTasks>({ name: 'files-test', tasks: new URL('../src/runtime/tasks/file-edit.ts', import.meta.url), admission: new CpuAdmission(1) });
+const pool = new WorkerTaskPool<FileTasks>({
+  name: 'files-test',
+  tasks: new URL('../src/runtime/tasks/file-edit.ts', import.meta.url),
+  admission: new CpuAdmission(1),
+});
 const dirs: string[] = [];
 
 afterEach(() => {
@@ -83,27 +87,151 @@ interface EditCase {
 }
 
 const cases: EditCase[] = [
-  { name: 'exact match', before: 'alpha\nbeta\ngamma\n', args: { oldText: 'beta', newText: 'BETA' }, after: 'alpha\nBETA\ngamma\n', says: /^edited notes\.txt at line 2\n/ },
-  { name: 'exact multi-line match', before: 'a\nb\nc\nd\n', args: { oldText: 'b\nc\n', newText: 'x\n' }, after: 'a\nx\nd\n', says: /at line 2\n.*\+1 −2 lines/ },
+  {
+    name: 'exact match',
+    before: 'alpha\nbeta\ngamma\n',
+    args: { oldText: 'beta', newText: 'BETA' },
+    after: 'alpha\nBETA\ngamma\n',
+    says: /^edited notes\.txt at line 2\n/,
+  },
+  {
+    name: 'exact multi-line match',
+    before: 'a\nb\nc\nd\n',
+    args: { oldText: 'b\nc\n', newText: 'x\n' },
+    after: 'a\nx\nd\n',
+    says: /at line 2\n.*\+1 −2 lines/,
+  },
   { name: 'deleting text', before: 'keep\ndrop me\nkeep\n', args: { oldText: 'drop me\n', newText: '' }, after: 'keep\nkeep\n', says: /line 2/ },
-  { name: 'curly quotes in the file, straight in oldText', before: 'say \u201chello\u201d and \u2018bye\u2019\n', args: { oldText: 'say "hello" and \'bye\'', newText: 'say "hi"' }, after: 'say "hi"\n', says: /normalising curly vs straight quotes/ },
-  { name: 'straight quotes in the file, curly in oldText', before: 'x = "v"\n', args: { oldText: 'x = \u201cv\u201d', newText: 'x = "w"' }, after: 'x = "w"\n', says: /curly vs straight quotes/ },
-  { name: 'a non-breaking space in the file', before: 'price:\u00a010 EUR\n', args: { oldText: 'price: 10 EUR', newText: 'price: 12 EUR' }, after: 'price: 12 EUR\n', says: /non-breaking or other Unicode spaces/ },
-  { name: 'trailing whitespace in the file', before: 'one   \ntwo\t\nthree\n', args: { oldText: 'one\ntwo\n', newText: 'ONE\nTWO\n' }, after: 'ONE\nTWO\nthree\n', says: /trailing whitespace/ },
-  { name: 'CRLF file, LF oldText (CRLF kept)', before: 'first\r\nsecond\r\nthird\r\n', args: { oldText: 'first\nsecond\n', newText: 'uno\ndos\n' }, after: 'uno\r\ndos\r\nthird\r\n', says: /line endings \(CRLF vs LF\)/ },
-  { name: 'decomposed é in the file, composed in oldText', before: 'caf\u0065\u0301 au lait\n', args: { oldText: 'caf\u00e9', newText: 'tea' }, after: 'tea au lait\n', says: /Unicode normal form \(NFC\)/ },
-  { name: 'several exact matches refused with their lines', before: 'x\ny\nx\nz\nx\n', args: { oldText: 'x', newText: 'q' }, says: /occurs 3 times in notes\.txt \(lines 1, 3, 5\)/, fails: true },
-  { name: 'several normalised matches refused', before: 'a \u201cq\u201d\nb\na "q"  \n', args: { oldText: 'a \u2018q\u2019', newText: 'z' }, says: /occurs|not found/, fails: true },
+  {
+    name: 'curly quotes in the file, straight in oldText',
+    before: 'say \u201chello\u201d and \u2018bye\u2019\n',
+    args: { oldText: 'say "hello" and \'bye\'', newText: 'say "hi"' },
+    after: 'say "hi"\n',
+    says: /normalising curly vs straight quotes/,
+  },
+  {
+    name: 'straight quotes in the file, curly in oldText',
+    before: 'x = "v"\n',
+    args: { oldText: 'x = \u201cv\u201d', newText: 'x = "w"' },
+    after: 'x = "w"\n',
+    says: /curly vs straight quotes/,
+  },
+  {
+    name: 'a non-breaking space in the file',
+    before: 'price:\u00a010 EUR\n',
+    args: { oldText: 'price: 10 EUR', newText: 'price: 12 EUR' },
+    after: 'price: 12 EUR\n',
+    says: /non-breaking or other Unicode spaces/,
+  },
+  {
+    name: 'trailing whitespace in the file',
+    before: 'one   \ntwo\t\nthree\n',
+    args: { oldText: 'one\ntwo\n', newText: 'ONE\nTWO\n' },
+    after: 'ONE\nTWO\nthree\n',
+    says: /trailing whitespace/,
+  },
+  {
+    name: 'CRLF file, LF oldText (CRLF kept)',
+    before: 'first\r\nsecond\r\nthird\r\n',
+    args: { oldText: 'first\nsecond\n', newText: 'uno\ndos\n' },
+    after: 'uno\r\ndos\r\nthird\r\n',
+    says: /line endings \(CRLF vs LF\)/,
+  },
+  {
+    name: 'decomposed é in the file, composed in oldText',
+    before: 'caf\u0065\u0301 au lait\n',
+    args: { oldText: 'caf\u00e9', newText: 'tea' },
+    after: 'tea au lait\n',
+    says: /Unicode normal form \(NFC\)/,
+  },
+  {
+    name: 'several exact matches refused with their lines',
+    before: 'x\ny\nx\nz\nx\n',
+    args: { oldText: 'x', newText: 'q' },
+    says: /occurs 3 times in notes\.txt \(lines 1, 3, 5\)/,
+    fails: true,
+  },
+  {
+    name: 'several normalised matches refused',
+    before: 'a \u201cq\u201d\nb\na "q"  \n',
+    args: { oldText: 'a \u2018q\u2019', newText: 'z' },
+    says: /occurs|not found/,
+    fails: true,
+  },
   { name: 'not found', before: 'nothing here\n', args: { oldText: 'something', newText: 'x' }, says: /oldText not found in notes\.txt/, fails: true },
   { name: 'empty oldText', before: 'x\n', args: { oldText: '', newText: 'y' }, says: /oldText is empty/, fails: true },
-  { name: 'multi-edit applied together', before: 'a=1\nb=2\nc=3\n', args: { edits: [{ oldText: 'a=1', newText: 'a=10' }, { oldText: 'c=3', newText: 'c=30' }] }, after: 'a=10\nb=2\nc=30\n', says: /at line 1, line 3/ },
-  { name: 'multi-edit with one missing: nothing applied', before: 'a=1\nb=2\n', args: { edits: [{ oldText: 'a=1', newText: 'a=10' }, { oldText: 'zzz', newText: 'y' }] }, says: /edit 2: oldText not found/, fails: true },
-  { name: 'multi-edit with overlapping edits refused', before: 'abcdef\n', args: { edits: [{ oldText: 'abcd', newText: 'x' }, { oldText: 'cdef', newText: 'y' }] }, says: /edits 1 and 2 overlap/, fails: true },
-  { name: 'both forms at once refused', before: 'x\n', args: { oldText: 'x', newText: 'y', edits: [{ oldText: 'x', newText: 'z' }] }, says: /either oldText\/newText or edits/, fails: true },
-  { name: 'a preview of at most 12 changed lines', before: lines(30), args: { oldText: lines(10), newText: lines(10, 'LINE') }, after: lines(10, 'LINE') + lines(30).slice(lines(10).length), says: /… 8 more changed lines/ },
-  { name: 'a near-total rewrite is summarised, and says so', before: lines(50), args: { oldText: lines(50), newText: lines(50, 'new') }, after: lines(50, 'new'), says: /near-total rewrite \(50 of 50 lines replaced\)/, summarised: /near-total rewrite/ },
-  { name: 'a diff over the size limit is summarised', before: lines(30), args: { oldText: 'line 5\n', newText: `${'x'.repeat(70_000)}\n` }, says: /unified diff is \d+ characters \(limit 64000\): summarised/, summarised: /limit 64000/ },
-  { name: 'an edit past the byte limit refused', before: 'small\n', args: { oldText: 'small', newText: 'y'.repeat(5 * 1024 * 1024 + 1) }, says: /would exceed 5242880 bytes/, fails: true },
+  {
+    name: 'multi-edit applied together',
+    before: 'a=1\nb=2\nc=3\n',
+    args: {
+      edits: [
+        { oldText: 'a=1', newText: 'a=10' },
+        { oldText: 'c=3', newText: 'c=30' },
+      ],
+    },
+    after: 'a=10\nb=2\nc=30\n',
+    says: /at line 1, line 3/,
+  },
+  {
+    name: 'multi-edit with one missing: nothing applied',
+    before: 'a=1\nb=2\n',
+    args: {
+      edits: [
+        { oldText: 'a=1', newText: 'a=10' },
+        { oldText: 'zzz', newText: 'y' },
+      ],
+    },
+    says: /edit 2: oldText not found/,
+    fails: true,
+  },
+  {
+    name: 'multi-edit with overlapping edits refused',
+    before: 'abcdef\n',
+    args: {
+      edits: [
+        { oldText: 'abcd', newText: 'x' },
+        { oldText: 'cdef', newText: 'y' },
+      ],
+    },
+    says: /edits 1 and 2 overlap/,
+    fails: true,
+  },
+  {
+    name: 'both forms at once refused',
+    before: 'x\n',
+    args: { oldText: 'x', newText: 'y', edits: [{ oldText: 'x', newText: 'z' }] },
+    says: /either oldText\/newText or edits/,
+    fails: true,
+  },
+  {
+    name: 'a preview of at most 12 changed lines',
+    before: lines(30),
+    args: { oldText: lines(10), newText: lines(10, 'LINE') },
+    after: lines(10, 'LINE') + lines(30).slice(lines(10).length),
+    says: /… 8 more changed lines/,
+  },
+  {
+    name: 'a near-total rewrite is summarised, and says so',
+    before: lines(50),
+    args: { oldText: lines(50), newText: lines(50, 'new') },
+    after: lines(50, 'new'),
+    says: /near-total rewrite \(50 of 50 lines replaced\)/,
+    summarised: /near-total rewrite/,
+  },
+  {
+    name: 'a diff over the size limit is summarised',
+    before: lines(30),
+    args: { oldText: 'line 5\n', newText: `${'x'.repeat(70_000)}\n` },
+    says: /unified diff is \d+ characters \(limit 64000\): summarised/,
+    summarised: /limit 64000/,
+  },
+  {
+    name: 'an edit past the byte limit refused',
+    before: 'small\n',
+    args: { oldText: 'small', newText: 'y'.repeat(5 * 1024 * 1024 + 1) },
+    says: /would exceed 5242880 bytes/,
+    fails: true,
+  },
 ];
 
 describe('edit: planning on a worker, writing on the caller', () => {
@@ -191,7 +319,9 @@ describe('edit: planning on a worker, writing on the caller', () => {
     const { dir, tools } = setup(planner);
     const file = path.join(dir, 'agent', 'notes.txt');
     fs.writeFileSync(file, 'a\n');
-    expect(await failure(tools.edit!, { path: 'notes.txt', oldText: 'a', newText: 'A' }, controller.signal)).toBe('cancelled after planning; nothing was written');
+    expect(await failure(tools.edit!, { path: 'notes.txt', oldText: 'a', newText: 'A' }, controller.signal)).toBe(
+      'cancelled after planning; nothing was written',
+    );
     expect(fs.readFileSync(file, 'utf8')).toBe('a\n');
   });
 

@@ -24,11 +24,19 @@ afterEach(async () => {
 const MODEL = 'anthropic/claude-sonnet-4-5';
 
 async function pincerHost(home: string, fake: FakeAnthropic): Promise<HostHandle> {
-  return startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: MODEL, ANTHROPIC_BASE_URL: fake.url, PINCER_MODEL_MAX_RETRIES: '0', PINCER_IDLE_TIMEOUT_MS: '120000' }, home);
+  return startHost(
+    { AGENT_PROVIDER: 'pincer', PINCER_MODEL: MODEL, ANTHROPIC_BASE_URL: fake.url, PINCER_MODEL_MAX_RETRIES: '0', PINCER_IDLE_TIMEOUT_MS: '120000' },
+    home,
+  );
 }
 
 function setSecret(home: string, name: string, value: string): void {
-  const result = spawnSync(process.execPath, [BUILT_CLI, 'secret', 'set', name], { env: { PATH: process.env.PATH, PINCER_HOME: home }, input: `${value}\n`, encoding: 'utf8', timeout: 30_000 });
+  const result = spawnSync(process.execPath, [BUILT_CLI, 'secret', 'set', name], {
+    env: { PATH: process.env.PATH, PINCER_HOME: home },
+    input: `${value}\n`,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   expect(result.status, result.stderr).toBe(0);
 }
 
@@ -57,7 +65,9 @@ describe('model-runtime generations in a running host', { timeout: 180_000 }, ()
 
     const first = await generationOf(host);
     expect(first).toMatchObject({ group: 'main', generation: 1, stale: false, model: MODEL, credentials: [{ name: 'ANTHROPIC_API_KEY', source: 'secrets' }] });
-    expect(first.models).toEqual(expect.arrayContaining([expect.objectContaining({ ref: MODEL, configured: true, available: true, harness: 'pincer', viaProxy: true })]));
+    expect(first.models).toEqual(
+      expect.arrayContaining([expect.objectContaining({ ref: MODEL, configured: true, available: true, harness: 'pincer', viaProxy: true })]),
+    );
 
     const stream = host.stream('c');
     expect((await host.request('POST', '/v1/conversations/c/messages', { text: 'first' })).status).toBe(202);
@@ -80,7 +90,12 @@ describe('model-runtime generations in a running host', { timeout: 180_000 }, ()
     expect(listed.status, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toMatchObject({ groups: [{ group: 'main', generation: 2 }] });
     expect(await host.stop()).toBe(0);
-    for (const text of [host.stderr(), listed.stdout, JSON.stringify(first), fs.readFileSync(path.join(home, 'catalogue', `${String(first.groupId)}.json`), 'utf8')]) {
+    for (const text of [
+      host.stderr(),
+      listed.stdout,
+      JSON.stringify(first),
+      fs.readFileSync(path.join(home, 'catalogue', `${String(first.groupId)}.json`), 'utf8'),
+    ]) {
       expect(text).not.toContain(oldKey);
       expect(text).not.toContain(newKey);
     }
@@ -126,7 +141,9 @@ describe('model-runtime generations in a running host', { timeout: 180_000 }, ()
     const stream = host.stream('held');
     expect((await host.request('POST', '/v1/conversations/held/messages', { text: 'anyone there?' })).status).toBe(202);
     const notice = await stream.waitFor('the hold notice', (e) => e.event === 'notice', 60_000);
-    expect(notice.data.text).toMatch(/^The agent cannot start yet: agent group main has no model runtime yet: agent group main: unknown provider "no-such-provider".*Your messages wait/);
+    expect(notice.data.text).toMatch(
+      /^The agent cannot start yet: agent group main has no model runtime yet: agent group main: unknown provider "no-such-provider".*Your messages wait/,
+    );
     stream.close();
     expect(host.runnerPids()).toEqual([]);
     const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { pending: number }[];

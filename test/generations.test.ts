@@ -107,26 +107,29 @@ describe('model-runtime generations', () => {
     ['an unknown runtime', { provider: 'claud' }, {}, /unknown provider "claud"/],
     ['a local model without a server', { model: 'local/qwen3' }, {}, /local models need OPENAI_BASE_URL/],
     ['plaintext HTTP to an official endpoint', { model: 'openai/gpt-5' }, { OPENAI_BASE_URL: 'http://api.openai.com/v1' }, /refusing plaintext HTTP/],
-  ])('with no good generation, %s fails admission at once and again without rebuilding while nothing changed', (_case, over: Partial<AgentGroup>, env: NodeJS.ProcessEnv, why) => {
-    const bad = group({ ...over });
-    const { publisher, builds } = setup([bad], env);
-    publisher.publishAllNow();
-    const first = builds();
-    for (let i = 0; i < 3; i++) {
-      let caught: unknown;
-      try {
-        publisher.admit(bad);
-      } catch (err) {
-        caught = err;
+  ])(
+    'with no good generation, %s fails admission at once and again without rebuilding while nothing changed',
+    (_case, over: Partial<AgentGroup>, env: NodeJS.ProcessEnv, why) => {
+      const bad = group({ ...over });
+      const { publisher, builds } = setup([bad], env);
+      publisher.publishAllNow();
+      const first = builds();
+      for (let i = 0; i < 3; i++) {
+        let caught: unknown;
+        try {
+          publisher.admit(bad);
+        } catch (err) {
+          caught = err;
+        }
+        expect(isPincerError(caught, 'not-ready')).toBe(true);
+        expect((caught as Error).message).toMatch(why);
       }
-      expect(isPincerError(caught, 'not-ready')).toBe(true);
-      expect((caught as Error).message).toMatch(why);
-    }
-    expect(builds()).toBe(first); // the unchanged publish state was not built again
-    const fixed = group({ configGeneration: 2 });
-    expect(publisher.admit(fixed).number).toBe(1);
-    expect(builds()).toBe(first + 1);
-  });
+      expect(builds()).toBe(first); // the unchanged publish state was not built again
+      const fixed = group({ configGeneration: 2 });
+      expect(publisher.admit(fixed).number).toBe(1);
+      expect(builds()).toBe(first + 1);
+    },
+  );
 
   it('a secrets file the host must refuse keeps the previous credentials and generation, in one line without the value', async () => {
     const { home, secrets, publisher, lines } = setup([group()]);

@@ -21,14 +21,20 @@ describe('the test suite', () => {
   const files = testFiles(path.join(ROOT, 'test')).filter((f) => !f.endsWith('hermetic.test.ts'));
 
   it('starts no npm or npx process', () => {
-    const offenders = files.filter((file) => /\b(spawn|spawnSync|exec|execSync|execFile|execFileSync)\(\s*['"`](npm|npx)\b/.test(fs.readFileSync(file, 'utf8')));
+    const offenders = files.filter((file) =>
+      /\b(spawn|spawnSync|exec|execSync|execFile|execFileSync)\(\s*['"`](npm|npx)\b/.test(fs.readFileSync(file, 'utf8')),
+    );
     expect(offenders.map((f) => path.relative(ROOT, f))).toEqual([]);
   });
 
   it('writes into docs/ only when asked to (PINCER_SCREENSHOTS=1)', () => {
     const offenders = files.filter((file) => {
       const text = fs.readFileSync(file, 'utf8');
-      return /path\.(resolve|join)\([^)]*['"]\.\.['"],\s*['"]docs['"]/.test(text) && /(writeFileSync|screenshot\(|mkdirSync)/.test(text) && !text.includes("PINCER_SCREENSHOTS === '1'");
+      return (
+        /path\.(resolve|join)\([^)]*['"]\.\.['"],\s*['"]docs['"]/.test(text) &&
+        /(writeFileSync|screenshot\(|mkdirSync)/.test(text) &&
+        !text.includes("PINCER_SCREENSHOTS === '1'")
+      );
     });
     expect(offenders.map((f) => path.relative(ROOT, f))).toEqual([]);
   });

@@ -83,7 +83,10 @@ describe('a movable home', () => {
     const db = new Database(path.join(original, 'pincer.db'));
     db.prepare('UPDATE sessions SET folder = ?').run(session);
     db.close();
-    for (const [link, target] of [['agent', path.join(original, 'groups', 'main')], ['global', path.join(original, 'global')]] as const) {
+    for (const [link, target] of [
+      ['agent', path.join(original, 'groups', 'main')],
+      ['global', path.join(original, 'global')],
+    ] as const) {
       fs.rmSync(path.join(session, link));
       fs.symlinkSync(target, path.join(session, link));
     }

@@ -42,10 +42,23 @@ describe('host delivery of MCP rows', () => {
     const db = sessionDb(host, sent.sessionId);
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-1', title: 'Confirm', question: 'Delete it?', options: [{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-1',
+        title: 'Confirm',
+        question: 'Delete it?',
+        options: [
+          { label: 'Yes', value: 'yes' },
+          { label: 'No', value: 'no' },
+        ],
+      },
       routing: routing('qa', sent.id),
     });
-    insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: reply.data.seq as number, emoji: 'thumbs_up' }, routing: routing('qa', sent.id) });
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { operation: 'reaction', messageId: reply.data.seq as number, emoji: 'thumbs_up' },
+      routing: routing('qa', sent.id),
+    });
     fs.mkdirSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg'), { recursive: true });
     fs.writeFileSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg', 'notes.txt'), 'file body');
     insertOutbound(db, { id: 'file-msg', kind: 'chat', content: { text: 'see attached', files: ['notes.txt'] }, routing: routing('qa', sent.id) });
@@ -57,7 +70,14 @@ describe('host delivery of MCP rows', () => {
     expect(await download.text()).toBe('file body');
     expect((await fetch(`http://127.0.0.1:${host.port}${url}`)).status).toBe(401);
     const question = await stream.waitFor('question', (e) => e.event === 'question');
-    expect(question.data).toMatchObject({ questionId: 'q-1', title: 'Confirm', options: [{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }] });
+    expect(question.data).toMatchObject({
+      questionId: 'q-1',
+      title: 'Confirm',
+      options: [
+        { label: 'Yes', value: 'yes' },
+        { label: 'No', value: 'no' },
+      ],
+    });
     const reaction = await stream.waitFor('reaction', (e) => e.event === 'reaction');
     expect(reaction.data).toMatchObject({ emoji: 'thumbs_up', messageId: reply.data.seq, targetPlatformMessageId: `http-${reply.id}` });
 
@@ -115,7 +135,11 @@ describe('host delivery of MCP rows', () => {
     const refused = await waitFor('refusal', () => systemAnswers(db, 'update_task')[0]);
     expect(refused).toMatchObject({ status: 'error' });
     expect(refused.error).toMatch(/recurrence "not a cron" is not a cron expression of 5 fields/);
-    insertOutbound(db, { kind: 'system', content: { action: 'update_task', taskId: id, prompt: 'new prompt', recurrence: '0 9 * * *' }, routing: routing('tasks', null) });
+    insertOutbound(db, {
+      kind: 'system',
+      content: { action: 'update_task', taskId: id, prompt: 'new prompt', recurrence: '0 9 * * *' },
+      routing: routing('tasks', null),
+    });
     const ok = await waitFor('success', () => systemAnswers(db, 'update_task')[1]);
     expect(ok).toMatchObject({ status: 'success', result: { taskId: id, recurrence: '0 9 * * *' } });
     const row = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(id) as InboundRow;
@@ -141,7 +165,11 @@ describe('host delivery of MCP rows', () => {
     // Let the main agent answer the [SYSTEM RESPONSE] first: a batch has one routing, and the exchange below must be
     // the only thing either agent is doing.
     await stream.waitFor('system response answered', (e) => e.event === 'chat' && String(e.data.text).includes('[SYSTEM RESPONSE]'));
-    insertOutbound(db, { kind: 'chat', content: { text: 'hello peer' }, routing: { channelType: 'agent', platformId: peerId, threadId: null, inReplyTo: null } });
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { text: 'hello peer' },
+      routing: { channelType: 'agent', platformId: peerId, threadId: null, inReplyTo: null },
+    });
     // Two mock agents echo each other; the host stops the exchange at its hop limit and records why.
     const stopped = await waitFor(
       'the loop stopped',

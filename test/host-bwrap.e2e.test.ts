@@ -36,7 +36,12 @@ describe.skipIf(skip !== undefined)('pincer host with bubblewrap runners', () =>
     expect(host.stderr()).toContain('[container] started bwrap runner');
     const [bwrapPid] = host.runnerPids();
     const inside = await waitFor('the sandboxed runner', () => runnerUnder(bwrapPid!));
-    const interfaces = fs.readFileSync(`/proc/${inside}/net/dev`, 'utf8').split('\n').slice(2).map((l) => l.split(':')[0]!.trim()).filter(Boolean);
+    const interfaces = fs
+      .readFileSync(`/proc/${inside}/net/dev`, 'utf8')
+      .split('\n')
+      .slice(2)
+      .map((l) => l.split(':')[0]!.trim())
+      .filter(Boolean);
     expect(interfaces).toEqual(['lo']);
     stream.close();
     expect(await host.stop()).toBe(0);

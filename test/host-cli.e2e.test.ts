@@ -74,10 +74,16 @@ describe('pincer host', () => {
   it('refuses a model base URL it cannot forward to in one line naming the variable, exits 2 and leaves no lock', async () => {
     const home = makeHome();
     for (const env of [{ OPENAI_BASE_URL: 'localhost:11434/v1' }, { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: 'api.anthropic.com' }]) {
-      const host = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home, '--provider', 'mock'], { env: { ...ENV, HOME: home, ...env }, encoding: 'utf8', timeout: 20_000 });
+      const host = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home, '--provider', 'mock'], {
+        env: { ...ENV, HOME: home, ...env },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
       const [name, value] = Object.entries(env).at(-1)!;
       expect(host.status).toBe(2);
-      expect(host.stderr.trim().split('\n').at(-1)).toBe(`pincer: ${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1) (see pincer host --help)`);
+      expect(host.stderr.trim().split('\n').at(-1)).toBe(
+        `pincer: ${name}: "${value}" is not an http or https URL (write it with its scheme, e.g. http://127.0.0.1:11434/v1) (see pincer host --help)`,
+      );
       expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
     }
   });
@@ -86,7 +92,9 @@ describe('pincer host', () => {
     const home = makeHome();
     const first = startHost(home);
     await waitFor('the start-up lines', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
-    expect(first.stderr()).toMatch(/\[host\] warn: agent group main cannot start its agent: auto \(session policy "auto"\): no provider is usable and the fallback "claude" has no credentials: set ANTHROPIC_API_KEY/);
+    expect(first.stderr()).toMatch(
+      /\[host\] warn: agent group main cannot start its agent: auto \(session policy "auto"\): no provider is usable and the fallback "claude" has no credentials: set ANTHROPIC_API_KEY/,
+    );
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
@@ -107,27 +115,38 @@ describe('pincer host', () => {
     await waitFor('ready', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
     const second = spawnSync(process.execPath, [BUILT_CLI, 'host', '--home', home], { env: { ...ENV, HOME: home }, encoding: 'utf8', timeout: 20_000 });
     expect(second.status).toBe(2);
-    expect(second.stderr).toMatch(/^pincer: another host \(pid \d+\) is using .*; stop it first \(pincer host stop\) or use another PINCER_HOME \(see pincer host --help\)\n$/);
+    expect(second.stderr).toMatch(
+      /^pincer: another host \(pid \d+\) is using .*; stop it first \(pincer host stop\) or use another PINCER_HOME \(see pincer host --help\)\n$/,
+    );
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
   });
 
   it('host status and host stop find a host started in the background of a script, by the home lock', async () => {
     const home = makeHome();
-    const cli = (...args: string[]) => spawnSync(process.execPath, [BUILT_CLI, ...args], { env: { ...ENV, HOME: home, PINCER_HOME: home }, encoding: 'utf8', timeout: 120_000 });
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [BUILT_CLI, ...args], { env: { ...ENV, HOME: home, PINCER_HOME: home }, encoding: 'utf8', timeout: 120_000 });
     // The script that started it is gone at once: no shell job or $! to kill, as in a walkthrough pasted twice.
     const log = path.join(home, 'host.log');
-    const script = spawnSync('bash', ['-c', `${JSON.stringify(process.execPath)} ${JSON.stringify(BUILT_CLI)} host --http 0 --provider mock 2> ${JSON.stringify(log)} &`], {
-      env: { ...ENV, HOME: home, PINCER_HOME: home },
-      timeout: 20_000,
-    });
+    const script = spawnSync(
+      'bash',
+      ['-c', `${JSON.stringify(process.execPath)} ${JSON.stringify(BUILT_CLI)} host --http 0 --provider mock 2> ${JSON.stringify(log)} &`],
+      {
+        env: { ...ENV, HOME: home, PINCER_HOME: home },
+        timeout: 20_000,
+      },
+    );
     expect(script.status).toBe(0);
     await waitFor('the host to listen', () => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('http channel listening'), { timeoutMs: 60_000 });
     await waitFor('the lock to name the URL', () => fs.readFileSync(path.join(home, 'host.lock'), 'utf8').includes('"url"'), { timeoutMs: 30_000 });
     const status = cli('host', 'status');
     expect(status.status).toBe(0);
     const port = /http:\/\/127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(log, 'utf8'))![1];
-    expect(status.stdout).toMatch(new RegExp(`^host running: pid (\\d+) since \\d{4}-\\d{2}-\\d{2}T[^ ]+Z \\(\\d+ (s|min)\\)\\nhome ${home}\\nchannels: http\\nurl http://127\\.0\\.0\\.1:${port}/\\n$`));
+    expect(status.stdout).toMatch(
+      new RegExp(
+        `^host running: pid (\\d+) since \\d{4}-\\d{2}-\\d{2}T[^ ]+Z \\(\\d+ (s|min)\\)\\nhome ${home}\\nchannels: http\\nurl http://127\\.0\\.0\\.1:${port}/\\n$`,
+      ),
+    );
     const pid = Number(/pid (\d+)/.exec(status.stdout)![1]);
     const stop = cli('host', 'stop');
     expect(stop.status).toBe(0);

@@ -88,7 +88,11 @@ describe('delivery', () => {
   it('marks a row delivered with the platform id only after the channel took it, retrying a failure', async () => {
     const channel = new FlakyChannel(1);
     const { test, drain } = setup(channel);
-    const { id } = insertOutbound(test.db, { kind: 'chat', content: { text: 'hi' }, routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null } });
+    const { id } = insertOutbound(test.db, {
+      kind: 'chat',
+      content: { text: 'hi' },
+      routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null },
+    });
     await drain();
     expect(channel.attempts).toHaveLength(2);
     expect(channel.attempts[1]!.payload).toEqual({ type: 'chat', text: 'hi', files: [] });
@@ -101,7 +105,11 @@ describe('delivery', () => {
   it('records delivery_error after the attempt limit, never marks it delivered, and tells the agent in its next prompt', async () => {
     const channel = new FlakyChannel(99);
     const { test, drain } = setup(channel);
-    const { seq } = insertOutbound(test.db, { kind: 'chat', content: { text: 'lost?' }, routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null } });
+    const { seq } = insertOutbound(test.db, {
+      kind: 'chat',
+      content: { text: 'lost?' },
+      routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null },
+    });
     await drain();
     expect(channel.attempts).toHaveLength(3);
     const [row] = test.outbound();
@@ -120,7 +128,11 @@ describe('delivery', () => {
   ])('refuses %s at once, without retrying', async (_what, row, error) => {
     const channel = new FlakyChannel(0);
     const { test, drain } = setup(channel);
-    insertOutbound(test.db, { kind: row.kind, content: row.content, routing: { channelType: row.channelType, platformId: 'c1', threadId: null, inReplyTo: null } });
+    insertOutbound(test.db, {
+      kind: row.kind,
+      content: row.content,
+      routing: { channelType: row.channelType, platformId: 'c1', threadId: null, inReplyTo: null },
+    });
     await drain();
     expect(channel.attempts).toHaveLength(0);
     expect(test.outbound()[0]!.delivery_error).toMatch(error);
@@ -129,8 +141,16 @@ describe('delivery', () => {
   it('keeps rows for the terminal while no terminal is attached (the next pincer chat shows them)', async () => {
     const channel = new FlakyChannel(0);
     const { test, drain } = setup(channel);
-    insertOutbound(test.db, { kind: 'chat', content: { text: 'for later' }, routing: { channelType: 'terminal', platformId: 'local', threadId: null, inReplyTo: null } });
-    const { id } = insertOutbound(test.db, { kind: 'chat', content: { text: 'now' }, routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null } });
+    insertOutbound(test.db, {
+      kind: 'chat',
+      content: { text: 'for later' },
+      routing: { channelType: 'terminal', platformId: 'local', threadId: null, inReplyTo: null },
+    });
+    const { id } = insertOutbound(test.db, {
+      kind: 'chat',
+      content: { text: 'now' },
+      routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null },
+    });
     await drain();
     const rows = test.outbound();
     expect(rows[0]).toMatchObject({ delivered_at: null, delivery_error: null });
@@ -143,9 +163,18 @@ describe('delivery', () => {
     const id = 'out-1';
     fs.mkdirSync(path.join(test.paths.outbox, id), { recursive: true });
     fs.writeFileSync(path.join(test.paths.outbox, id, 'report.txt'), 'data');
-    insertOutbound(test.db, { id, kind: 'chat', content: { text: 'here', files: ['report.txt'] }, routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null } });
+    insertOutbound(test.db, {
+      id,
+      kind: 'chat',
+      content: { text: 'here', files: ['report.txt'] },
+      routing: { channelType: 'http', platformId: 'c1', threadId: null, inReplyTo: null },
+    });
     await drain();
-    expect(channel.attempts[0]!.payload).toEqual({ type: 'chat', text: 'here', files: [{ name: 'report.txt', path: path.join(test.paths.outbox, id, 'report.txt') }] });
+    expect(channel.attempts[0]!.payload).toEqual({
+      type: 'chat',
+      text: 'here',
+      files: [{ name: 'report.txt', path: path.join(test.paths.outbox, id, 'report.txt') }],
+    });
   });
 });
 
@@ -175,7 +204,14 @@ describe('central DB', () => {
     const read = () => JSON.parse(fs.readFileSync(path.join(session.folder, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(read()).toMatchObject({ provider: 'mock', timezone: 'Europe/Berlin', generation: 1 });
     writeJsonAtomic(path.join(session.folder, 'config.json'), sessions.configFor(session, store.updateAgentGroup(group.id, { provider: 'echo', model: 'm1' })));
-    expect(read()).toEqual({ provider: 'echo', model: 'm1', timezone: 'Europe/Berlin', assistantName: 'main', generation: 2, destinations: [{ channelType: 'http', platformId: 'c' }] });
+    expect(read()).toEqual({
+      provider: 'echo',
+      model: 'm1',
+      timezone: 'Europe/Berlin',
+      assistantName: 'main',
+      generation: 2,
+      destinations: [{ channelType: 'http', platformId: 'c' }],
+    });
     expect(loadRunnerConfig({ PINCER_WORKSPACE: session.folder })).toMatchObject({ provider: 'echo', model: 'm1', timeZone: 'Europe/Berlin' });
     expect(fs.readdirSync(session.folder).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     store.db.close();

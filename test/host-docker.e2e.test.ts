@@ -44,10 +44,14 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
     const res = await host.request('POST', '/v1/conversations/boxed/messages', { text: 'hello container' });
     const { sessionId, id } = res.body as { sessionId: string; id: string };
     const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
-    const state = await waitFor('batch in flight in the container', () => {
-      const row = db.prepare('SELECT pid, batch_ids FROM runner_state').get() as { pid: number; batch_ids: string } | undefined;
-      return row && JSON.parse(row.batch_ids).includes(id) ? row : undefined;
-    }, { timeoutMs: 20_000 });
+    const state = await waitFor(
+      'batch in flight in the container',
+      () => {
+        const row = db.prepare('SELECT pid, batch_ids FROM runner_state').get() as { pid: number; batch_ids: string } | undefined;
+        return row && JSON.parse(row.batch_ids).includes(id) ? row : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     // The runner's pid is a pid inside the container, not the docker client the host started.
     expect(host.runnerPids()).not.toContain(state.pid);
     expect((await dockerCli(['ps', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe(`pincer-runner-${sessionId}`);
@@ -74,7 +78,10 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
     expect(await first.stop()).toBe(0);
     // a container of that session's name that no host holds, as a host that died could leave
     const name = `pincer-runner-${sessionId}`;
-    await dockerCli(['run', '-d', '--name', name, '--label', 'io.pincer.runner=1', '--network', 'none', IMAGE, '/usr/local/bin/node', '-e', 'setInterval(() => {}, 1000)'], daemon.cliEnv);
+    await dockerCli(
+      ['run', '-d', '--name', name, '--label', 'io.pincer.runner=1', '--network', 'none', IMAGE, '/usr/local/bin/node', '-e', 'setInterval(() => {}, 1000)'],
+      daemon.cliEnv,
+    );
     expect((await dockerCli(['ps', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe(name);
     const second = await startHost(env, first.home);
     expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
@@ -89,7 +96,11 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
       async start() {
         const fake = await startFakeOpenAI();
         fake.script({ text: 'Hello from the box.' });
-        return { env: { PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl }, asked: () => fake.modelRequests()[0]?.userTexts.join('\n') ?? '', keys: () => [] as string[] };
+        return {
+          env: { PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl },
+          asked: () => fake.modelRequests()[0]?.userTexts.join('\n') ?? '',
+          keys: () => [] as string[],
+        };
       },
     },
     {
@@ -105,20 +116,31 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
         };
       },
     },
-  ])('answers on the built-in runtime from $name', async ({ start }) => {
-    const fake: { env: Record<string, string>; asked(): string; keys(): string[]; close?: () => Promise<void> } = await start();
-    try {
-      const host = await startHost({ ...fake.env, PINCER_RUNNER: 'docker', PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon.host, AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0' });
-      const stream = host.stream('model');
-      expect((await host.request('POST', '/v1/conversations/model/messages', { text: 'hi from docker' })).status).toBe(202);
-      const reply = await stream.waitFor('the model answer', (e) => e.event === 'chat', 60_000);
-      expect(reply.data.text).toBe('Hello from the box.');
-      expect(fake.asked()).toContain('hi from docker');
-      for (const key of fake.keys()) expect(key).toBe('sk-real-docker-key');
-      stream.close();
-      expect(await host.stop()).toBe(0);
-    } finally {
-      await fake.close?.();
-    }
-  }, 120_000);
+  ])(
+    'answers on the built-in runtime from $name',
+    async ({ start }) => {
+      const fake: { env: Record<string, string>; asked(): string; keys(): string[]; close?: () => Promise<void> } = await start();
+      try {
+        const host = await startHost({
+          ...fake.env,
+          PINCER_RUNNER: 'docker',
+          PINCER_CONTAINER_IMAGE: IMAGE,
+          DOCKER_HOST: daemon.host,
+          AGENT_PROVIDER: 'pincer',
+          PINCER_MODEL_MAX_RETRIES: '0',
+        });
+        const stream = host.stream('model');
+        expect((await host.request('POST', '/v1/conversations/model/messages', { text: 'hi from docker' })).status).toBe(202);
+        const reply = await stream.waitFor('the model answer', (e) => e.event === 'chat', 60_000);
+        expect(reply.data.text).toBe('Hello from the box.');
+        expect(fake.asked()).toContain('hi from docker');
+        for (const key of fake.keys()) expect(key).toBe('sk-real-docker-key');
+        stream.close();
+        expect(await host.stop()).toBe(0);
+      } finally {
+        await fake.close?.();
+      }
+    },
+    120_000,
+  );
 });

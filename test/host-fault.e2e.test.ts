@@ -46,11 +46,21 @@ describe('host under runner kills', () => {
     }
     const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
     const rows = () => db.prepare(`SELECT * FROM messages_in WHERE kind = 'chat' ORDER BY seq`).all() as InboundRow[];
-    await waitFor('every message completed', () => rows().length === sent && rows().every((r) => r.status === 'completed'), { timeoutMs: 60_000, intervalMs: 50 });
+    await waitFor('every message completed', () => rows().length === sent && rows().every((r) => r.status === 'completed'), {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    });
     db.close();
     // delivery to the stream follows completion: wait for it rather than read the stream at once
-    const answered = () => stream.events.filter((e) => e.event === 'chat').map((e) => String(e.data.text)).join('\n');
-    await waitFor('every answer on the stream', () => Array.from({ length: sent }, (_, i) => `message-${i}<`).every((m) => answered().includes(m)), { timeoutMs: 30_000, intervalMs: 50 });
+    const answered = () =>
+      stream.events
+        .filter((e) => e.event === 'chat')
+        .map((e) => String(e.data.text))
+        .join('\n');
+    await waitFor('every answer on the stream', () => Array.from({ length: sent }, (_, i) => `message-${i}<`).every((m) => answered().includes(m)), {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
     expect(killed).toBe(KILLS);
     expect(host.runnerPids().length).toBeGreaterThanOrEqual(killed);
     // each kill in flight shows as a retry in the host's log

@@ -65,7 +65,9 @@ describe('sweep', () => {
     expect(result.scheduled).toHaveLength(1);
     const next = s.allInbound().find((r) => r.id !== id)!;
     expect(next).toMatchObject({ kind: 'task', status: 'pending', series_id: id, recurrence: '0 9 * * *', channel_type: 'http', platform_id: 'c' });
-    const local = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(next.process_after!));
+    const local = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(
+      new Date(next.process_after!),
+    );
     expect(local).toBe('09:00');
     expect(sweeper.sweep({ runnerAlive: false, batchIds: [], timezone: 'America/New_York', config }).scheduled).toHaveLength(0);
     expect(s.allInbound()).toHaveLength(2);
@@ -91,7 +93,12 @@ describe('task history', () => {
   const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
 
   /** A task row that ran and finished at `endedAt`. */
-  function finished(s: ReturnType<typeof createTestSession>, id: string, endedAt: string, extra: { series?: string; recurrence?: string; status?: string } = {}) {
+  function finished(
+    s: ReturnType<typeof createTestSession>,
+    id: string,
+    endedAt: string,
+    extra: { series?: string; recurrence?: string; status?: string } = {},
+  ) {
     s.insert({ id, kind: 'task', content: { prompt: id }, seriesId: extra.series ?? null, recurrence: extra.recurrence ?? null });
     s.db.prepare(`UPDATE messages_in SET status = ?, tries = 1, status_changed = ? WHERE id = ?`).run(extra.status ?? 'completed', endedAt, id);
   }
@@ -100,14 +107,30 @@ describe('task history', () => {
     const s = createTestSession();
     const runs = Array.from({ length: 25 }, (_, i) => `daily-${String(i).padStart(2, '0')}`);
     for (const id of runs) finished(s, id, minutesAgo(100 - Number(id.slice(-2))), { series: 'daily-00', recurrence: '0 9 * * *' });
-    s.insert({ id: 'daily-live', kind: 'task', content: { prompt: 'd' }, seriesId: 'daily-00', recurrence: '0 9 * * *', processAfter: '2099-01-01T09:00:00.000Z' });
+    s.insert({
+      id: 'daily-live',
+      kind: 'task',
+      content: { prompt: 'd' },
+      seriesId: 'daily-00',
+      recurrence: '0 9 * * *',
+      processAfter: '2099-01-01T09:00:00.000Z',
+    });
     finished(s, 'weekly-a', daysAgo(30), { recurrence: '0 9 * * 1' });
-    s.insert({ id: 'weekly-live', kind: 'task', content: { prompt: 'w' }, seriesId: 'weekly-a', recurrence: '0 9 * * 1', processAfter: '2099-01-01T09:00:00.000Z' });
+    s.insert({
+      id: 'weekly-live',
+      kind: 'task',
+      content: { prompt: 'w' },
+      seriesId: 'weekly-a',
+      recurrence: '0 9 * * 1',
+      processAfter: '2099-01-01T09:00:00.000Z',
+    });
     finished(s, 'one-off-old', daysAgo(10));
     finished(s, 'one-off-recent', daysAgo(1));
     for (const id of ['cancelled-1', 'cancelled-2']) finished(s, id, daysAgo(10), { series: 'cancelled-1', status: 'failed' });
     finished(s, 'answer-waiting', daysAgo(10));
-    s.db.prepare(`INSERT INTO messages_out (id, seq, in_reply_to, timestamp, kind, content) VALUES ('reply', 1000, 'answer-waiting', ?, 'chat', '{"text":"x"}')`).run(daysAgo(10));
+    s.db
+      .prepare(`INSERT INTO messages_out (id, seq, in_reply_to, timestamp, kind, content) VALUES ('reply', 1000, 'answer-waiting', ?, 'chat', '{"text":"x"}')`)
+      .run(daysAgo(10));
     const chat = s.chat('an old chat message');
     s.db.prepare(`UPDATE messages_in SET status = 'completed', status_changed = ? WHERE id = ?`).run(daysAgo(10), chat.id);
     finished(s, 'newest-row', daysAgo(10));
@@ -118,7 +141,8 @@ describe('task history', () => {
     const gone = ['daily-00', 'daily-01', 'daily-02', 'daily-03', 'daily-04', 'one-off-old', 'cancelled-1', 'cancelled-2'];
     expect(first.pruned).toBe(gone.length);
     for (const id of gone) expect(left.has(id), id).toBe(false);
-    for (const id of [...runs.slice(5), 'daily-live', 'weekly-a', 'weekly-live', 'one-off-recent', 'answer-waiting', chat.id, 'newest-row']) expect(left.has(id), id).toBe(true);
+    for (const id of [...runs.slice(5), 'daily-live', 'weekly-a', 'weekly-live', 'one-off-recent', 'answer-waiting', chat.id, 'newest-row'])
+      expect(left.has(id), id).toBe(true);
     expect(first.scheduled).toHaveLength(0);
 
     // Delivered now; the next prune (a minute later, or a new sweeper) lets it go. Within the minute nothing is read.
@@ -131,7 +155,12 @@ describe('task history', () => {
   it('prunes an occurrence only after its successor is scheduled, so the series goes on', () => {
     const s = createTestSession();
     for (const id of ['m-1', 'm-2']) finished(s, id, minutesAgo(5), { series: 'm-1', recurrence: '* * * * *' });
-    const result = new Sweeper(s.db).sweep({ runnerAlive: false, batchIds: [], timezone: 'UTC', config: { ...config, taskHistory: { keepRuns: 1, keepDays: 0 } } });
+    const result = new Sweeper(s.db).sweep({
+      runnerAlive: false,
+      batchIds: [],
+      timezone: 'UTC',
+      config: { ...config, taskHistory: { keepRuns: 1, keepDays: 0 } },
+    });
     expect(result.scheduled.map((x) => x.row.id)).toEqual(['m-2']);
     expect(result.pruned).toBe(1);
     expect(s.allInbound().map((r) => [r.id === 'm-2' ? 'm-2' : r.status, r.series_id])).toEqual([
@@ -144,7 +173,14 @@ describe('task history', () => {
     const s = createTestSession();
     s.db.transaction(() => {
       for (let i = 0; i < PRUNE_BATCH + 100; i++) finished(s, `run-${i}`, minutesAgo(10), { series: 'run-0', recurrence: '* * * * *' });
-      s.insert({ id: 'run-live', kind: 'task', content: { prompt: 'r' }, seriesId: 'run-0', recurrence: '* * * * *', processAfter: '2099-01-01T00:00:00.000Z' });
+      s.insert({
+        id: 'run-live',
+        kind: 'task',
+        content: { prompt: 'r' },
+        seriesId: 'run-0',
+        recurrence: '* * * * *',
+        processAfter: '2099-01-01T00:00:00.000Z',
+      });
     })();
     const sweeper = new Sweeper(s.db);
     const policy = { ...config, taskHistory: { keepRuns: 1, keepDays: 7 } };

@@ -53,8 +53,21 @@ describe('terminal channel', () => {
     const t = setup();
     await t.channel.start(t.host);
     await t.channel.deliver({
-      sessionId: 's', id: 'o1', seq: 2, conversation, inReplyTo: null,
-      payload: { type: 'question', questionId: 'q1', title: 'Deploy?', question: 'Ship it now?', options: [{ label: 'Yes', value: 'y' }, { label: 'Later', value: 'later' }] },
+      sessionId: 's',
+      id: 'o1',
+      seq: 2,
+      conversation,
+      inReplyTo: null,
+      payload: {
+        type: 'question',
+        questionId: 'q1',
+        title: 'Deploy?',
+        question: 'Ship it now?',
+        options: [
+          { label: 'Yes', value: 'y' },
+          { label: 'Later', value: 'later' },
+        ],
+      },
     });
     expect(t.printed()).toContain('  2. Later');
     t.input.write('maybe\n');

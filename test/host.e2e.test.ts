@@ -75,7 +75,11 @@ describe('pincer host over HTTP', () => {
     const host = await startHost();
     const { spawnSync } = await import('node:child_process');
     const { BUILT_CLI } = await import('./support/runner-harness.js');
-    const second = spawnSync(process.execPath, [BUILT_CLI, 'host'], { env: { PATH: process.env.PATH, PINCER_HOME: host.home }, encoding: 'utf8', timeout: 10_000 });
+    const second = spawnSync(process.execPath, [BUILT_CLI, 'host'], {
+      env: { PATH: process.env.PATH, PINCER_HOME: host.home },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     expect(second.status).toBe(2);
     expect(second.stderr).toContain(`another host (pid ${host.child.pid}) is using ${host.home}`);
     expect(await host.stop()).toBe(0);
@@ -122,7 +126,13 @@ describe('pincer host over HTTP', () => {
     const r2 = await stream.waitFor('reply in t2', (e) => e.event === 'chat' && e.data.threadId === 't2');
     expect(r2.data.sessionId).toBe(t2.sessionId);
     expect(r2.data.text).not.toContain('thread one');
-    await waitFor('t1 answered twice', () => stream.events.filter((e) => e.data.threadId === 't1' && e.event === 'chat').map((e) => String(e.data.text)).join().includes('thread one again'));
+    await waitFor('t1 answered twice', () =>
+      stream.events
+        .filter((e) => e.data.threadId === 't1' && e.event === 'chat')
+        .map((e) => String(e.data.text))
+        .join()
+        .includes('thread one again'),
+    );
     stream.close();
     expect(await host.stop()).toBe(0);
   });
@@ -178,9 +188,11 @@ describe('pincer host runner lifecycle and retries', () => {
     });
     db.close();
     process.kill(pid, 'SIGSTOP');
-    await stream.waitFor('reply from the next runner', (e) => e.event === 'chat').catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${host.stderr()}`);
-    });
+    await stream
+      .waitFor('reply from the next runner', (e) => e.event === 'chat')
+      .catch((err: unknown) => {
+        throw new Error(`${String(err)}\n${host.stderr()}`);
+      });
     expect(host.stderr()).toMatch(new RegExp(`runner ${pid} for \\S+: no heartbeat for \\d+ ms; killing it`));
     expect(inboundRows(host, sent.sessionId)[0]).toMatchObject({ status: 'completed', tries: 2 });
     stream.close();
@@ -188,7 +200,12 @@ describe('pincer host runner lifecycle and retries', () => {
   });
 
   it('an idle runner writes no heartbeat, and one frozen while idle is killed once a message waits for it', async () => {
-    const host = await startHost({ ...PID_SIGNALLED_RUNNER, PINCER_HEARTBEAT_MS: '100', PINCER_HEARTBEAT_TIMEOUT_MS: '1500', PINCER_IDLE_TIMEOUT_MS: '600000' });
+    const host = await startHost({
+      ...PID_SIGNALLED_RUNNER,
+      PINCER_HEARTBEAT_MS: '100',
+      PINCER_HEARTBEAT_TIMEOUT_MS: '1500',
+      PINCER_IDLE_TIMEOUT_MS: '600000',
+    });
     const stream = host.stream('idle-frozen');
     const first = await post(host, 'idle-frozen', { text: 'first' });
     await stream.waitFor('first reply', (e) => e.event === 'chat');
@@ -223,7 +240,11 @@ describe('pincer host runner lifecycle and retries', () => {
     await first.exited;
     const second = await startHost({ ...PID_SIGNALLED_RUNNER, MOCK_DELAY_MS: '0' }, first.home);
     // Stopped by the new host, or (its stdin closed with the old host) already stopping by itself and waited for.
-    expect(second.stderr()).toMatch(new RegExp(`(stopping runner ${orphan} of ${sent.sessionId} left by an earlier host|waiting for runner ${orphan} of ${sent.sessionId}, left by an earlier host, to stop)`));
+    expect(second.stderr()).toMatch(
+      new RegExp(
+        `(stopping runner ${orphan} of ${sent.sessionId} left by an earlier host|waiting for runner ${orphan} of ${sent.sessionId}, left by an earlier host, to stop)`,
+      ),
+    );
     await waitFor('the orphan gone', () => !isAlive(orphan));
     const stream = second.stream('orphan', { lastEventId: '0' }); // the answer may come before the stream opens
     await stream.waitFor('the answer', (e) => e.event === 'chat' && String(e.data.text).includes('outlive your host'));
@@ -232,7 +253,7 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(await second.stop()).toBe(0);
   });
 
-  it('never signals a process a forged runner_state row names (the session DB is the agent\'s to write)', async () => {
+  it("never signals a process a forged runner_state row names (the session DB is the agent's to write)", async () => {
     const first = await startHost();
     const sent = await post(first, 'forged', { text: 'hello' });
     const stream = first.stream('forged', { lastEventId: '0' });

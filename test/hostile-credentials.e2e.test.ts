@@ -71,10 +71,13 @@ function cmdlineOf(pid: number): string {
 /** POST with the path exactly as written (fetch would resolve `%2e%2e` itself, as a careful client does). */
 function rawPost(port: number, rawPath: string, key: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: rawPath, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: rawPath, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     req.end('{}');
   });
@@ -82,7 +85,26 @@ function rawPost(port: number, rawPath: string, key: string): Promise<number> {
 
 /** curl as `nobody` (another local user); returns the HTTP status. */
 function curlAsNobody(url: string, placeholder: string): string {
-  const out = spawnSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', '-H', `x-api-key: ${placeholder}`, '-d', '{}', url], { encoding: 'utf8' });
+  const out = spawnSync(
+    'setpriv',
+    [
+      '--reuid=nobody',
+      '--regid=nogroup',
+      '--clear-groups',
+      'curl',
+      '-s',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code}',
+      '-H',
+      `x-api-key: ${placeholder}`,
+      '-d',
+      '{}',
+      url,
+    ],
+    { encoding: 'utf8' },
+  );
   return out.stdout.trim() || `(curl failed: ${out.stderr})`;
 }
 
@@ -128,7 +150,13 @@ describe.skipIf(noBwrap !== undefined)('a bubblewrap runner holds its placeholde
     expect(env).toContain('PINCER_BATCH_MAX_MESSAGES=40');
 
     // (3) encoded slashes and dots that climb out of the upstream's base, with a live placeholder: refused
-    for (const attack of ['/anthropic/..%2f..%2fadmin/keys', '/anthropic/%2e%2e%2fadmin/keys', '/anthropic/v1/%2e%2e/%2e%2e/admin', '/anthropic/..%5cadmin', '/anthropic/%252e%252e%252fadmin']) {
+    for (const attack of [
+      '/anthropic/..%2f..%2fadmin/keys',
+      '/anthropic/%2e%2e%2fadmin/keys',
+      '/anthropic/v1/%2e%2e/%2e%2e/admin',
+      '/anthropic/..%5cadmin',
+      '/anthropic/%252e%252e%252fadmin',
+    ]) {
       expect([attack, await rawPost(port, attack, placeholder!)]).toEqual([attack, 400]);
     }
     expect(fake.requests.filter((r) => /admin/.test(r.path))).toEqual([]);

@@ -31,7 +31,11 @@ describe('/v1/login', { timeout: 60_000 }, () => {
   it('refuses a client after 5 wrong tokens in a minute, the right token too, with Retry-After', async () => {
     const host = await startHost();
     for (let i = 0; i < 5; i++) expect((await host.request('POST', '/v1/login', { token: `guess-${i}-0123456789abcdef` }, { token: null })).status).toBe(401);
-    const locked = await fetch(`http://127.0.0.1:${host.port}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: TEST_TOKEN }) });
+    const locked = await fetch(`http://127.0.0.1:${host.port}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: TEST_TOKEN }),
+    });
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(((await locked.json()) as { error: string }).error).toMatch(/too many failed logins/);

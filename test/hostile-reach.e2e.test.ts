@@ -81,7 +81,9 @@ describe('point 11: an agent sends only to its own conversation and its group’
     expect(forged).toMatch(/not sent: this conversation may send only to http:evil, not to http:victim/);
     expect(outRow(db, 'forged')!.delivered_at ?? null).toBeNull();
     expect(victim.events.filter((e) => JSON.stringify(e.data).includes('forged'))).toEqual([]);
-    expect(((await host.request('GET', '/v1/conversations/victim/events')).body.events as unknown[]).filter((e) => JSON.stringify(e).includes('forged'))).toEqual([]);
+    expect(
+      ((await host.request('GET', '/v1/conversations/victim/events')).body.events as unknown[]).filter((e) => JSON.stringify(e).includes('forged')),
+    ).toEqual([]);
     db.close();
     victim.close();
     evil.close();
@@ -116,13 +118,21 @@ describe('point 13: task scripts', { timeout: 120_000 }, () => {
     // a plain process runner on purpose: what it does with a script is the point
     const host = await startHost({ ...PROCESS_RUNNER, ...env });
     const marker = path.join(host.home, 'script-ran');
-    const task = await host.request('POST', '/v1/conversations/s/tasks', { prompt: 'p', processAfter: new Date().toISOString(), script: `touch ${marker}; echo '{"wakeAgent":false}'` });
+    const task = await host.request('POST', '/v1/conversations/s/tasks', {
+      prompt: 'p',
+      processAfter: new Date().toISOString(),
+      script: `touch ${marker}; echo '{"wakeAgent":false}'`,
+    });
     expect(task.status).toBe(202);
     const db = openSessionDb(path.join(host.sessionDir(task.body.sessionId as string), 'session.db'));
-    const row = await waitFor('the task to end', () => {
-      const r = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(task.body.id) as InboundRow | undefined;
-      return r && (r.status === 'completed' || r.status === 'failed') ? r : undefined;
-    }, { timeoutMs: 60_000 });
+    const row = await waitFor(
+      'the task to end',
+      () => {
+        const r = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(task.body.id) as InboundRow | undefined;
+        return r && (r.status === 'completed' || r.status === 'failed') ? r : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     db.close();
     expect(fs.existsSync(marker)).toBe(runs);
     if (runs) expect(row.status).toBe('completed');
@@ -139,7 +149,11 @@ describe('point 14: revocation and logout end open streams at once', { timeout: 
     const host = await startHost();
     const bridge = await createToken(host.home, 'bridge', '--conversation', 'c');
     const page = await createToken(host.home, 'page', '--conversation', 'c');
-    const login = await fetch(`http://127.0.0.1:${host.port}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: page }) });
+    const login = await fetch(`http://127.0.0.1:${host.port}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: page }),
+    });
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
     const byToken = rawStream(host, '/v1/conversations/c/stream', { Authorization: `Bearer ${bridge}` });
     const byCookie = rawStream(host, '/v1/conversations/c/stream', { Cookie: cookie });

@@ -101,18 +101,28 @@ describe('point 9: outbound rows by the thousand and by the megabyte', { timeout
       insertOutbound(db, { id: 'huge', kind: 'chat', content: { text: 'x'.repeat(2 * 1024 * 1024) }, routing: to });
       for (let i = 0; i < 1500; i++) insertOutbound(db, { id: `flood-${i}`, kind: 'chat', content: { text: `flood ${i}` }, routing: to });
     })();
-    const huge = await waitFor('the huge row refused', () => (db.prepare(`SELECT delivery_error FROM messages_out WHERE id = 'huge'`).get() as { delivery_error: string | null }).delivery_error ?? undefined, { timeoutMs: 60_000 });
+    const huge = await waitFor(
+      'the huge row refused',
+      () => (db.prepare(`SELECT delivery_error FROM messages_out WHERE id = 'huge'`).get() as { delivery_error: string | null }).delivery_error ?? undefined,
+      { timeoutMs: 60_000 },
+    );
     expect(huge).toMatch(/not delivered: larger than 1048576 bytes/);
-    const refused = db.prepare(`SELECT count(*) AS n FROM messages_out WHERE id LIKE 'flood-%' AND delivery_error LIKE 'not delivered: more than 1000 messages%'`).get() as { n: number };
+    const refused = db
+      .prepare(`SELECT count(*) AS n FROM messages_out WHERE id LIKE 'flood-%' AND delivery_error LIKE 'not delivered: more than 1000 messages%'`)
+      .get() as { n: number };
     expect(refused.n).toBe(500);
     // the refused ones are the newest: the first 1,000 are delivered
     await waitFor(
       'the first 1,000 delivered',
-      () => ((db.prepare(`SELECT count(*) AS n FROM messages_out WHERE id LIKE 'flood-%' AND delivered_at IS NOT NULL`).get() as { n: number }).n === 1000 ? true : undefined),
+      () =>
+        (db.prepare(`SELECT count(*) AS n FROM messages_out WHERE id LIKE 'flood-%' AND delivered_at IS NOT NULL`).get() as { n: number }).n === 1000
+          ? true
+          : undefined,
       { timeoutMs: 180_000 },
     );
     expect((db.prepare(`SELECT delivery_error FROM messages_out WHERE id = 'flood-999'`).get() as { delivery_error: string | null }).delivery_error).toBeNull();
-    const notice = db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' AND content LIKE '%were not delivered%'`).get() as { content: string } | undefined;
+    const notice = db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' AND content LIKE '%were not delivered%'`).get() as
+      { content: string } | undefined;
     expect(JSON.parse(notice!.content).error).toBe('501 of your messages were not delivered: 1 larger than 1048576 bytes, 500 beyond 1000 waiting at once');
     expect((await host.request('GET', '/v1/health', undefined, { token: null })).status).toBe(200);
     db.close();

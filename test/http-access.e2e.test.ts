@@ -24,7 +24,12 @@ async function createToken(home: string, ...args: string[]): Promise<string> {
   return result.stdout.trim();
 }
 
-async function call(host: HostHandle, method: string, urlPath: string, init: { token?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+async function call(
+  host: HostHandle,
+  method: string,
+  urlPath: string,
+  init: { token?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const res = await fetch(`http://127.0.0.1:${host.port}${urlPath}`, {
     method,
     headers: {
@@ -40,7 +45,12 @@ async function call(host: HostHandle, method: string, urlPath: string, init: { t
 }
 
 /** Read an SSE stream until `predicate` matches its text so far; then close it. */
-async function readStream(host: HostHandle, urlPath: string, headers: Record<string, string>, predicate: (text: string) => boolean): Promise<{ status: number; text: string }> {
+async function readStream(
+  host: HostHandle,
+  urlPath: string,
+  headers: Record<string, string>,
+  predicate: (text: string) => boolean,
+): Promise<{ status: number; text: string }> {
   const controller = new AbortController();
   const res = await fetch(`http://127.0.0.1:${host.port}${urlPath}`, { headers, signal: controller.signal });
   if (res.status !== 200) return { status: res.status, text: await res.text() };
@@ -71,7 +81,9 @@ describe('scoped tokens', () => {
 
     // its own conversation works
     expect((await call(host, 'POST', '/v1/conversations/alpha/messages', { token: bridge, body: { text: 'hi' } })).status).toBe(202);
-    const alphaTask = (await call(host, 'POST', '/v1/conversations/alpha/tasks', { token: bridge, body: { prompt: 'alpha task', processAfter: '2099-01-01T00:00Z' } })).body.id;
+    const alphaTask = (
+      await call(host, 'POST', '/v1/conversations/alpha/tasks', { token: bridge, body: { prompt: 'alpha task', processAfter: '2099-01-01T00:00Z' } })
+    ).body.id;
     const alphaStream = await readStream(host, '/v1/conversations/alpha/stream', { Authorization: `Bearer ${bridge}` }, (t) => t.includes('event: chat'));
     expect(alphaStream.status).toBe(200);
 
@@ -92,7 +104,9 @@ describe('scoped tokens', () => {
     expect((await call(host, 'POST', `/v1/tasks/${betaTask}/cancel`, { token: bridge })).status).toBe(404);
     expect((await call(host, 'GET', `/v1/files/${betaReply.id}/0`, { token: bridge })).status).toBe(404);
     expect(((await call(host, 'GET', '/v1/tasks', { token: bridge })).body.tasks as { id: string }[]).map((t) => t.id)).toEqual([alphaTask]);
-    expect(((await call(host, 'GET', '/v1/sessions', { token: bridge })).body.sessions as { platformId: string }[]).map((s) => s.platformId)).toEqual(['alpha']);
+    expect(((await call(host, 'GET', '/v1/sessions', { token: bridge })).body.sessions as { platformId: string }[]).map((s) => s.platformId)).toEqual([
+      'alpha',
+    ]);
     expect(((await call(host, 'GET', '/v1/conversations', { token: bridge })).body.conversations as { id: string }[]).map((c) => c.id)).toEqual(['alpha']);
     // the refused message was not stored: beta still has its one message
     expect(((await host.request('GET', '/v1/tasks')).body.tasks as unknown[]).length).toBe(2);
@@ -133,7 +147,9 @@ describe('scoped tokens', () => {
   it('refuses to list the tokens of a home that does not exist, in one line', async () => {
     const result = await pincerToken('/nonexistent/pincer-home', 'list');
     expect(result.status).toBe(2);
-    expect(result.stderr).toBe('pincer: no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME (see pincer token list --help)\n');
+    expect(result.stderr).toBe(
+      'pincer: no Pincer home at /nonexistent/pincer-home (no pincer.db); pass --home or PINCER_HOME (see pincer token list --help)\n',
+    );
   });
 });
 
@@ -156,7 +172,15 @@ describe('browser session', () => {
     const cookie = setCookie.split(';')[0]!;
 
     expect((await call(host, 'GET', '/v1/whoami', { cookie })).body).toMatchObject({ name: 'page' });
-    expect((await call(host, 'POST', '/v1/conversations/web/messages', { cookie, body: { text: 'from the page' }, headers: { Origin: `http://127.0.0.1:${host.port}` } })).status).toBe(202);
+    expect(
+      (
+        await call(host, 'POST', '/v1/conversations/web/messages', {
+          cookie,
+          body: { text: 'from the page' },
+          headers: { Origin: `http://127.0.0.1:${host.port}` },
+        })
+      ).status,
+    ).toBe(202);
     const stream = await readStream(host, '/v1/conversations/web/stream', { Cookie: cookie }, (t) => t.includes('event: chat'));
     expect(stream.status).toBe(200);
     expect(stream.text).toContain('from the page');
@@ -167,7 +191,9 @@ describe('browser session', () => {
     const foreign = await call(host, 'POST', '/v1/conversations/web/messages', { cookie, body: { text: 'csrf' }, headers: { Origin: 'http://evil.example' } });
     expect(foreign.status).toBe(403);
     expect((await call(host, 'POST', '/v1/login', { body: { token: bridge }, headers: { Origin: 'http://evil.example' } })).status).toBe(403);
-    const preflight = await call(host, 'OPTIONS', '/v1/conversations/web/messages', { headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' } });
+    const preflight = await call(host, 'OPTIONS', '/v1/conversations/web/messages', {
+      headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' },
+    });
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
     expect((await host.request('GET', '/v1/conversations/web/events')).body.events).toHaveLength(1);
 

@@ -7,7 +7,6 @@ afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
 });
 
-
 describe('tasks over HTTP', () => {
   it('lists, gets, pauses, resumes, changes and cancels a weekday task', async () => {
     const host = await startHost();
@@ -17,7 +16,16 @@ describe('tasks over HTTP', () => {
 
     const list = await host.request('GET', '/v1/tasks');
     expect(list.body.tasks).toEqual([
-      expect.objectContaining({ id, sessionId, conversation: 'standup', channelType: 'http', status: 'pending', prompt: 'Review open PRs', recurrence: '0 9 * * 1-5', timezone: 'UTC' }),
+      expect.objectContaining({
+        id,
+        sessionId,
+        conversation: 'standup',
+        channelType: 'http',
+        status: 'pending',
+        prompt: 'Review open PRs',
+        recurrence: '0 9 * * 1-5',
+        timezone: 'UTC',
+      }),
     ]);
     expect((await host.request('GET', `/v1/tasks/${id}`)).body).toMatchObject({ id, status: 'pending' });
 
@@ -37,7 +45,10 @@ describe('tasks over HTTP', () => {
     // bad input: a clear error naming the field, and the task is as it was
     const badCron = await host.request('PATCH', `/v1/tasks/${id}`, { recurrence: 'every tuesday' });
     expect(badCron.status).toBe(400);
-    expect(badCron.body).toMatchObject({ field: 'recurrence', error: expect.stringMatching(/recurrence "every tuesday" is not a cron expression of 5 fields/) });
+    expect(badCron.body).toMatchObject({
+      field: 'recurrence',
+      error: expect.stringMatching(/recurrence "every tuesday" is not a cron expression of 5 fields/),
+    });
     const badTime = await host.request('PATCH', `/v1/tasks/${id}`, { processAfter: 'tomorrowish' });
     expect(badTime.status).toBe(400);
     expect(badTime.body.field).toBe('processAfter');
@@ -63,7 +74,8 @@ describe('tasks over HTTP', () => {
   it('runs a paused one-off task only once it is moved to now and resumed', async () => {
     const host = await startHost();
     const stream = host.stream('later');
-    const { id, sessionId } = (await host.request('POST', '/v1/conversations/later/tasks', { prompt: 'water the plants', processAfter: '2099-01-01T09:00' })).body as {
+    const { id, sessionId } = (await host.request('POST', '/v1/conversations/later/tasks', { prompt: 'water the plants', processAfter: '2099-01-01T09:00' }))
+      .body as {
       id: string;
       sessionId: string;
     };
@@ -85,9 +97,14 @@ describe('tasks over HTTP', () => {
     await host.request('POST', '/v1/conversations/one/messages', { text: 'hi' });
     const reply = await stream.waitFor('reply', (e) => e.event === 'chat');
     await host.request('POST', '/v1/conversations/two/tasks', { prompt: 'x', processAfter: '2099-01-01T00:00Z' });
-    const { conversations } = (await host.request('GET', '/v1/conversations')).body as { conversations: { id: string; lastEventId: number | null; sessions: unknown[] }[] };
+    const { conversations } = (await host.request('GET', '/v1/conversations')).body as {
+      conversations: { id: string; lastEventId: number | null; sessions: unknown[] }[];
+    };
     expect(conversations.map((c) => c.id).sort()).toEqual(['one', 'two']);
-    expect(conversations.find((c) => c.id === 'one')).toMatchObject({ lastEventId: Number(reply.id), sessions: [expect.objectContaining({ platformId: 'one' })] });
+    expect(conversations.find((c) => c.id === 'one')).toMatchObject({
+      lastEventId: Number(reply.id),
+      sessions: [expect.objectContaining({ platformId: 'one' })],
+    });
     expect(conversations.find((c) => c.id === 'two')).toMatchObject({ lastEventId: null });
     stream.close();
     expect(await host.stop()).toBe(0);

@@ -22,7 +22,11 @@ function pincerWebhook(home: string, ...args: string[]) {
 const hex = (secret: string, data: string) => createHmac('sha256', secret).update(data).digest('hex');
 
 async function deliver(host: HostHandle, source: string, body: string, headers: Record<string, string>, query = '') {
-  const res = await fetch(`http://127.0.0.1:${host.port}/v1/webhooks/${source}${query}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+  const res = await fetch(`http://127.0.0.1:${host.port}/v1/webhooks/${source}${query}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body,
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -53,7 +57,9 @@ describe('signed webhooks', () => {
     expect(generated.status).toBe(0);
     const stripeSecret = generated.stdout.trim();
     expect(stripeSecret).toMatch(/^[0-9a-f]{48}$/);
-    expect((await pincerWebhook(host.home, 'list')).stdout).toBe('acme\thmac\tconversation webhook-acme\ngh\tgithub\tconversation repo\npay\tstripe\tconversation billing\n');
+    expect((await pincerWebhook(host.home, 'list')).stdout).toBe(
+      'acme\thmac\tconversation webhook-acme\ngh\tgithub\tconversation repo\npay\tstripe\tconversation billing\n',
+    );
 
     // refused: nothing stored, no session created for any of the three conversations
     const push = JSON.stringify({ ref: 'refs/heads/main', pusher: { name: 'ann' } });
@@ -92,7 +98,13 @@ describe('signed webhooks', () => {
     expect((await deliver(host, 'pay', invoice, { 'Stripe-Signature': signed })).status).toBe(202);
 
     // a signed webhook goes only to its own conversation
-    const elsewhere = await deliver(host, 'gh', push, { 'X-GitHub-Event': 'push', 'X-Hub-Signature-256': `sha256=${hex('github-secret', push)}` }, '?conversation=other');
+    const elsewhere = await deliver(
+      host,
+      'gh',
+      push,
+      { 'X-GitHub-Event': 'push', 'X-Hub-Signature-256': `sha256=${hex('github-secret', push)}` },
+      '?conversation=other',
+    );
     expect(elsewhere.status).toBe(400);
     expect(elsewhere.body.field).toBe('conversation');
 

@@ -45,7 +45,9 @@ describe('session objects', () => {
     expect(nameOf('S_Odd/Id!')).toBe('s-odd-id');
     expect(claimName(SESSION.sessionId)).toBe('pincer-s-0123abcd-4567');
     expect(launchName(SESSION.sessionId, 7)).toBe('pincer-s-0123abcd-4567-7');
-    expect(launchSelector(SESSION.sessionId)).toBe('app.kubernetes.io/managed-by=pincer,app.kubernetes.io/component=session-launch,pincer.dev/session=s-0123abcd-4567');
+    expect(launchSelector(SESSION.sessionId)).toBe(
+      'app.kubernetes.io/managed-by=pincer,app.kubernetes.io/component=session-launch,pincer.dev/session=s-0123abcd-4567',
+    );
   });
 
   it('the claim: storage from the settings, labelled, and no owner (it outlives every launch)', () => {
@@ -81,7 +83,14 @@ describe('session objects', () => {
     expect(spec.terminationGracePeriodSeconds).toBe(8);
     expect(container.readinessProbe!.httpGet).toEqual({ path: '/v1/health', port: 7070 });
     expect(container.command).toEqual(['pincer']);
-    expect(container.args!.slice(0, 6)).toEqual(['session-serve', '/workspace/session', '--launch-file', '/etc/pincer/launch/launch.json', '--listen', '$(POD_IP):7070']);
+    expect(container.args!.slice(0, 6)).toEqual([
+      'session-serve',
+      '/workspace/session',
+      '--launch-file',
+      '/etc/pincer/launch/launch.json',
+      '--listen',
+      '$(POD_IP):7070',
+    ]);
     expect(spec.volumes).toEqual([
       { name: 'session', persistentVolumeClaim: { claimName: 'pincer-s-0123abcd-4567' } },
       { name: 'launch', secret: { secretName: 'pincer-s-0123abcd-4567-3', defaultMode: 0o400 } },
@@ -108,17 +117,31 @@ describe('deploy/kubernetes', () => {
   const objects = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
-    .flatMap((f) => loadAllYaml(fs.readFileSync(path.join(dir, f), 'utf8')) as { kind: string; metadata: { name: string; labels?: Record<string, string> }; [k: string]: unknown }[]);
+    .flatMap(
+      (f) =>
+        loadAllYaml(fs.readFileSync(path.join(dir, f), 'utf8')) as {
+          kind: string;
+          metadata: { name: string; labels?: Record<string, string> };
+          [k: string]: unknown;
+        }[],
+    );
   const byKind = (kind: string) => objects.filter((o) => o.kind === kind);
 
   it('the kustomization lists every file, and every object is labelled as pincer’s', () => {
     const kustomization = loadAllYaml(fs.readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8'))[0] as { resources: string[] };
-    expect(kustomization.resources.sort()).toEqual(fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort());
+    expect(kustomization.resources.sort()).toEqual(
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+        .sort(),
+    );
     for (const o of objects) expect(o.metadata.labels?.['app.kubernetes.io/managed-by'], `${o.kind} ${o.metadata.name}`).toBe('pincer');
   });
 
   it('the host runs PINCER_RUNNER=kubernetes with settings the code knows, as the Role’s service account', () => {
-    const [host] = byKind('StatefulSet') as unknown as { spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: { env: { name: string; value: string }[] }[] } } } }[];
+    const [host] = byKind('StatefulSet') as unknown as {
+      spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: { env: { name: string; value: string }[] }[] } } };
+    }[];
     expect(host!.spec.replicas).toBe(1);
     const env = host!.spec.template.spec.containers[0]!.env;
     expect(env).toContainEqual({ name: 'PINCER_RUNNER', value: 'kubernetes' });
@@ -132,10 +155,11 @@ describe('deploy/kubernetes', () => {
   });
 
   it('the NetworkPolicy selects the session pods by the labels the code puts on them, on the endpoint port', () => {
-    const policy = byKind('NetworkPolicy')[0] as unknown as { spec: { podSelector: { matchLabels: Record<string, string> }; ingress: { ports: { port: number }[] }[] } };
+    const policy = byKind('NetworkPolicy')[0] as unknown as {
+      spec: { podSelector: { matchLabels: Record<string, string> }; ingress: { ports: { port: number }[] }[] };
+    };
     const pod = buildPod(loadKubernetesSettings(BASE), SESSION, 1, 3000);
     expect(pod.metadata!.labels).toMatchObject(policy.spec.podSelector.matchLabels);
     expect(policy.spec.ingress[0]!.ports[0]!.port).toBe(pod.spec!.containers[0]!.ports![0]!.containerPort);
   });
 });
-

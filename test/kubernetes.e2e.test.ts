@@ -24,7 +24,9 @@ afterEach(async () => {
 
 /** The shipped Role grants exactly what the code used here (checked when the whole file ran). */
 afterAll(() => {
-  const role = loadAllYaml(fs.readFileSync(path.join(import.meta.dirname, '..', 'deploy', 'kubernetes', 'role.yaml'), 'utf8'))[0] as { rules: { resources: string[]; verbs: string[] }[] };
+  const role = loadAllYaml(fs.readFileSync(path.join(import.meta.dirname, '..', 'deploy', 'kubernetes', 'role.yaml'), 'utf8'))[0] as {
+    rules: { resources: string[]; verbs: string[] }[];
+  };
   const granted = new Set(role.rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`))));
   expect([...called].filter((c) => !granted.has(c))).toEqual([]);
   if (finished === TESTS) expect([...granted].filter((g) => !called.has(g)).sort()).toEqual([]);
@@ -89,7 +91,10 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     expect(kube.list('secrets').map((s) => s.metadata.name)).toEqual([`pincer-${sessionId}-1`]);
     // Nothing secret in the pod spec: the bearer is only in the Secret.
     const spec = JSON.stringify(pod!.spec);
-    const launch = JSON.parse(Buffer.from(kube.list('secrets')[0]!.data!['launch.json']!, 'base64').toString('utf8')) as { token: string; runners: { env: Record<string, string> } };
+    const launch = JSON.parse(Buffer.from(kube.list('secrets')[0]!.data!['launch.json']!, 'base64').toString('utf8')) as {
+      token: string;
+      runners: { env: Record<string, string> };
+    };
     expect(spec).not.toContain(launch.token);
     expect(Object.keys(launch.runners.env).filter((k) => k.startsWith('PINCER_K8S_') || k === 'KUBECONFIG')).toEqual([]);
     expect(host.stderr()).toMatch(new RegExp(`pod pincer-${sessionId}-1, epoch 1, on http://127\\.`));
@@ -181,7 +186,9 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     const host = await startHost(env(kube, { PINCER_RUNNER_BACKOFF_MAX_MS: '1000' }));
     kube.fail('create', 'pods', code, 3);
     await send(host, 'e', 'kept through errors');
-    const notice = await waitFor('a notice', async () => (await events(host, 'e')).find((e) => e.type !== 'chat' && pattern.test(e.text ?? '')), { timeoutMs: 60_000 });
+    const notice = await waitFor('a notice', async () => (await events(host, 'e')).find((e) => e.type !== 'chat' && pattern.test(e.text ?? '')), {
+      timeoutMs: 60_000,
+    });
     expect(notice.text).toMatch(/could not be started on Kubernetes/);
     await answers(host, 'e', 'kept through errors');
     expect((await events(host, 'e')).filter((e) => e.type === 'chat' && e.text?.includes('kept through errors'))).toHaveLength(1);
@@ -192,7 +199,9 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     kube = await FakeKube.start();
     const host = await startHost({ ...env(kube), KUBECONFIG: kube.writeKubeconfig('http://127.0.0.1:9') });
     await send(host, 'u', 'nobody home');
-    const notice = await waitFor('a notice', async () => (await events(host, 'u')).find((e) => e.type !== 'chat' && /did not answer/.test(e.text ?? '')), { timeoutMs: 60_000 });
+    const notice = await waitFor('a notice', async () => (await events(host, 'u')).find((e) => e.type !== 'chat' && /did not answer/.test(e.text ?? '')), {
+      timeoutMs: 60_000,
+    });
     expect(notice.text).toMatch(/the Kubernetes API server http:\/\/127\.0\.0\.1:9 did not answer/);
     const status = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string }[];
     expect(status).toHaveLength(1);
@@ -203,7 +212,9 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     kube = await FakeKube.start({ badImages: ['pincer:missing'] });
     const host = await startHost(env(kube, { PINCER_K8S_IMAGE: 'pincer:missing' }));
     await send(host, 'img', 'hello');
-    const notice = await waitFor('a notice', async () => (await events(host, 'img')).find((e) => e.type !== 'chat' && /ErrImagePull/.test(e.text ?? '')), { timeoutMs: 60_000 });
+    const notice = await waitFor('a notice', async () => (await events(host, 'img')).find((e) => e.type !== 'chat' && /ErrImagePull/.test(e.text ?? '')), {
+      timeoutMs: 60_000,
+    });
     expect(notice.text).toMatch(/check PINCER_K8S_IMAGE=pincer:missing/);
     await waitFor('the failed pod deleted', () => kube!.list('pods').length === 0, { timeoutMs: 20_000 });
     expect((await events(host, 'img')).filter((e) => /ErrImagePull/.test(e.text ?? ''))).toHaveLength(1);
@@ -215,7 +226,9 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     // `echo` instead of `pincer`: it prints its arguments and exits 0 without serving.
     const host = await startHost(env(kube, { PINCER_K8S_COMMAND: 'echo', PINCER_RUNNER_BACKOFF_MAX_MS: '500' }));
     await send(host, 'x', 'hello');
-    const notice = await waitFor('a notice', async () => (await events(host, 'x')).find((e) => e.type !== 'chat' && /before it served/.test(e.text ?? '')), { timeoutMs: 60_000 });
+    const notice = await waitFor('a notice', async () => (await events(host, 'x')).find((e) => e.type !== 'chat' && /before it served/.test(e.text ?? '')), {
+      timeoutMs: 60_000,
+    });
     expect(notice.text).toMatch(/exited \(0\) before it served: session-serve \S+ --launch-file/);
     expect(await host.stop()).toBe(0);
   });

@@ -36,7 +36,10 @@ describe('late answers to questions', () => {
     const { stream, db } = await askedQuestion(host, 'late', 'q-expired', { expiresAt: new Date(Date.now() - 1000).toISOString() });
     const answer = await host.request('POST', '/v1/conversations/late/answers', { questionId: 'q-expired', selectedOption: 'yes', userId: 'u1' });
     expect(answer.status).toBe(202);
-    const reply = await stream.waitFor('the agent answers the late answer', (e) => e.event === 'chat' && String(e.data.text).includes('came after the question had closed'));
+    const reply = await stream.waitFor(
+      'the agent answers the late answer',
+      (e) => e.event === 'chat' && String(e.data.text).includes('came after the question had closed'),
+    );
     expect(String(reply.data.text)).toContain('&quot;Deploy&quot;');
     expect(String(reply.data.text)).toContain(': yes');
     const row = db.prepare('SELECT kind, status FROM messages_in WHERE id = ?').get(answer.body.id);

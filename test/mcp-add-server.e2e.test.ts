@@ -51,7 +51,16 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
   it('approved by the admin (not by anyone else), refused, each in the host records and told to the agent', async () => {
     const fake = await startFakeOpenAI();
     fake.script(
-      { call: 'mcp__pincer__add_mcp_server', args: { name: 'memory', command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: 'memory.jsonl' }, reason: 'to remember what people tell me' } },
+      {
+        call: 'mcp__pincer__add_mcp_server',
+        args: {
+          name: 'memory',
+          command: process.execPath,
+          args: [MEMORY],
+          env: { MEMORY_FILE_PATH: 'memory.jsonl' },
+          reason: 'to remember what people tell me',
+        },
+      },
       { text: 'I asked the admin.' },
     );
     const host = await startHost({
@@ -63,7 +72,10 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
       PINCER_ADMIN_USER_ID: 'boss',
     });
     const stream = host.stream('ops');
-    const sent = (await host.request('POST', '/v1/conversations/ops/messages', { text: 'get yourself a memory', senderId: 'boss' })).body as { sessionId: string; id: string };
+    const sent = (await host.request('POST', '/v1/conversations/ops/messages', { text: 'get yourself a memory', senderId: 'boss' })).body as {
+      sessionId: string;
+      id: string;
+    };
 
     const question = await stream.waitFor('the admin is asked', (e) => e.event === 'question', 90_000);
     expect(question.data).toMatchObject({
@@ -77,7 +89,11 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
     expect(question.data.question).toContain('Why: to remember what people tell me');
     const questionId = question.data.questionId as string;
     // The model was told the request is pending (the tool's result, then the host's answer).
-    await waitFor('the pending answer', () => systemAnswers(host, sent.sessionId).some((a) => (a.result as { status?: string } | undefined)?.status === 'pending'), { timeoutMs: 60_000 });
+    await waitFor(
+      'the pending answer',
+      () => systemAnswers(host, sent.sessionId).some((a) => (a.result as { status?: string } | undefined)?.status === 'pending'),
+      { timeoutMs: 60_000 },
+    );
     expect(await list(host.home)).toBe("main\t(no MCP servers besides Pincer's)\n");
 
     // Someone who is not an admin cannot decide; nothing changes and the question stays open.
@@ -112,14 +128,20 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
     });
     db.close();
     const second = await stream.waitFor('the second question', (e) => e.event === 'question' && e.data.questionId !== questionId, 60_000);
-    expect((await host.request('POST', '/v1/conversations/ops/answers', { questionId: second.data.questionId, selectedOption: 'refuse', userId: 'boss' })).status).toBe(202);
+    expect(
+      (await host.request('POST', '/v1/conversations/ops/answers', { questionId: second.data.questionId, selectedOption: 'refuse', userId: 'boss' })).status,
+    ).toBe(202);
     await stream.waitFor('the refusal in the chat', (e) => e.event === 'notice' && String(e.data.text).includes('refused'));
     expect(await list(host.home)).toBe(`main\tmemory\tstdio ${process.execPath} ${MEMORY} (env: MEMORY_FILE_PATH)\n`);
     expect(requestRows(host).map((r) => [r.name, r.status, r.decided_by])).toEqual([
       ['memory', 'approved', 'boss'],
       ['shell', 'refused', 'boss'],
     ]);
-    expect(systemAnswers(host, sent.sessionId).at(-1)).toEqual({ action: 'add_mcp_server', status: 'error', error: 'the admin (boss) refused to add the MCP server "shell"' });
+    expect(systemAnswers(host, sent.sessionId).at(-1)).toEqual({
+      action: 'add_mcp_server',
+      status: 'error',
+      error: 'the admin (boss) refused to add the MCP server "shell"',
+    });
     // The admin's route lists both, with their decisions.
     const requests = (await host.request('GET', '/v1/groups/main/mcp-server-requests')).body.requests as { name: string; status: string }[];
     expect(requests.map((r) => [r.name, r.status]).sort()).toEqual([

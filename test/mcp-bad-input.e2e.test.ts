@@ -60,7 +60,7 @@ describe('bad input', () => {
 
   it.each([
     ['over the limit', 2 * 1024 * 1024, '2.0 MiB'],
-    ['over the SDK\'s 10 MiB line buffer', 12 * 1024 * 1024, '12.0 MiB'],
+    ["over the SDK's 10 MiB line buffer", 12 * 1024 * 1024, '12.0 MiB'],
   ])('a tool call %s is a tool error naming the 1 MiB message limit, and the server answers the next call', async (_name, bytes, size) => {
     const before = counts();
     const result = await mcp.call('send_message', { text: 'y'.repeat(bytes) });

@@ -136,9 +136,9 @@ describe('ask_user_question', () => {
 
   it('when the client goes away mid-question, the server restores the state and exits', async () => {
     const { s, mcp } = await setUp();
-    const call = mcp.call('ask_user_question', { title: 'Pick', question: 'Which?', options: ['a'] }).catch(
-      (err: Error): ToolOutcome => ({ isError: true, text: err.message }),
-    );
+    const call = mcp
+      .call('ask_user_question', { title: 'Pick', question: 'Which?', options: ['a'] })
+      .catch((err: Error): ToolOutcome => ({ isError: true, text: err.message }));
     await asked(s);
     await waitFor('waiting_user', () => state(s) === 'waiting_user');
     await mcp.close();

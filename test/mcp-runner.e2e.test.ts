@@ -42,7 +42,7 @@ describe('pincer mcp with a real runner', () => {
 
     expect(query!.systemPrompt).toContain('## Pincer tools');
     const server = query!.mcpServers!.pincer!;
-    if (server.type === 'http') throw new Error('Pincer\'s own server is a stdio server');
+    if (server.type === 'http') throw new Error("Pincer's own server is a stdio server");
     expect(server).toEqual({
       command: process.execPath,
       // the runner's V8 flags: an idle `pincer mcp` is a session process too

@@ -53,9 +53,21 @@ describe('the MCP stdio transport', () => {
   });
 
   it.each([
-    ['id last, as the SDK writes it', (text: string) => `{"method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text}"}},"jsonrpc":"2.0","id":7}`, 7],
-    ['id first', (text: string) => `{"jsonrpc":"2.0","id":"req-1","method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text}"}}}`, 'req-1'],
-    ['a text that ends like an id', (text: string) => `{"method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text},\\"id\\":9}"}},"jsonrpc":"2.0","id":3}`, 3],
+    [
+      'id last, as the SDK writes it',
+      (text: string) => `{"method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text}"}},"jsonrpc":"2.0","id":7}`,
+      7,
+    ],
+    [
+      'id first',
+      (text: string) => `{"jsonrpc":"2.0","id":"req-1","method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text}"}}}`,
+      'req-1',
+    ],
+    [
+      'a text that ends like an id',
+      (text: string) => `{"method":"tools/call","params":{"name":"send_message","arguments":{"text":"${text},\\"id\\":9}"}},"jsonrpc":"2.0","id":3}`,
+      3,
+    ],
   ])('answers an oversized tool call with %s as a tool error to its id, and serves the next line', async (_name, line, id) => {
     const t = await open();
     const text = big();
@@ -82,7 +94,10 @@ describe('the MCP stdio transport', () => {
     t.stdin.write(`{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"${big()}"},"id":12}\n`);
     await waitFor('both refused', () => t.refused.length === 2 || undefined);
     await waitFor('one answer', () => t.answers.length === 1 || undefined);
-    expect(t.refused.map((r) => [r.method, r.id])).toEqual([['notifications/message', undefined], ['resources/read', 12]]);
+    expect(t.refused.map((r) => [r.method, r.id])).toEqual([
+      ['notifications/message', undefined],
+      ['resources/read', 12],
+    ]);
     expect(t.answers).toEqual([
       { jsonrpc: '2.0', id: 12, error: { code: -32600, message: expect.stringMatching(/^the resources\/read request is 1\.0 MiB, over the 1 MiB limit/) } },
     ]);

@@ -141,7 +141,14 @@ describe('send_card, edit_message, add_reaction, send_to_agent, register_agent_g
 
   it('register_agent_group sends a system action for the host', async () => {
     const { s, msg, mcp } = await inFlight();
-    const request = { name: 'Research', folder: 'research', platformId: 'C9', channelType: 'slack', sessionMode: 'per-thread', triggerRules: { mention: true } };
+    const request = {
+      name: 'Research',
+      folder: 'research',
+      platformId: 'C9',
+      channelType: 'slack',
+      sessionMode: 'per-thread',
+      triggerRules: { mention: true },
+    };
     expect((await mcp.call('register_agent_group', request)).isError).toBe(false);
     expect(lastOut(s)).toMatchObject({ kind: 'system', in_reply_to: msg.id, channel_type: 'slack', platform_id: 'C1' });
     expect(content(lastOut(s))).toEqual({ action: 'register_agent_group', ...request });
@@ -150,14 +157,23 @@ describe('send_card, edit_message, add_reaction, send_to_agent, register_agent_g
 
   it('add_mcp_server sends a system action for the host; a server that is not one is refused at once', async () => {
     const { s, msg, mcp } = await inFlight();
-    const request = { name: 'github', command: 'npx', args: ['-y', '@modelcontextprotocol/server-github'], env: { GITHUB_PERSONAL_ACCESS_TOKEN: { secret: 'GITHUB_TOKEN' } }, reason: 'to read the issues' };
+    const request = {
+      name: 'github',
+      command: 'npx',
+      args: ['-y', '@modelcontextprotocol/server-github'],
+      env: { GITHUB_PERSONAL_ACCESS_TOKEN: { secret: 'GITHUB_TOKEN' } },
+      reason: 'to read the issues',
+    };
     expect((await mcp.call('add_mcp_server', request)).isError).toBe(false);
     expect(lastOut(s)).toMatchObject({ kind: 'system', in_reply_to: msg.id, channel_type: 'slack', platform_id: 'C1' });
     const { name, reason, ...server } = request;
     expect(content(lastOut(s))).toEqual({ action: 'add_mcp_server', name, reason, server });
     const rows = s.outbound().length;
     const refusals: [Record<string, unknown>, string][] = [
-      [{ name: 'x', command: 'node', url: 'https://mcp.example.com/mcp', reason: 'r' }, 'give either command (a stdio server) or url (an HTTP server), not both or neither'],
+      [
+        { name: 'x', command: 'node', url: 'https://mcp.example.com/mcp', reason: 'r' },
+        'give either command (a stdio server) or url (an HTTP server), not both or neither',
+      ],
       [{ name: 'x', reason: 'r' }, 'give either command (a stdio server) or url (an HTTP server), not both or neither'],
       [{ name: 'pincer', command: 'node', reason: 'r' }, `invalid MCP server: pincer: "pincer" is the name of Pincer's own server; choose another`],
       [{ name: 'x', url: 'ftp://example.invalid/', reason: 'r' }, 'url must be an http(s) URL'],

@@ -36,5 +36,4 @@ describe("a user's stdio MCP servers in Claude", { timeout: 120_000 }, () => {
     expect(sessionFilesWithSecret(session)).toEqual([]);
     expect(await runner.stop()).toBe(0);
   });
-
 });

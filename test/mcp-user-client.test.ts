@@ -30,18 +30,28 @@ afterEach(async () => {
 });
 
 async function connect(servers: Record<string, McpServerConfig>, settings: Partial<McpClientSettings> = {}): Promise<McpConnections> {
-  const connections = await McpConnections.connect(servers, {}, {
-    settings: { ...MCP_SETTING_DEFAULTS, startMs: 20_000, ...settings },
-    maxOutputChars: 30_000,
-    log: createLogger('test'),
-  });
+  const connections = await McpConnections.connect(
+    servers,
+    {},
+    {
+      settings: { ...MCP_SETTING_DEFAULTS, startMs: 20_000, ...settings },
+      maxOutputChars: 30_000,
+      log: createLogger('test'),
+    },
+  );
   open.push(connections);
   return connections;
 }
 
 const tool = (connections: McpConnections, name: string): AgentTool => {
   const found = connections.tools().find((t) => t.name === name);
-  if (!found) throw new Error(`no tool ${name} (have ${connections.tools().map((t) => t.name).join(', ')})`);
+  if (!found)
+    throw new Error(
+      `no tool ${name} (have ${connections
+        .tools()
+        .map((t) => t.name)
+        .join(', ')})`,
+    );
   return found;
 };
 const textOf = (result: { content: { type: string; text?: string }[] }): string => result.content.map((c) => c.text ?? `<${c.type}>`).join('\n');

@@ -25,7 +25,15 @@ describe("a user's stdio MCP servers in Codex and OpenCode", { timeout: 150_000 
     );
     const session = providerSession('pincer-codex-user-mcp-');
     const { stdin, memoryFile } = withUserServers(session);
-    const env = { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', CODEX_MODEL: 'fake-model', CODEX_MAX_RETRIES: '0', PINCER_STOP_GRACE_MS: '500', PINCER_STDIN_DOCUMENT: '1' };
+    const env = {
+      AGENT_PROVIDER: 'codex',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_API_KEY: 'test-key',
+      CODEX_MODEL: 'fake-model',
+      CODEX_MAX_RETRIES: '0',
+      PINCER_STOP_GRACE_MS: '500',
+      PINCER_STDIN_DOCUMENT: '1',
+    };
     const runner = startRunner(session.paths.root, env, { stdin });
     await runner.ready();
     const { id } = session.chat('remember Ada');
@@ -48,7 +56,14 @@ describe("a user's stdio MCP servers in Codex and OpenCode", { timeout: 150_000 
     );
     const session = providerSession('pincer-opencode-user-mcp-');
     const { stdin, memoryFile } = withUserServers(session);
-    const env = { AGENT_PROVIDER: 'opencode', OPENCODE_BASE_URL: fake.baseUrl, OPENCODE_API_KEY: 'test-key', OPENCODE_MODEL: 'fake-model', PINCER_STOP_GRACE_MS: '500', PINCER_STDIN_DOCUMENT: '1' };
+    const env = {
+      AGENT_PROVIDER: 'opencode',
+      OPENCODE_BASE_URL: fake.baseUrl,
+      OPENCODE_API_KEY: 'test-key',
+      OPENCODE_MODEL: 'fake-model',
+      PINCER_STOP_GRACE_MS: '500',
+      PINCER_STDIN_DOCUMENT: '1',
+    };
     const runner = startRunner(session.paths.root, env, { stdin });
     await runner.ready(30_000);
     const { id } = session.chat('remember Ada');

@@ -14,7 +14,8 @@ import { runCli } from './support/runner-harness.js';
 const MISBEHAVING = path.resolve('test/support/misbehaving-mcp-server.mjs');
 const MEMORY = path.resolve('node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 /** `pincer <command> <subcommand> --home <home> …` (before any `--`, which starts a server's command) */
-const cli = (home: string, ...args: string[]) => runCli([...args.slice(0, 2), '--home', home, ...args.slice(2)], { PATH: process.env.PATH, HOME: process.env.HOME });
+const cli = (home: string, ...args: string[]) =>
+  runCli([...args.slice(0, 2), '--home', home, ...args.slice(2)], { PATH: process.env.PATH, HOME: process.env.HOME });
 
 afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
@@ -24,10 +25,26 @@ afterEach(async () => {
 describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
   it('pincer mcp-server add, list and remove; bad input gets one clear line and changes nothing', async () => {
     const host = await startHost();
-    const added = await cli(host.home, 'mcp-server', 'add', 'main', 'memory', '--env', 'MEMORY_FILE_PATH=memory.jsonl', '--env-secret', 'API_TOKEN=MEMORY_TOKEN', '--', 'npx', '-y', '@modelcontextprotocol/server-memory');
+    const added = await cli(
+      host.home,
+      'mcp-server',
+      'add',
+      'main',
+      'memory',
+      '--env',
+      'MEMORY_FILE_PATH=memory.jsonl',
+      '--env-secret',
+      'API_TOKEN=MEMORY_TOKEN',
+      '--',
+      'npx',
+      '-y',
+      '@modelcontextprotocol/server-memory',
+    );
     expect(added).toMatchObject({ status: 0 });
     expect(added.stderr).toContain('agent group main: MCP server "memory" stdio npx -y @modelcontextprotocol/server-memory (env: MEMORY_FILE_PATH, API_TOKEN)');
-    expect((await cli(host.home, 'mcp-server', 'add', 'main', 'docs', '--url', 'http://127.0.0.1:9/mcp', '--header-secret', 'Authorization=DOCS_TOKEN')).status).toBe(0);
+    expect(
+      (await cli(host.home, 'mcp-server', 'add', 'main', 'docs', '--url', 'http://127.0.0.1:9/mcp', '--header-secret', 'Authorization=DOCS_TOKEN')).status,
+    ).toBe(0);
 
     const listed = await cli(host.home, 'mcp-server', 'list');
     expect(listed.stdout).toBe(
@@ -36,7 +53,11 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
     const json = JSON.parse((await cli(host.home, 'mcp-server', 'list', 'main', '--json')).stdout) as Record<string, unknown>;
     expect(json).toEqual({
       main: {
-        memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { MEMORY_FILE_PATH: 'memory.jsonl', API_TOKEN: { secret: 'MEMORY_TOKEN' } } },
+        memory: {
+          command: 'npx',
+          args: ['-y', '@modelcontextprotocol/server-memory'],
+          env: { MEMORY_FILE_PATH: 'memory.jsonl', API_TOKEN: { secret: 'MEMORY_TOKEN' } },
+        },
         docs: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { secret: 'DOCS_TOKEN' } } },
       },
     });
@@ -103,7 +124,10 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
     );
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
     // the group's servers are scripts of this checkout (test/support), outside what a sandbox sees
-    const host = await startHost({ ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
+    const host = await startHost(
+      { ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' },
+      home,
+    );
     const memoryFile = path.join(home, 'memory.jsonl');
     expect((await cli(home, 'mcp-server', 'add', 'main', 'memory', '--env', `MEMORY_FILE_PATH=${memoryFile}`, '--', process.execPath, MEMORY)).status).toBe(0);
     expect((await cli(home, 'mcp-server', 'add', 'main', 'broken', '--env', 'MISBEHAVE=crash-at-start', '--', process.execPath, MISBEHAVING)).status).toBe(0);

@@ -145,7 +145,11 @@ describe('inbound attachments', () => {
     const s = createTestSession();
     const data = FIXTURES.csv.toString('base64');
     const names = ['../../etc/passwd', 'con', 'x'.repeat(300) + '.csv', 'a\u0000b\nc.csv', '..', ''];
-    const media = await prepareAttachments('../../escape', names.map((n) => att(n, { data })), options(s.paths.root));
+    const media = await prepareAttachments(
+      '../../escape',
+      names.map((n) => att(n, { data })),
+      options(s.paths.root),
+    );
     for (const saved of media.saved) {
       expect(saved.ok).toBe(true);
       if (!saved.ok) continue;

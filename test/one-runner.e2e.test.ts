@@ -41,40 +41,58 @@ afterEach(async () => {
 });
 
 describe.each(kinds)('one runner per session ($kind)', ({ kind, launcher, skip }) => {
-  it.skipIf(skip !== undefined)('a second start waits for the first runner to end, then starts', async () => {
-    const s = createTestSession();
-    const lock = lockFile();
-    const first = launchTracked(launcher, { workspace: s.paths.root, env, lockFile: lock });
-    await first.ready();
-    const second = launchTracked(launcher, { workspace: s.paths.root, env, lockFile: lock });
-    await waitFor('the second start waiting', () => second.stderr().includes('[launcher] waiting for the previous runner of this session to end'));
-    // it holds off for as long as the first runs: give it a moment in which it could wrongly start
-    const { id } = s.chat('who answers?');
-    await waitFor('the first answers', () => s.outbound().some((r) => r.in_reply_to === id));
-    expect(second.stderr()).not.toContain('[runner] ready');
-    expect([...liveRunners(s.paths.root).values()].map((pids) => pids.length)).toEqual([1]);
-    expect(await first.handle.stop()).toBe(0);
-    await second.ready();
-    expect(second.stderr()).toContain('[launcher] the previous runner ended');
-    expect(await second.handle.stop()).toBe(0);
-  }, 120_000);
+  it.skipIf(skip !== undefined)(
+    'a second start waits for the first runner to end, then starts',
+    async () => {
+      const s = createTestSession();
+      const lock = lockFile();
+      const first = launchTracked(launcher, { workspace: s.paths.root, env, lockFile: lock });
+      await first.ready();
+      const second = launchTracked(launcher, { workspace: s.paths.root, env, lockFile: lock });
+      await waitFor('the second start waiting', () => second.stderr().includes('[launcher] waiting for the previous runner of this session to end'));
+      // it holds off for as long as the first runs: give it a moment in which it could wrongly start
+      const { id } = s.chat('who answers?');
+      await waitFor('the first answers', () => s.outbound().some((r) => r.in_reply_to === id));
+      expect(second.stderr()).not.toContain('[runner] ready');
+      expect([...liveRunners(s.paths.root).values()].map((pids) => pids.length)).toEqual([1]);
+      expect(await first.handle.stop()).toBe(0);
+      await second.ready();
+      expect(second.stderr()).toContain('[launcher] the previous runner ended');
+      expect(await second.handle.stop()).toBe(0);
+    },
+    120_000,
+  );
 
-  it.skipIf(skip !== undefined)('a runner whose host is SIGKILLed at any moment of its start ends by itself, and holds the lock until then', async () => {
-    const s = createTestSession();
-    const lock = lockFile();
-    // killed as soon as it has spawned the launcher: before bwrap has armed --die-with-parent, the case that leaked
-    for (const delayMs of [0, 0, 5, 20, 200]) {
-      const logFile = path.join(s.paths.root, `runner-${delayMs}.log`);
-      const spec = { kind, settings: bwrapSettings, cliEntry: BUILT_CLI, workspace: s.paths.root, logFile, lockFile: lock, env: { PINCER_POLL_IDLE_MS: '60000' } };
-      const host = spawn(process.execPath, [HOST_SCRIPT, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      host.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-      await waitFor('launched', () => /launched \d+/.test(out));
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      host.kill('SIGKILL');
-      await waitFor(`no runner left (host killed ${delayMs} ms after the launch)`, () => liveRunners(s.paths.root).size === 0 && !locked(lock), { timeoutMs: 30_000 });
-    }
-  }, 240_000);
+  it.skipIf(skip !== undefined)(
+    'a runner whose host is SIGKILLed at any moment of its start ends by itself, and holds the lock until then',
+    async () => {
+      const s = createTestSession();
+      const lock = lockFile();
+      // killed as soon as it has spawned the launcher: before bwrap has armed --die-with-parent, the case that leaked
+      for (const delayMs of [0, 0, 5, 20, 200]) {
+        const logFile = path.join(s.paths.root, `runner-${delayMs}.log`);
+        const spec = {
+          kind,
+          settings: bwrapSettings,
+          cliEntry: BUILT_CLI,
+          workspace: s.paths.root,
+          logFile,
+          lockFile: lock,
+          env: { PINCER_POLL_IDLE_MS: '60000' },
+        };
+        const host = spawn(process.execPath, [HOST_SCRIPT, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        host.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+        await waitFor('launched', () => /launched \d+/.test(out));
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        host.kill('SIGKILL');
+        await waitFor(`no runner left (host killed ${delayMs} ms after the launch)`, () => liveRunners(s.paths.root).size === 0 && !locked(lock), {
+          timeoutMs: 30_000,
+        });
+      }
+    },
+    240_000,
+  );
 });
 
 /** Whether someone holds the lock (`flock -n` cannot take it). */

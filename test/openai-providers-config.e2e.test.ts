@@ -14,8 +14,16 @@ afterEach(async () => {
 
 describe('codex and opencode configuration', () => {
   it.each([
-    ['a bad CODEX_SANDBOX_MODE', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_SANDBOX_MODE: 'yolo' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/],
-    ['a bad CODEX_NETWORK_ACCESS', { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_NETWORK_ACCESS: 'maybe' }, /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /],
+    [
+      'a bad CODEX_SANDBOX_MODE',
+      { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_SANDBOX_MODE: 'yolo' },
+      /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_SANDBOX_MODE: .*"workspace-write"/,
+    ],
+    [
+      'a bad CODEX_NETWORK_ACCESS',
+      { AGENT_PROVIDER: 'codex', OPENAI_API_KEY: 'k', CODEX_NETWORK_ACCESS: 'maybe' },
+      /^[0-9T:.Z-]+ \[runner\] error: codex: invalid CODEX_NETWORK_ACCESS: /,
+    ],
     [
       'a Codex base URL without a model',
       { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
@@ -31,7 +39,11 @@ describe('codex and opencode configuration', () => {
       { AGENT_PROVIDER: 'codex' },
       /^[0-9T:.Z-]+ \[runner\] error: provider "codex" \(session policy "codex"\) has no credentials: set OPENAI_API_KEY or CODEX_API_KEY/,
     ],
-    ['a bad OPENCODE_BASE_URL', { AGENT_PROVIDER: 'opencode', OPENCODE_MODEL: 'm', OPENCODE_BASE_URL: 'not a url' }, /^[0-9T:.Z-]+ \[runner\] error: opencode: invalid OPENCODE_BASE_URL: /],
+    [
+      'a bad OPENCODE_BASE_URL',
+      { AGENT_PROVIDER: 'opencode', OPENCODE_MODEL: 'm', OPENCODE_BASE_URL: 'not a url' },
+      /^[0-9T:.Z-]+ \[runner\] error: opencode: invalid OPENCODE_BASE_URL: /,
+    ],
   ])('exits 2 with one clear line for %s', (_name, env, line) => {
     const session = createTestSession();
     const result = spawnSync(process.execPath, [BUILT_CLI, 'runner'], {
@@ -47,8 +59,16 @@ describe('codex and opencode configuration', () => {
 
   it.each([
     ['the alias codex-app-server', { AGENT_PROVIDER: 'Codex-App-Server', OPENAI_API_KEY: 'k' }, 'provider codex (session policy "Codex-App-Server")'],
-    ['auto with an OpenAI key', { AGENT_PROVIDER: 'auto', OPENAI_API_KEY: 'k' }, 'provider codex (auto (session policy "auto"): first installed provider with credentials)'],
-    ['auto with an OpenCode model', { AGENT_PROVIDER: 'auto', OPENCODE_MODEL: 'anthropic/some-model' }, 'provider opencode (auto (session policy "auto"): first installed provider with credentials)'],
+    [
+      'auto with an OpenAI key',
+      { AGENT_PROVIDER: 'auto', OPENAI_API_KEY: 'k' },
+      'provider codex (auto (session policy "auto"): first installed provider with credentials)',
+    ],
+    [
+      'auto with an OpenCode model',
+      { AGENT_PROVIDER: 'auto', OPENCODE_MODEL: 'anthropic/some-model' },
+      'provider opencode (auto (session policy "auto"): first installed provider with credentials)',
+    ],
   ])('resolves %s', async (_name, env, ready) => {
     const session = createTestSession();
     const runner = startRunner(session.paths.root, env);

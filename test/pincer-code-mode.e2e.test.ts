@@ -82,7 +82,9 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
       expect(last, body).toBeDefined();
       return typeof last!.content === 'string' ? last!.content : JSON.stringify(last!.content);
     };
-    expect(toolAnswer(1)).toMatch(/^\{"edited":"edited notes.md at line 1","sent":"Sent as message \d+\."\}\n--- console ---\nwrote 18 bytes to made.txt \(new file\)$/);
+    expect(toolAnswer(1)).toMatch(
+      /^\{"edited":"edited notes.md at line 1","sent":"Sent as message \d+\."\}\n--- console ---\nwrote 18 bytes to made.txt \(new file\)$/,
+    );
     // 2–4: the limits and the sandbox, as tool errors the model reads.
     expect(toolAnswer(2)).toContain('the program ran longer than its limit of 8000 ms of computing and was stopped');
     expect(toolAnswer(3)).toContain('the program used more than its memory limit of 16 MB and was stopped');

@@ -23,12 +23,24 @@ describe('built-in runtime: file edits planned on a worker', { timeout: 90_000 }
     const fake = await startFakeOpenAI();
     fake.script(
       { call: 'edit', args: { path: 'notes.md', oldText: 'say "hello"', newText: 'say "good morning"' } },
-      { call: 'edit', args: { path: 'notes.md', edits: [{ oldText: 'one', newText: 'ONE' }, { oldText: 'three', newText: 'THREE' }] } },
+      {
+        call: 'edit',
+        args: {
+          path: 'notes.md',
+          edits: [
+            { oldText: 'one', newText: 'ONE' },
+            { oldText: 'three', newText: 'THREE' },
+          ],
+        },
+      },
       { call: 'write', args: { path: 'notes.md', content: 'rewritten\n' } },
       { text: 'edited' },
     );
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-edit-home-'));
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' }, home);
+    const host = await startHost(
+      { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' },
+      home,
+    );
     const groups = path.join(home, 'groups');
     const group = await waitFor('the default group folder', () => (fs.existsSync(groups) ? fs.readdirSync(groups)[0] : undefined));
     const file = path.join(groups, group, 'notes.md');

@@ -61,7 +61,13 @@ const note = (tag: string): string => `${tag} ${'lorem ipsum dolor sit amet '.re
 describe('built-in runtime hooks', { timeout: 90_000 }, () => {
   it('a failed summary keeps the conversation whole and is retried later, with the group instructions', async () => {
     const fake = await fakeAnthropic();
-    fake.script({ text: 'noted one' }, { status: 500, message: 'summariser down' }, { text: 'noted two' }, { text: 'SUMMARY: MARKER notes' }, { text: 'noted three' });
+    fake.script(
+      { text: 'noted one' },
+      { status: 500, message: 'summariser down' },
+      { text: 'noted two' },
+      { text: 'SUMMARY: MARKER notes' },
+      { text: 'noted three' },
+    );
     const s = session({ compactionInstructions: 'keep decisions & file names' });
     const runner = startRunner(s.paths.root, anthropicEnv(fake, { PINCER_CONTEXT_WINDOW: '400' }));
     await runner.ready(SLOW.timeoutMs);
@@ -75,7 +81,9 @@ describe('built-in runtime hooks', { timeout: 90_000 }, () => {
     // The answer came from the whole conversation: nothing was cut.
     expect(whole!.allText).toContain('MARKER-ONE');
     expect(whole!.lastUserText).toContain('MARKER-TWO');
-    expect(runner.stderr()).toMatch(/\[pincer\] compaction guard: the summary failed \(.*500.*\); the conversation is kept whole and compaction is retried before a later model call/);
+    expect(runner.stderr()).toMatch(
+      /\[pincer\] compaction guard: the summary failed \(.*500.*\); the conversation is kept whole and compaction is retried before a later model call/,
+    );
 
     s.chat(note('MARKER-THREE'));
     await waitFor('the third answer', () => s.outbound().length === 3, SLOW);
@@ -120,7 +128,13 @@ describe('built-in runtime hooks', { timeout: 90_000 }, () => {
     fake.script({ text: 'tuned' });
     const s = session();
     fs.writeFileSync(s.paths.config, JSON.stringify({ models: { 'local/qwen3:8b': { params: { temperature: 0.2, maxTokens: 300, reasoning: 'low' } } } }));
-    const env = { AGENT_PROVIDER: 'pincer', PINCER_MODEL_MAX_RETRIES: '0', PINCER_STOP_GRACE_MS: '300', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl };
+    const env = {
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL_MAX_RETRIES: '0',
+      PINCER_STOP_GRACE_MS: '300',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+    };
     const runner = startRunner(s.paths.root, env);
     await runner.ready(SLOW.timeoutMs);
     s.chat('hello');
@@ -135,9 +149,16 @@ describe('built-in runtime hooks', { timeout: 90_000 }, () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-doctor-home-'));
     const dir = path.join(home, 'sessions', 'one');
     openSessionDb(createSessionFolder(dir).db).close();
-    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ model: 'local/qwen3:8b', models: { 'local/qwen3:8b': { params: { temperature: 0.7 } } } }));
+    fs.writeFileSync(
+      path.join(dir, 'config.json'),
+      JSON.stringify({ model: 'local/qwen3:8b', models: { 'local/qwen3:8b': { params: { temperature: 0.7 } } } }),
+    );
     fs.writeFileSync(path.join(dir, 'agent', 'package.json'), JSON.stringify({ pincer: { runtime: { codeMode: 'yes' } } }));
-    const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, AGENT_PROVIDER: 'mock' }, encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [BUILT_CLI, 'doctor'], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PINCER_HOME: home, AGENT_PROVIDER: 'mock' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(result.stdout).toContain('model: local/qwen3:8b, params temperature 0.7');
     expect(result.stdout).toMatch(/! .*package\.json: "pincer\.runtime": .*codeMode/);
     fs.rmSync(home, { recursive: true, force: true });

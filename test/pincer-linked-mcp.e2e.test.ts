@@ -56,7 +56,13 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
       { text: 'all done' },
     );
     // counts the runner's child processes from the host's pid of it: a sandbox adds its own (bwrap, its init)
-    const host = await startHost({ ...PROCESS_RUNNER, AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    const host = await startHost({
+      ...PROCESS_RUNNER,
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+    });
     const stream = host.stream('linked');
     const sent = (await host.request('POST', '/v1/conversations/linked/messages', { text: 'please plan my week' })).body as { sessionId: string };
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');
@@ -65,7 +71,11 @@ describe('built-in runtime: the Pincer tools in the runner process', { timeout: 
 
     // The task row was written by the tool, in the session DB, with its time.
     const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'), { readonly: true });
-    const tasks = db.prepare("SELECT id, process_after, content FROM messages_in WHERE kind = 'task'").all() as { id: string; process_after: string; content: string }[];
+    const tasks = db.prepare("SELECT id, process_after, content FROM messages_in WHERE kind = 'task'").all() as {
+      id: string;
+      process_after: string;
+      content: string;
+    }[];
     db.close();
     expect(tasks).toHaveLength(1);
     expect(tasks[0]!.process_after).toBe('2099-01-01T09:00:00.000Z');
@@ -97,7 +107,12 @@ describe('built-in runtime: tool spans from the in-process server', { timeout: 9
     receivers.push(otlp);
     const fake = await startFakeOpenAI();
     fake.script({ call: 'mcp__pincer__send_message', args: { text: 'working on it' } }, { text: 'all done' });
-    const host = await startHost({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
+    const host = await startHost({
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    });
     const stream = host.stream('traced');
     expect((await host.request('POST', '/v1/conversations/traced/messages', { text: 'please work' })).status).toBe(202);
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');
@@ -105,10 +120,14 @@ describe('built-in runtime: tool spans from the in-process server', { timeout: 9
     // The spans are exported while the runner lives (every 500 ms), so they are waited for before the host stops: a
     // wait after the stop hung on the last flush of a runner stopped under load (through the sandbox's relay), and
     // timed out at 20 s now and then.
-    const spans = await waitFor('the turn and the tool span', () => {
-      const all = [...otlp.traces().values()].flat();
-      return all.some((s) => s.name === 'execute_tool send_message') && all.some((s) => s.name === 'invoke_agent pincer') && all;
-    }, { timeoutMs: 60_000 });
+    const spans = await waitFor(
+      'the turn and the tool span',
+      () => {
+        const all = [...otlp.traces().values()].flat();
+        return all.some((s) => s.name === 'execute_tool send_message') && all.some((s) => s.name === 'invoke_agent pincer') && all;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(await host.stop()).toBe(0);
     const turn = spans.find((s) => s.name === 'invoke_agent pincer')!;
     const tool = spans.find((s) => s.name === 'execute_tool send_message')!;
@@ -124,14 +143,15 @@ describe('built-in runtime: the MCP message size limit in the runner process', {
     const fake = await startFakeOpenAI();
     // A card passes the tool's JSON schema whatever its size (extra fields are allowed), so only the limit stops it.
     const card = { title: 'big', blob: 'x'.repeat(1536 * 1024) };
-    fake.script(
-      { call: 'mcp__pincer__send_card', args: { card } },
-      { call: 'mcp__pincer__send_message', args: { text: 'still here' } },
-      { text: 'done' },
-    );
+    fake.script({ call: 'mcp__pincer__send_card', args: { card } }, { call: 'mcp__pincer__send_message', args: { text: 'still here' } }, { text: 'done' });
     const session = createTestSession('pincer-linked-');
     sessions.push(session);
-    const runner = startRunner(session.paths.root, { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' });
+    const runner = startRunner(session.paths.root, {
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+    });
     await runner.ready(30_000);
     session.chat('send the big card');
     await waitFor('the answer', () => session.outbound().some((r) => r.content.includes('"done"')), { timeoutMs: 30_000 });
@@ -198,11 +218,14 @@ describe('built-in runtime: ask_user_question in the runner process', { timeout:
 });
 
 /** `pincer mcp` processes serving this session (they carry its folder in their environment). */
-const mcpServersOf = (session: TestSession): string[] => processesUsing(session.paths.root).map((p) => p.command).filter((command) => command.endsWith(' mcp'));
+const mcpServersOf = (session: TestSession): string[] =>
+  processesUsing(session.paths.root)
+    .map((p) => p.command)
+    .filter((command) => command.endsWith(' mcp'));
 
 const options = { settings: MCP_SETTING_DEFAULTS, maxOutputChars: 10_000, log: createLogger('test') };
 
-describe('the built-in runtime\'s MCP connections: in process when the runner offers it, else a child', { timeout: 60_000 }, () => {
+describe("the built-in runtime's MCP connections: in process when the runner offers it, else a child", { timeout: 60_000 }, () => {
   it.each([
     { how: 'linked', linked: true, children: 0 },
     { how: 'a child process (any server the runner cannot serve itself)', linked: false, children: 1 },
@@ -230,7 +253,9 @@ describe('the built-in runtime\'s MCP connections: in process when the runner of
     sessions.push(session);
     const server = { ...pincerMcpServer(session.paths.root, 'UTC', {}), args: [BUILT_CLI, 'mcp'] };
     const broken: Record<string, LinkedMcpServer> = { pincer: { connect: () => Promise.reject(new Error('the session database is gone')) } };
-    await expect(McpConnections.connect({ pincer: server }, broken, options)).rejects.toThrow('MCP server pincer could not start: the session database is gone');
+    await expect(McpConnections.connect({ pincer: server }, broken, options)).rejects.toThrow(
+      'MCP server pincer could not start: the session database is gone',
+    );
     const connections = await McpConnections.connect({ mine: { command: '/nonexistent/server', args: [], env: {} } }, {}, options);
     expect(connections.tools()).toEqual([]);
     expect(connections.takeNotices()).toEqual([expect.stringMatching(/^The MCP server "mine" could not start: command not found/)]);

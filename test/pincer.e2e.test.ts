@@ -226,7 +226,10 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
     expect(runner.stderr()).toMatch(/\[pincer\] compacted 2 messages .* window 400/);
     // The compacted part was archived like Claude's PreCompact transcript.
     const conversations = path.join(session.paths.agent, 'conversations');
-    const archived = fs.readdirSync(conversations).map((f) => fs.readFileSync(path.join(conversations, f), 'utf8')).join('');
+    const archived = fs
+      .readdirSync(conversations)
+      .map((f) => fs.readFileSync(path.join(conversations, f), 'utf8'))
+      .join('');
     expect(archived).toContain('MARKER-ONE');
     expect(await runner.stop()).toBe(0);
 
@@ -275,10 +278,26 @@ describe('built-in runtime (provider pincer)', { timeout: 60_000 }, () => {
 
 describe('built-in runtime start-up errors', () => {
   it.each([
-    { case: 'no model', env: { PINCER_MODEL: '' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model>/ },
-    { case: 'a model without a provider', env: { PINCER_MODEL: 'qwen3' }, line: /^[0-9T:.Z-]+ \[runner\] error: pincer: model "qwen3" needs a provider prefix/ },
-    { case: 'a local model without a server', env: { PINCER_MODEL: 'local/qwen3' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\): model "local\/qwen3": local models need OPENAI_BASE_URL/ },
-    { case: 'an official endpoint without a key', env: { PINCER_MODEL: 'anthropic/claude-sonnet-4-5' }, line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN$/ },
+    {
+      case: 'no model',
+      env: { PINCER_MODEL: '' },
+      line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no model: set PINCER_MODEL=<provider>\/<model>/,
+    },
+    {
+      case: 'a model without a provider',
+      env: { PINCER_MODEL: 'qwen3' },
+      line: /^[0-9T:.Z-]+ \[runner\] error: pincer: model "qwen3" needs a provider prefix/,
+    },
+    {
+      case: 'a local model without a server',
+      env: { PINCER_MODEL: 'local/qwen3' },
+      line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\): model "local\/qwen3": local models need OPENAI_BASE_URL/,
+    },
+    {
+      case: 'an official endpoint without a key',
+      env: { PINCER_MODEL: 'anthropic/claude-sonnet-4-5' },
+      line: /^[0-9T:.Z-]+ \[runner\] error: provider "pincer" \(session policy "pincer"\) has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN$/,
+    },
     {
       case: 'plaintext HTTP to an official endpoint',
       env: { PINCER_MODEL: 'openai/gpt-5', OPENAI_BASE_URL: 'http://api.openai.com/v1', OPENAI_API_KEY: 'k' },
@@ -299,4 +318,3 @@ describe('built-in runtime start-up errors', () => {
     expect(session.inbound(id).status).toBe('pending');
   });
 });
-

@@ -53,7 +53,15 @@ describe('chat platform configuration', () => {
   });
 
   it('platform secrets are not passed on to runners (nor any variable the settings registry does not give runners)', () => {
-    const config = loadHostConfig({ TZ: 'UTC', PINCER_HOME: '/tmp/x', TELEGRAM_BOT_TOKEN: '1:secret', SLACK_SIGNING_SECRET: 's', GITHUB_WEBHOOK_SECRET: 'g', KEEP_ME: '1', PINCER_BATCH_MAX_MESSAGES: '7' });
+    const config = loadHostConfig({
+      TZ: 'UTC',
+      PINCER_HOME: '/tmp/x',
+      TELEGRAM_BOT_TOKEN: '1:secret',
+      SLACK_SIGNING_SECRET: 's',
+      GITHUB_WEBHOOK_SECRET: 'g',
+      KEEP_ME: '1',
+      PINCER_BATCH_MAX_MESSAGES: '7',
+    });
     expect(config.runners.env).toMatchObject({ PINCER_BATCH_MAX_MESSAGES: '7' });
     expect(config.runners.env).not.toHaveProperty('KEEP_ME');
     for (const name of ['TELEGRAM_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'GITHUB_WEBHOOK_SECRET']) expect(config.runners.env).not.toHaveProperty(name);

@@ -51,7 +51,9 @@ describe('Discord (forwarded gateway events and interactions)', () => {
 
   it('answers a mention in a server channel in the thread it opens', async () => {
     expect(await deliver(discord.gatewayMessage({ channelId: '200', guildId: '77', userId: '502', content: 'what now?', mention: true }))).toBe(200);
-    const thread = await waitFor('the thread', () => discord.calls.find((c) => c.method === 'POST' && /^\/channels\/200\/messages\/\d+\/threads$/.test(c.path)));
+    const thread = await waitFor('the thread', () =>
+      discord.calls.find((c) => c.method === 'POST' && /^\/channels\/200\/messages\/\d+\/threads$/.test(c.path)),
+    );
     const threadId = String(thread.result?.id);
     await discord.waitForPost('the answer in the thread', (c) => inChannel(threadId)(c) && contentOf(c).includes('what now?'));
   });
@@ -102,14 +104,28 @@ describe('Discord (forwarded gateway events and interactions)', () => {
     const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-dc', title: 'Release?', question: 'Cut the release?', options: [{ label: 'Cut it', value: 'cut' }, { label: 'Later', value: 'later' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-dc',
+        title: 'Release?',
+        question: 'Cut the release?',
+        options: [
+          { label: 'Cut it', value: 'cut' },
+          { label: 'Later', value: 'later' },
+        ],
+      },
       routing: { channelType: 'discord', platformId: 'discord:@me:700', threadId: null, inReplyTo: null },
     });
     db.close();
-    const question = await discord.waitForPost('the question', (c) => inChannel('700')(c) && Array.isArray(c.body.components) && (c.body.components as unknown[]).length > 0);
+    const question = await discord.waitForPost(
+      'the question',
+      (c) => inChannel('700')(c) && Array.isArray(c.body.components) && (c.body.components as unknown[]).length > 0,
+    );
     expect(await deliver(discord.pressButton(question, 0, '507', true))).toBe(401);
     expect(await deliver(discord.pressButton(question, 0, '507'))).toBe(200);
-    const answer = await waitFor('the answer row', () => inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')));
+    const answer = await waitFor('the answer row', () =>
+      inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')),
+    );
     expect(JSON.parse(answer.content)).toEqual({ type: 'question_response', questionId: 'q-dc', selectedOption: 'cut', userId: 'discord:507' });
   });
 });

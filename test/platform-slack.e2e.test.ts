@@ -24,7 +24,12 @@ const deliver = (event: { body: string; headers: Record<string, string> }): Prom
 describe('Slack (Events API webhook)', () => {
   beforeAll(async () => {
     slack = await startFakeSlack();
-    host = await startPlatformHost('slack', { SLACK_BOT_TOKEN: slack.botToken, SLACK_SIGNING_SECRET: slack.signingSecret, SLACK_API_URL: slack.apiUrl, PINCER_DELIVERY_RETRY_MS: '200' });
+    host = await startPlatformHost('slack', {
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_SIGNING_SECRET: slack.signingSecret,
+      SLACK_API_URL: slack.apiUrl,
+      PINCER_DELIVERY_RETRY_MS: '200',
+    });
   });
 
   afterAll(async () => {
@@ -101,15 +106,28 @@ describe('Slack (Events API webhook)', () => {
     const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-600', title: 'Merge?', question: 'Merge the branch now?', options: [{ label: 'Merge', value: 'merge' }, { label: 'Wait', value: 'wait' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-600',
+        title: 'Merge?',
+        question: 'Merge the branch now?',
+        options: [
+          { label: 'Merge', value: 'merge' },
+          { label: 'Wait', value: 'wait' },
+        ],
+      },
       routing: { channelType: 'slack', platformId: 'slack:C600', threadId: `slack:C600:${event.ts}`, inReplyTo: null },
     });
     db.close();
     const question = await slack.waitForPost('the question', (c) => inChannel('C600')(c) && c.body.blocks !== undefined);
     expect(await deliver(slack.pressButton(question, 0, 'U6'))).toBe(200);
-    const answer = await waitFor('the answer row', () => inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')));
+    const answer = await waitFor('the answer row', () =>
+      inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')),
+    );
     expect(JSON.parse(answer.content)).toEqual({ type: 'question_response', questionId: 'q-600', selectedOption: 'merge', userId: 'slack:U6' });
-    await waitFor('the question marked answered', () => slack.calls.find((c) => c.method === 'chat.update' && String(c.body.markdown_text ?? c.body.text ?? '').includes('Merge')));
+    await waitFor('the question marked answered', () =>
+      slack.calls.find((c) => c.method === 'chat.update' && String(c.body.markdown_text ?? c.body.text ?? '').includes('Merge')),
+    );
     // A forged press is refused like any unsigned request.
     const forged = slack.pressButton(question, 1, 'U6');
     expect(await deliver({ body: forged.body, headers: { ...forged.headers, ...slack.sign(forged.body, 'wrong') } })).toBe(401);

@@ -93,7 +93,16 @@ describe('Telegram (long polling)', () => {
     const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-505', title: 'Deploy?', question: 'Deploy to production now?', options: [{ label: 'Yes', value: 'yes' }, { label: 'Not yet', value: 'no' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-505',
+        title: 'Deploy?',
+        question: 'Deploy to production now?',
+        options: [
+          { label: 'Yes', value: 'yes' },
+          { label: 'Not yet', value: 'no' },
+        ],
+      },
       routing: { channelType: 'telegram', platformId: 'telegram:505', threadId: null, inReplyTo: null },
     });
     db.close();
@@ -108,7 +117,7 @@ describe('Telegram (long polling)', () => {
     expect(textOf(marked)).toContain('Not yet');
   });
 
-  it('sends files, edits its message, reacts to the user\'s message and shows cards', async () => {
+  it("sends files, edits its message, reacts to the user's message and shows cards", async () => {
     telegram.userSends({ chatId: 508, userId: 508, text: 'show me everything' });
     await telegram.waitForSent('the first answer', (c) => toChat(508)(c) && textOf(c).includes('show me everything'));
     const session = await sessionFor(host, 'telegram', 'telegram:508');
@@ -124,17 +133,26 @@ describe('Telegram (long polling)', () => {
     insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: userRow.seq, emoji: '👍' }, routing });
     insertOutbound(db, {
       kind: 'chat-sdk',
-      content: { type: 'card', card: { title: 'Status', children: [{ type: 'text', content: 'All green' }], actions: [{ label: 'Open dashboard', url: 'https://example.com/d' }] }, fallbackText: 'Status: all green' },
+      content: {
+        type: 'card',
+        card: { title: 'Status', children: [{ type: 'text', content: 'All green' }], actions: [{ label: 'Open dashboard', url: 'https://example.com/d' }] },
+        fallbackText: 'Status: all green',
+      },
       routing,
     });
     db.close();
     const text = await telegram.waitForSent('the text', (c) => toChat(508)(c) && textOf(c).includes('here is the report'));
     const document = await telegram.waitForSent('the file', (c) => toChat(508)(c) && c.method === 'sendDocument');
     expect(document.body.document_name).toBe('report.txt');
-    const edit = await waitFor('the edit', () => telegram.calls.find((c) => c.method === 'editMessageText' && toChat(508)(c) && textOf(c).includes('final report')));
+    const edit = await waitFor('the edit', () =>
+      telegram.calls.find((c) => c.method === 'editMessageText' && toChat(508)(c) && textOf(c).includes('final report')),
+    );
     expect(Number(edit.body.message_id)).toBe((text.result as { message_id: number }).message_id);
     const reaction = await waitFor('the reaction', () => telegram.calls.find((c) => c.method === 'setMessageReaction' && toChat(508)(c)));
-    expect(reaction.body).toMatchObject({ message_id: Number(String(JSON.parse(userRow.content).id).split(':').pop()), reaction: [{ type: 'emoji', emoji: '👍' }] });
+    expect(reaction.body).toMatchObject({
+      message_id: Number(String(JSON.parse(userRow.content).id).split(':').pop()),
+      reaction: [{ type: 'emoji', emoji: '👍' }],
+    });
     const card = await telegram.waitForSent('the card', (c) => toChat(508)(c) && JSON.stringify(c.body.reply_markup ?? '').includes('https://example.com/d'));
     expect(textOf(card)).toContain('All green');
   });
@@ -170,7 +188,12 @@ describe('Telegram (long polling)', () => {
     const downloads = path.join(folder, 'downloads');
     const before = new Set(fs.readdirSync(downloads));
     const hold = telegram.holdNextFile();
-    telegram.userSends({ chatId: 508, userId: 508, text: 'see attached', document: { name: 'notes.txt', data: Buffer.from('secret-ish notes\n'), mimeType: 'text/plain' } });
+    telegram.userSends({
+      chatId: 508,
+      userId: 508,
+      text: 'see attached',
+      document: { name: 'notes.txt', data: Buffer.from('secret-ish notes\n'), mimeType: 'text/plain' },
+    });
     await hold.requested;
     // The host made downloads/<id>/ and is downloading: the agent moves the folder away and plants a link to a folder
     // outside the session, with the same <id> in it.
@@ -212,7 +235,7 @@ describe('Telegram rules, failures and webhooks', () => {
     expect(telegram.sent().filter(toChat(-100))).toHaveLength(1);
   });
 
-  it('takes admin rights from the host\'s records: a platform admin may register a group, another user may not', async () => {
+  it("takes admin rights from the host's records: a platform admin may register a group, another user may not", async () => {
     telegram = await startFakeTelegram();
     host = await startHost(telegramEnv(telegram, { PINCER_ADMIN_USER_ID: 'telegram:42' }));
     telegram.userSends({ chatId: 42, userId: 42, text: 'i am the admin' });
@@ -221,7 +244,10 @@ describe('Telegram rules, failures and webhooks', () => {
     const other = await sessionFor(host, 'telegram', 'telegram:43');
     await telegram.waitForSent('both answers', () => telegram.sent().some(toChat(42)) && telegram.sent().some(toChat(43)));
     // What register_agent_group writes, answering each user's message (as the MCP server does).
-    for (const [session, name] of [[admin, 'ops'], [other, 'sneaky']] as const) {
+    for (const [session, name] of [
+      [admin, 'ops'],
+      [other, 'sneaky'],
+    ] as const) {
       const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
       const asked = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
       insertOutbound(db, {
@@ -232,8 +258,8 @@ describe('Telegram rules, failures and webhooks', () => {
       db.close();
     }
     const answerOf = (sessionId: string) => () => inboundOf(host, sessionId).find((r) => r.kind === 'system' && r.content.includes('register_agent_group'));
-    expect(JSON.parse((await waitFor('the admin\'s answer', answerOf(admin.id))).content)).toMatchObject({ status: 'success', result: { name: 'ops' } });
-    const refused = JSON.parse((await waitFor('the other\'s answer', answerOf(other.id))).content) as { status: string; error: string };
+    expect(JSON.parse((await waitFor("the admin's answer", answerOf(admin.id))).content)).toMatchObject({ status: 'success', result: { name: 'ops' } });
+    const refused = JSON.parse((await waitFor("the other's answer", answerOf(other.id))).content) as { status: string; error: string };
     expect(refused).toMatchObject({ status: 'error' });
     expect(refused.error).toContain('user "telegram:43" is not an admin');
   });
@@ -258,7 +284,13 @@ describe('Telegram rules, failures and webhooks', () => {
     host = await startHost(telegramEnv(telegram, { TELEGRAM_WEBHOOK_SECRET_TOKEN: 'the-secret-token' }));
     const update = {
       update_id: 77,
-      message: { message_id: 9, date: Math.floor(Date.now() / 1000), chat: { id: 701, type: 'private', first_name: 'Ada' }, from: { id: 701, is_bot: false, first_name: 'Ada' }, text: 'via webhook' },
+      message: {
+        message_id: 9,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: 701, type: 'private', first_name: 'Ada' },
+        from: { id: 701, is_bot: false, first_name: 'Ada' },
+        text: 'via webhook',
+      },
     };
     const bad = await host.request('POST', '/webhooks/telegram', update, { token: null, headers: { 'x-telegram-bot-api-secret-token': 'wrong' } });
     expect(bad.status).toBe(401);

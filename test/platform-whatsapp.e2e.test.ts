@@ -41,7 +41,9 @@ describe('WhatsApp (Cloud API webhook)', () => {
   });
 
   it('answers the verification challenge only with the verify token', async () => {
-    const ok = await host.request('GET', `/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=${whatsapp.verifyToken}&hub.challenge=4242`, undefined, { token: null });
+    const ok = await host.request('GET', `/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=${whatsapp.verifyToken}&hub.challenge=4242`, undefined, {
+      token: null,
+    });
     expect(ok).toMatchObject({ status: 200, body: 4242 });
     const wrong = await host.request('GET', '/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=guess&hub.challenge=4242', undefined, { token: null });
     expect(wrong.status).toBe(403);
@@ -101,13 +103,24 @@ describe('WhatsApp (Cloud API webhook)', () => {
     const db = openSessionDb(path.join(host.sessionDir(session.id), 'session.db'));
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-wa', title: 'Order', question: 'Ship the order?', options: [{ label: 'Ship it', value: 'ship' }, { label: 'Hold', value: 'hold' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-wa',
+        title: 'Order',
+        question: 'Ship the order?',
+        options: [
+          { label: 'Ship it', value: 'ship' },
+          { label: 'Hold', value: 'hold' },
+        ],
+      },
       routing: { channelType: 'whatsapp', platformId: `whatsapp:${whatsapp.phoneNumberId}:4915100000006`, threadId: null, inReplyTo: null },
     });
     db.close();
     const question = await whatsapp.waitForSent('the question', (c) => to('4915100000006')(c) && c.body.type === 'interactive');
     expect(await deliver(whatsapp.tapButton(question, 1, '4915100000006'))).toBe(200);
-    const answer = await waitFor('the answer row', () => inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')));
+    const answer = await waitFor('the answer row', () =>
+      inboundOf(host, session.id).find((r) => r.kind === 'system' && r.content.includes('question_response')),
+    );
     expect(JSON.parse(answer.content)).toEqual({ type: 'question_response', questionId: 'q-wa', selectedOption: 'hold', userId: 'whatsapp:4915100000006' });
   });
 });

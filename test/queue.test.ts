@@ -30,7 +30,11 @@ describe('InboundQueue.claim', () => {
     const soon = new Date(Date.now() - 60_000);
     const offset = soon.toISOString().replace('Z', '+00:00');
     const { id } = s.chat('x', { processAfter: offset });
-    expect(queueFor(s).claim('start').messages.map((m) => m.row.id)).toEqual([id]);
+    expect(
+      queueFor(s)
+        .claim('start')
+        .messages.map((m) => m.row.id),
+    ).toEqual([id]);
   });
 
   it('does not wake for context-only rows, and takes them along with the next trigger', () => {
@@ -39,7 +43,11 @@ describe('InboundQueue.claim', () => {
     expect(queueFor(s).claim('start').messages).toHaveLength(0);
     expect(s.inbound(ctx.id).status).toBe('pending');
     const trig = s.chat('now answer');
-    expect(queueFor(s).claim('start').messages.map((m) => m.row.id)).toEqual([ctx.id, trig.id]);
+    expect(
+      queueFor(s)
+        .claim('start')
+        .messages.map((m) => m.row.id),
+    ).toEqual([ctx.id, trig.id]);
   });
 
   it('caps a batch by count and by bytes; the rest waits for the next batch', () => {

@@ -76,13 +76,25 @@ describe('resource packages', () => {
 
   it.each([
     { code: 'missing-path', files: { 'package.json': manifest({ skills: ['skills/gone'] }) }, message: 'skills: "skills/gone" does not exist' },
-    { code: 'empty-glob', files: { 'package.json': manifest({ prompts: ['prompts/*.txt'] }), 'prompts/a.md': 'A' }, message: 'prompts: "prompts/*.txt" matched nothing' },
-    { code: 'outside-package', files: { 'package.json': manifest({ skills: ['../elsewhere/*'] }) }, message: 'skills: "../elsewhere/*" is outside the package folder' },
+    {
+      code: 'empty-glob',
+      files: { 'package.json': manifest({ prompts: ['prompts/*.txt'] }), 'prompts/a.md': 'A' },
+      message: 'prompts: "prompts/*.txt" matched nothing',
+    },
+    {
+      code: 'outside-package',
+      files: { 'package.json': manifest({ skills: ['../elsewhere/*'] }) },
+      message: 'skills: "../elsewhere/*" is outside the package folder',
+    },
     { code: 'invalid-manifest', files: { 'package.json': manifest({ skills: 42 }) }, message: '"pincer": skills:' },
     { code: 'invalid-manifest', files: { 'package.json': manifest({ fonts: ['t/*.json'] }) }, message: '"pincer.fonts" is not a resource kind Pincer loads' },
     { code: 'invalid-manifest', files: { 'package.json': '{ not json' }, message: 'package.json: cannot read' },
     { code: 'no-skill-file', files: { 'skills/half/notes.md': 'x' }, message: 'half has no SKILL.md' },
-    { code: 'name-collision', files: { 'skills/a/SKILL.md': skill('same', 'one'), 'skills/b/SKILL.md': skill('same', 'two') }, message: 'skill "same" is defined twice' },
+    {
+      code: 'name-collision',
+      files: { 'skills/a/SKILL.md': skill('same', 'one'), 'skills/b/SKILL.md': skill('same', 'two') },
+      message: 'skill "same" is defined twice',
+    },
     { code: 'name-collision', files: { 'prompts/clear.md': 'Clear!' }, message: 'collides with the command /clear' },
     { code: 'invalid-name', files: { 'prompts/two words.md': 'x' }, message: '"two words" is not a usable command name' },
     { code: 'unreadable', files: { 'prompts/dir.md': null }, message: 'cannot read' },
@@ -125,12 +137,18 @@ describe('extension discovery (found, never run, by the resource loader)', () =>
     const loaded = loadResources(root);
     expect(loaded.sources.extensions).toBe('convention');
     expect(loaded.extensions.map((e) => e.name)).toEqual(['a.mjs', 'tool']);
-    expect(loaded.diagnostics).toEqual([{ code: 'not-javascript', message: `extensions: ${path.join(root, 'extensions/b.ts')} is not JavaScript (.js, .mjs or .cjs); compile it first` }]);
+    expect(loaded.diagnostics).toEqual([
+      { code: 'not-javascript', message: `extensions: ${path.join(root, 'extensions/b.ts')} is not JavaScript (.js, .mjs or .cjs); compile it first` },
+    ]);
     expect(describeResources(loaded)).toBe('resources: 0 skills from none, 0 prompts from none, 2 extensions (a.mjs, tool) from convention, 1 problem');
   });
 
   it('takes only the manifest entries when the manifest lists extensions, reporting entries outside the package', () => {
-    const root = groupFolder({ 'package.json': manifest({ extensions: ['lib/ext.mjs', '../elsewhere.mjs'] }), 'lib/ext.mjs': 'x', 'extensions/ignored.mjs': 'x' });
+    const root = groupFolder({
+      'package.json': manifest({ extensions: ['lib/ext.mjs', '../elsewhere.mjs'] }),
+      'lib/ext.mjs': 'x',
+      'extensions/ignored.mjs': 'x',
+    });
     const loaded = loadResources(root);
     expect(loaded.sources.extensions).toBe('manifest');
     expect(loaded.extensions).toEqual([{ name: 'ext.mjs', file: path.join(root, 'lib/ext.mjs') }]);
@@ -138,8 +156,17 @@ describe('extension discovery (found, never run, by the resource loader)', () =>
   });
 });
 
-describe('themes (a resource kind: JSON files in themes/ or the manifest\'s entries)', () => {
-  const colours = { agent: '#ff8800', user: '#eeeeee', tool: '#aa88ff', notice: '#888888', error: '#ff0000', accent: '#00aaff', background: '#101010', text: '#eeeeee' };
+describe("themes (a resource kind: JSON files in themes/ or the manifest's entries)", () => {
+  const colours = {
+    agent: '#ff8800',
+    user: '#eeeeee',
+    tool: '#aa88ff',
+    notice: '#888888',
+    error: '#ff0000',
+    accent: '#00aaff',
+    background: '#101010',
+    text: '#eeeeee',
+  };
 
   it('loads a good theme, chooses it by name, and names it in the summary', () => {
     const root = groupFolder({ 'package.json': manifest({ theme: 'dusk' }), 'themes/dusk.json': JSON.stringify({ name: 'dusk', colours }) });
@@ -160,7 +187,11 @@ describe('themes (a resource kind: JSON files in themes/ or the manifest\'s entr
 
   it.each([
     ['not JSON', '{ name: dusk', /themes: .*bad\.json: not JSON/],
-    ['a colour that is not #rrggbb', JSON.stringify({ name: 'bad', colours: { ...colours, agent: 'orange' } }), /themes: .*bad\.json: .*colours\.agent.*a colour is #rrggbb/],
+    [
+      'a colour that is not #rrggbb',
+      JSON.stringify({ name: 'bad', colours: { ...colours, agent: 'orange' } }),
+      /themes: .*bad\.json: .*colours\.agent.*a colour is #rrggbb/,
+    ],
     ['a missing colour', JSON.stringify({ name: 'bad', colours: { ...colours, error: undefined } }), /themes: .*bad\.json: .*colours\.error/],
     ['an unknown key', JSON.stringify({ name: 'bad', colours, font: 'Comic Sans' }), /themes: .*bad\.json: .*font/],
     ['a bad name', JSON.stringify({ name: 'Bad Theme!', colours }), /themes: .*bad\.json: .*a theme name is lower-case/],
@@ -175,10 +206,12 @@ describe('themes (a resource kind: JSON files in themes/ or the manifest\'s entr
   it('an unknown chosen theme is a diagnostic naming the known ones; the default applies', () => {
     const loaded = loadResources(groupFolder({ 'package.json': manifest({ theme: 'neon' }), 'themes/dusk.json': JSON.stringify({ name: 'dusk', colours }) }));
     expect(loaded.theme.name).toBe('dark');
-    expect(loaded.diagnostics).toEqual([{ code: 'invalid-theme', message: 'theme "neon" is not a theme of this package or a built-in one (known: dusk, dark, light); using dark' }]);
+    expect(loaded.diagnostics).toEqual([
+      { code: 'invalid-theme', message: 'theme "neon" is not a theme of this package or a built-in one (known: dusk, dark, light); using dark' },
+    ]);
   });
 
-  it('takes the manifest\'s entries instead of the folder, and a package theme may replace a built-in one', () => {
+  it("takes the manifest's entries instead of the folder, and a package theme may replace a built-in one", () => {
     const root = groupFolder({
       'package.json': manifest({ themes: ['looks/*.json'], theme: 'dark' }),
       'looks/dark.json': JSON.stringify({ name: 'dark', colours }),

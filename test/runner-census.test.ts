@@ -23,7 +23,11 @@ describe('the runner census', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-census-'));
     dirs.push(home);
     fs.symlinkSync('/bin/sh', path.join(home, 'node'));
-    const child = spawn(path.join(home, 'node'), ['-c', '( sleep 60; true ) & wait', 'sh', 'runner'], { env: { PINCER_WORKSPACE: home }, detached: true, stdio: 'ignore' });
+    const child = spawn(path.join(home, 'node'), ['-c', '( sleep 60; true ) & wait', 'sh', 'runner'], {
+      env: { PINCER_WORKSPACE: home },
+      detached: true,
+      stdio: 'ignore',
+    });
     children.push(child);
     // the subshell (same command line, same environment) and its sleep are up
     await waitFor('the fork', () => fs.readdirSync('/proc').some((pid) => /^\d+$/.test(pid) && readCmd(pid) === 'sleep\u000060'));

@@ -35,7 +35,17 @@ describe('the runner supervisor', () => {
     };
     const exits: RunnerExit[] = [];
     const supervisor = new RunnerSupervisor({ ...config.runners, kind: 'docker' }, silent, (exit) => exits.push(exit), launch);
-    expect(supervisor.start({ sessionId: 's-1', folder: home, provider: 'mock', timezone: 'UTC', agentDir: home, globalDir: home, logFile: path.join(home, 'runner.log') })).toBe(true);
+    expect(
+      supervisor.start({
+        sessionId: 's-1',
+        folder: home,
+        provider: 'mock',
+        timezone: 'UTC',
+        agentDir: home,
+        globalDir: home,
+        logFile: path.join(home, 'runner.log'),
+      }),
+    ).toBe(true);
     const gone = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL'); // the docker CLI dies; its container has not been removed yet
     await gone;

@@ -93,10 +93,16 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
   it.skipIf(skip !== undefined)('fires a task, and a file the user sends reaches the agent in the session folder', async () => {
     const host = await startHost(env());
     const stream = host.stream('work');
-    const task = await host.request('POST', '/v1/conversations/work/tasks', { prompt: 'water the plants', processAfter: new Date(Date.now() - 1000).toISOString() });
+    const task = await host.request('POST', '/v1/conversations/work/tasks', {
+      prompt: 'water the plants',
+      processAfter: new Date(Date.now() - 1000).toISOString(),
+    });
     expect(task.status).toBe(202);
     await stream.waitFor('the task ran', (e) => e.event === 'chat' && String(e.data.text).includes('water the plants'), 60_000);
-    const sent = await post(host, 'work', { text: 'read this', attachments: [{ type: 'file', name: 'note.txt', data: Buffer.from('hello file\n').toString('base64') }] });
+    const sent = await post(host, 'work', {
+      text: 'read this',
+      attachments: [{ type: 'file', name: 'note.txt', data: Buffer.from('hello file\n').toString('base64') }],
+    });
     const answer = await stream.waitFor('the file noted', (e) => e.event === 'chat' && String(e.data.text).includes('read this'), 60_000);
     const where = /\[file available at: (\S+\/downloads\/[^/\]]+\/note\.txt)\]/.exec(String(answer.data.text));
     expect(where, String(answer.data.text)).not.toBeNull();
@@ -129,7 +135,9 @@ async function expectCompleteTrace(env: Record<string, string>): Promise<void> {
     await post(host, 'traced', { text: 'trace me' });
     await stream.waitFor('the answer', (e) => e.event === 'chat', 60_000);
     const names = ['pincer.receive http', 'pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'];
-    const trace = await waitFor('a complete trace', () => [...otlp.traces().values()].find((spans) => names.every((n) => spans.some((s) => s.name === n))), { timeoutMs: 30_000 });
+    const trace = await waitFor('a complete trace', () => [...otlp.traces().values()].find((spans) => names.every((n) => spans.some((s) => s.name === n))), {
+      timeoutMs: 30_000,
+    });
     expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['pincer-host', 'pincer-runner']));
     expect(otlp.traces().size).toBe(1);
     stream.close();

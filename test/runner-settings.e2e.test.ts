@@ -77,13 +77,20 @@ describe("config.json's runner section", () => {
   });
 
   it('a real host writes it into each session it starts a runner for', async () => {
-    const host = await startHost({ PINCER_RUNNER: 'process', PINCER_WAKE: 'poll', PINCER_BATCH_MAX_BYTES: '262144', ANTHROPIC_API_KEY: 'sk-ant-never-in-the-file' });
+    const host = await startHost({
+      PINCER_RUNNER: 'process',
+      PINCER_WAKE: 'poll',
+      PINCER_BATCH_MAX_BYTES: '262144',
+      ANTHROPIC_API_KEY: 'sk-ant-never-in-the-file',
+    });
     const stream = host.stream('alice');
     const sent = await host.request('POST', '/v1/conversations/alice/messages', { text: 'hello', sender: 'Alice', senderId: 'u1' });
     expect(sent.status).toBe(202);
     await stream.waitFor('the reply', (e) => e.event === 'chat');
     const file = path.join(host.sessionDir(String(sent.body.sessionId)), 'config.json');
-    const config = await waitFor('config.json', () => (fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined));
+    const config = await waitFor('config.json', () =>
+      fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined,
+    );
     expect(config.runner).toEqual({ PINCER_WAKE: 'poll', PINCER_BATCH_MAX_BYTES: '262144' });
     expect(fs.readFileSync(file, 'utf8')).not.toContain('sk-ant-never-in-the-file');
     stream.close();

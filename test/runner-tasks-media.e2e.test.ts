@@ -47,7 +47,10 @@ describe('task pre-scripts in the runner', () => {
     const s = createTestSession();
     const runner = startRunner(s.paths.root, { MOCK_RECORD_FILE: recordFile(s) });
     const marker = path.join(s.paths.root, 'go');
-    const task = s.insert({ kind: 'task', content: { prompt: 'after the wait', script: `while [ ! -e ${marker} ]; do sleep 0.05; done\necho '{"wakeAgent": true}'` } });
+    const task = s.insert({
+      kind: 'task',
+      content: { prompt: 'after the wait', script: `while [ ! -e ${marker} ]; do sleep 0.05; done\necho '{"wakeAgent": true}'` },
+    });
     await waitFor('task claimed', () => s.inbound(task.id).status === 'processing');
     const chat = s.chat('meanwhile');
     await waitFor('chat answered while the script runs', () => s.inbound(chat.id).status === 'completed');

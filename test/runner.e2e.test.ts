@@ -60,7 +60,10 @@ describe('pincer runner with the mock provider', () => {
       if (kind === 2) ids.push(s.insert({ kind: 'webhook', content: { source: 'gh', event: 'push', payload: { i } } }).id);
     }
     await waitFor('all 50 completed', () => ids.every((id) => s.inbound(id).status === 'completed'), { timeoutMs: 20_000 });
-    const text = s.outboundContents().map((c) => String(c.text)).join('\n');
+    const text = s
+      .outboundContents()
+      .map((c) => String(c.text))
+      .join('\n');
     for (let i = 0; i < 50; i++) expect(text).toMatch(new RegExp(`\\b[ct]${i}\\b|&quot;i&quot;: ${i}\\b`));
     await runner.stop();
   });
@@ -259,7 +262,7 @@ describe('pincer runner with the mock provider', () => {
     expect(readRunnerState(s.db)).toMatchObject({ state: 'stopping', batchIds: [] });
   });
 
-  describe('another process holding the database past the runner\'s busy timeout', () => {
+  describe("another process holding the database past the runner's busy timeout", () => {
     /** The runner waits 5 s for a lock before SQLite says "database is locked"; the locker holds it longer. */
     const LOCKED_ENV = { PINCER_BUSY_TIMEOUT_MS: '5000', PINCER_POLL_IDLE_MS: '200' };
 
@@ -279,10 +282,14 @@ describe('pincer runner with the mock provider', () => {
 
     /** The runner logged that its `what` write met the lock and will be tried again (it did not give up or crash). */
     const waitedOut = (runner: RunnerHandle, what: string): Promise<boolean> =>
-      waitFor(`the runner waiting out the lock on its ${what}`, () => runner.stderr().includes(`warn: ${what}: database is locked (1 in a row), trying again`), {
-        timeoutMs: 30_000,
-        intervalMs: 50,
-      });
+      waitFor(
+        `the runner waiting out the lock on its ${what}`,
+        () => runner.stderr().includes(`warn: ${what}: database is locked (1 in a row), trying again`),
+        {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        },
+      );
 
     async function answeredOnceAfterTheLock(s: TestSession, runner: RunnerHandle, id: string): Promise<void> {
       await waitFor('answered after the lock', () => s.inbound(id).status === 'completed', { timeoutMs: 20_000 });

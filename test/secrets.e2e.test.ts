@@ -41,7 +41,13 @@ describe('the secrets store in a running host', { timeout: 120_000 }, () => {
     fake.script({ text: 'answered with the stored key' });
     new SecretsStore(home).set('ANTHROPIC_API_KEY', key);
     const host = await startHost(
-      { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'anthropic/claude-sonnet-4-5', ANTHROPIC_BASE_URL: fake.url, PINCER_MODEL_MAX_RETRIES: '0', PINCER_IDLE_TIMEOUT_MS: '60000' },
+      {
+        AGENT_PROVIDER: 'pincer',
+        PINCER_MODEL: 'anthropic/claude-sonnet-4-5',
+        ANTHROPIC_BASE_URL: fake.url,
+        PINCER_MODEL_MAX_RETRIES: '0',
+        PINCER_IDLE_TIMEOUT_MS: '60000',
+      },
       home,
     );
     const stream = host.stream('c');

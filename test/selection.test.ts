@@ -27,7 +27,12 @@ const allUsable = [ok('claude'), ok('codex'), ok('opencode'), ok('mock', false)]
 
 describe('provider selection policy', () => {
   it.each([
-    { case: 'session beats group and model', policy: { session: 'codex', group: 'opencode', model: { id: 'm', provider: 'claude' } }, provider: 'codex', source: 'session' },
+    {
+      case: 'session beats group and model',
+      policy: { session: 'codex', group: 'opencode', model: { id: 'm', provider: 'claude' } },
+      provider: 'codex',
+      source: 'session',
+    },
     { case: 'group beats model', policy: { group: 'opencode', model: { id: 'm', provider: 'codex' } }, provider: 'opencode', source: 'group' },
     { case: 'the model entry applies when no scope is set', policy: { model: { id: 'gpt-x', provider: 'codex' } }, provider: 'codex', source: 'model' },
     { case: '"default" inherits', policy: { session: 'default', group: 'codex' }, provider: 'codex', source: 'group' },
@@ -43,8 +48,18 @@ describe('provider selection policy', () => {
 
   it.each([
     { code: 'unknown', session: 'claud', probes: allUsable, message: 'unknown provider "claud" (known: claude, codex, opencode, mock)' },
-    { code: 'not-installed', session: 'codex', probes: [ok('claude'), missing('codex')], message: 'provider "codex" (session policy "codex") is not installed: codex binary not found' },
-    { code: 'no-credentials', session: 'claude', probes: [noKey('claude'), ok('codex')], message: 'provider "claude" (session policy "claude") has no credentials: set CLAUDE_KEY' },
+    {
+      code: 'not-installed',
+      session: 'codex',
+      probes: [ok('claude'), missing('codex')],
+      message: 'provider "codex" (session policy "codex") is not installed: codex binary not found',
+    },
+    {
+      code: 'no-credentials',
+      session: 'claude',
+      probes: [noKey('claude'), ok('codex')],
+      message: 'provider "claude" (session policy "claude") has no credentials: set CLAUDE_KEY',
+    },
   ])('an explicit choice fails closed when $code, never falling back', ({ code, session, probes, message }) => {
     const result = select({ session, probes });
     expect(result).toMatchObject({ ok: false, code, message });
@@ -66,7 +81,11 @@ describe('provider selection policy', () => {
 
   it('auto fails at selection, in one line, when the fallback has no credentials either', () => {
     const result = select({ probes: [noKey('claude'), missing('codex'), ok('mock', false)] });
-    expect(result).toMatchObject({ ok: false, code: 'no-credentials', message: 'auto (no policy set): no provider is usable and the fallback "claude" has no credentials: set CLAUDE_KEY' });
+    expect(result).toMatchObject({
+      ok: false,
+      code: 'no-credentials',
+      message: 'auto (no policy set): no provider is usable and the fallback "claude" has no credentials: set CLAUDE_KEY',
+    });
   });
 
   it('an explicit choice accepts credentials that auto does not (a stored login, not a key)', () => {
@@ -125,7 +144,11 @@ describe('the runner applies the policy', () => {
       line: /\[runner\] provider mock: model entry "tiny" "echo" \[candidates: claude: .*; mock: ok; pincer: ok\]/,
     },
     { case: 'the group policy', config: { groupProvider: 'Mock' }, line: /\[runner\] provider mock: group policy "Mock" \[candidates: / },
-    { case: 'a host-published config', config: { provider: 'mock', generation: 7 }, line: /\[runner\] ready: provider mock \(session policy "mock"\), .*, config generation 7\n/ },
+    {
+      case: 'a host-published config',
+      config: { provider: 'mock', generation: 7 },
+      line: /\[runner\] ready: provider mock \(session policy "mock"\), .*, config generation 7\n/,
+    },
   ];
   it.each(cases)('logs the decision for $case', async ({ config, line }) => {
     const s = createTestSession();
@@ -168,17 +191,59 @@ describe('runtime selection by model route', () => {
     { rule: 'auto: the official HTTPS Responses route may go to Codex', env: openai, provider: 'codex' },
     { rule: 'auto: so may the ChatGPT Responses route', env: { ...openai, OPENAI_BASE_URL: 'https://chatgpt.com/backend-api' }, provider: 'codex' },
     { rule: 'auto: a custom endpoint stays on the built-in runtime', env: { ...openai, OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1' }, provider: 'pincer' },
-    { rule: 'auto: a Completions adapter on the official endpoint stays built-in', env: openai, policy: { models: { 'openai/gpt-5': { api: 'openai-completions' } } }, provider: 'pincer' },
-    { rule: 'auto: authored request headers stay built-in', env: openai, policy: { modelProviders: { openai: { headers: { 'x-team': 'a' } } } }, provider: 'pincer' },
-    { rule: 'auto: a provider prefix alone selects no harness (anthropic is not Claude Code)', env: { ...key, PINCER_MODEL: 'anthropic/claude-sonnet-4-5' }, provider: 'pincer' },
-    { rule: 'auto: a model name alone selects no harness', env: { ...key, PINCER_MODEL: 'local/codex', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }, provider: 'pincer' },
-    { rule: 'a model entry wins over a provider entry', env: openai, policy: { models: { 'openai/gpt-5': { provider: 'pincer' } }, modelProviders: { openai: { provider: 'codex' } } }, provider: 'pincer', source: 'model' },
-    { rule: 'a provider entry applies to all its models', env: openai, policy: { modelProviders: { openai: { provider: 'pi' } } }, provider: 'pincer', source: 'model-provider' },
-    { rule: 'a provider entry of "default" is auto', env: openai, policy: { modelProviders: { openai: { provider: 'default' } } }, provider: 'codex', source: 'auto' },
+    {
+      rule: 'auto: a Completions adapter on the official endpoint stays built-in',
+      env: openai,
+      policy: { models: { 'openai/gpt-5': { api: 'openai-completions' } } },
+      provider: 'pincer',
+    },
+    {
+      rule: 'auto: authored request headers stay built-in',
+      env: openai,
+      policy: { modelProviders: { openai: { headers: { 'x-team': 'a' } } } },
+      provider: 'pincer',
+    },
+    {
+      rule: 'auto: a provider prefix alone selects no harness (anthropic is not Claude Code)',
+      env: { ...key, PINCER_MODEL: 'anthropic/claude-sonnet-4-5' },
+      provider: 'pincer',
+    },
+    {
+      rule: 'auto: a model name alone selects no harness',
+      env: { ...key, PINCER_MODEL: 'local/codex', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' },
+      provider: 'pincer',
+    },
+    {
+      rule: 'a model entry wins over a provider entry',
+      env: openai,
+      policy: { models: { 'openai/gpt-5': { provider: 'pincer' } }, modelProviders: { openai: { provider: 'codex' } } },
+      provider: 'pincer',
+      source: 'model',
+    },
+    {
+      rule: 'a provider entry applies to all its models',
+      env: openai,
+      policy: { modelProviders: { openai: { provider: 'pi' } } },
+      provider: 'pincer',
+      source: 'model-provider',
+    },
+    {
+      rule: 'a provider entry of "default" is auto',
+      env: openai,
+      policy: { modelProviders: { openai: { provider: 'default' } } },
+      provider: 'codex',
+      source: 'auto',
+    },
     { rule: 'codex-app-server normalises to codex', env: openai, policy: { session: 'codex-app-server' }, provider: 'codex', source: 'session' },
     { rule: 'openclaw normalises to pincer', env: openai, policy: { session: 'OpenClaw' }, provider: 'pincer', source: 'session' },
     { rule: 'builtin normalises to pincer', env: openai, policy: { group: 'builtin' }, provider: 'pincer', source: 'group' },
-    { rule: 'the session policy beats the model entry', env: openai, policy: { session: 'pincer', models: { 'openai/gpt-5': { provider: 'codex' } } }, provider: 'pincer', source: 'session' },
+    {
+      rule: 'the session policy beats the model entry',
+      env: openai,
+      policy: { session: 'pincer', models: { 'openai/gpt-5': { provider: 'codex' } } },
+      provider: 'pincer',
+      source: 'session',
+    },
     {
       rule: 'behind the credential proxy the route is decided on the upstream: official Responses may still go to Codex',
       env: { ...proxied('https://api.openai.com/v1'), PINCER_MODEL: 'openai/gpt-5' },
@@ -197,15 +262,28 @@ describe('runtime selection by model route', () => {
   });
 
   it('says why auto chose a harness or the built-in runtime', () => {
-    expect(describeSelection(selectProviderFor({}, openai))).toMatch(/^provider codex: auto \(no policy set\): harness codex supports the route openai\/gpt-5 via openai-responses at https:\/\/api\.openai\.com\/v1 \(official\)/);
+    expect(describeSelection(selectProviderFor({}, openai))).toMatch(
+      /^provider codex: auto \(no policy set\): harness codex supports the route openai\/gpt-5 via openai-responses at https:\/\/api\.openai\.com\/v1 \(official\)/,
+    );
     const local = selectProviderFor({}, { PATH: '', PINCER_MODEL: 'local/qwen3', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
-    expect(local).toMatchObject({ ok: true, provider: 'pincer', reason: expect.stringContaining('the built-in runtime for local/qwen3 via openai-completions') });
+    expect(local).toMatchObject({
+      ok: true,
+      provider: 'pincer',
+      reason: expect.stringContaining('the built-in runtime for local/qwen3 via openai-completions'),
+    });
   });
 
   it('connects through the proxy but names the upstream it stands for', () => {
     const route = resolveModelRoute({ ref: 'openai/gpt-5', env: proxied('https://api.openai.com/v1') });
-    expect(route).toMatchObject({ api: 'openai-responses', official: 'openai-platform', baseUrl: 'https://api.openai.com/v1', via: 'http://127.0.0.1:9/openai' });
-    expect(describeRoute(route)).toBe("openai/gpt-5 via openai-responses at https://api.openai.com/v1 (official, through the host's credential proxy at http://127.0.0.1:9/openai)");
+    expect(route).toMatchObject({
+      api: 'openai-responses',
+      official: 'openai-platform',
+      baseUrl: 'https://api.openai.com/v1',
+      via: 'http://127.0.0.1:9/openai',
+    });
+    expect(describeRoute(route)).toBe(
+      "openai/gpt-5 via openai-responses at https://api.openai.com/v1 (official, through the host's credential proxy at http://127.0.0.1:9/openai)",
+    );
     // A model entry's own base URL is not the proxy's upstream: it is used as written.
     const own = resolveModelRoute({ ref: 'local/q', models: { 'local/q': { baseUrl: 'http://10.0.0.2:8000/v1' } }, env: proxied('http://127.0.0.1:8000/v1') });
     expect(own).toMatchObject({ baseUrl: 'http://10.0.0.2:8000/v1', via: undefined });
@@ -216,13 +294,23 @@ describe('runtime selection by model route', () => {
     { policy: { session: 'codex' }, why: 'an explicit choice' },
   ])('refuses plaintext HTTP to an official endpoint ($why)', ({ policy }) => {
     const selection = selectProviderFor(policy, { ...openai, OPENAI_BASE_URL: 'http://api.openai.com/v1' });
-    expect(selection).toMatchObject({ ok: false, code: 'insecure-route', message: expect.stringContaining('refusing plaintext HTTP to the official endpoint api.openai.com') });
+    expect(selection).toMatchObject({
+      ok: false,
+      code: 'insecure-route',
+      message: expect.stringContaining('refusing plaintext HTTP to the official endpoint api.openai.com'),
+    });
   });
 
   it('with no key at all, auto falls back (pincer chat: mock) and says why', () => {
     const selection = selectProviderFor({}, { PATH: '', PINCER_MODEL: 'anthropic/claude-sonnet-4-5', PINCER_AUTO_FALLBACK: 'mock' });
     expect(selection).toMatchObject({ ok: true, provider: 'mock' });
-    expect(selection.ok && selection.reason).toContain('the built-in runtime has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): no provider is usable, falling back to mock');
-    expect(selectProviderFor({}, { PATH: '', PINCER_AUTO_FALLBACK: 'mock' })).toMatchObject({ ok: true, provider: 'mock', reason: expect.stringContaining('falling back to mock') });
+    expect(selection.ok && selection.reason).toContain(
+      'the built-in runtime has no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): no provider is usable, falling back to mock',
+    );
+    expect(selectProviderFor({}, { PATH: '', PINCER_AUTO_FALLBACK: 'mock' })).toMatchObject({
+      ok: true,
+      provider: 'mock',
+      reason: expect.stringContaining('falling back to mock'),
+    });
   });
 });

@@ -117,7 +117,11 @@ describe('session.db replaced under a running host', () => {
     // Another Pincer database with a reply nobody wrote, waiting for delivery.
     const other = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-other-')), 'session.db');
     const forged = openSessionDb(other, { create: true });
-    insertOutbound(forged, { kind: 'chat', content: { text: 'forged reply' }, routing: { channelType: 'http', platformId: 'swap', threadId: null, inReplyTo: null } });
+    insertOutbound(forged, {
+      kind: 'chat',
+      content: { text: 'forged reply' },
+      routing: { channelType: 'http', platformId: 'swap', threadId: null, inReplyTo: null },
+    });
     forged.close();
     fs.renameSync(other, file);
 

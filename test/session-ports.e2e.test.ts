@@ -45,7 +45,12 @@ function answers(host: HostHandle, conversation: string, marker: string, count =
   );
 }
 
-async function send(host: HostHandle, conversation: string, text: string, attachments?: unknown[]): Promise<{ sessionId: string; id: string; seq: number | null }> {
+async function send(
+  host: HostHandle,
+  conversation: string,
+  text: string,
+  attachments?: unknown[],
+): Promise<{ sessionId: string; id: string; seq: number | null }> {
   const res = await host.request('POST', `/v1/conversations/${conversation}/messages`, { text, ...(attachments ? { attachments } : {}) });
   expect(res.status).toBe(202);
   return res.body as { sessionId: string; id: string; seq: number | null };
@@ -91,7 +96,9 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     await send(host, 'r', 'two');
     await answers(host, 'r', 'two');
     expect((await host.request('POST', `/v1/sessions/${sessionId}/restart`)).status).toBe(200);
-    await waitFor('a runner again', async () => ((await host.request('GET', '/v1/sessions')).body.sessions as { runner: unknown }[])[0]!.runner, { timeoutMs: 30_000 });
+    await waitFor('a runner again', async () => ((await host.request('GET', '/v1/sessions')).body.sessions as { runner: unknown }[])[0]!.runner, {
+      timeoutMs: 30_000,
+    });
     expect(await host.stop()).toBe(0);
   }, 90_000);
 
@@ -103,7 +110,11 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     // what the agent's MCP server writes: a question, and a message with a file from its outbox
     const db = openSessionDb(path.join(host.sessionDir(sent.sessionId), 'session.db'));
     const routing = { channelType: 'http', platformId: 'qa', threadId: null, inReplyTo: sent.id };
-    insertOutbound(db, { kind: 'chat', content: { operation: 'ask_question', questionId: 'q-1', title: 'Confirm', question: 'Delete it?', options: [{ label: 'Yes', value: 'yes' }] }, routing });
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { operation: 'ask_question', questionId: 'q-1', title: 'Confirm', question: 'Delete it?', options: [{ label: 'Yes', value: 'yes' }] },
+      routing,
+    });
     fs.mkdirSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg'), { recursive: true });
     fs.writeFileSync(path.join(host.sessionDir(sent.sessionId), 'outbox', 'file-msg', 'notes.txt'), 'file body');
     insertOutbound(db, { id: 'file-msg', kind: 'chat', content: { text: 'see attached', files: ['notes.txt'] }, routing });
@@ -147,9 +158,14 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     const host = await startHost({ ...env, MOCK_USAGE: JSON.stringify({ costUsd: 1 }) });
     await send(host, 'b', 'spend');
     await answers(host, 'b', 'spend');
-    const set = spawnSync(process.execPath, [BUILT_CLI, 'budget', 'set', 'main', '--daily-usd', '1'], { env: { PATH: process.env.PATH, PINCER_HOME: host.home }, encoding: 'utf8' });
+    const set = spawnSync(process.execPath, [BUILT_CLI, 'budget', 'set', 'main', '--daily-usd', '1'], {
+      env: { PATH: process.env.PATH, PINCER_HOME: host.home },
+      encoding: 'utf8',
+    });
     expect(set.status, set.stderr).toBe(0);
-    await waitFor('the turn is in the ledger', async () => ((await host.request('GET', '/v1/usage')).body.total as { turns: number }).turns === 1, { timeoutMs: 30_000 });
+    await waitFor('the turn is in the ledger', async () => ((await host.request('GET', '/v1/usage')).body.total as { turns: number }).turns === 1, {
+      timeoutMs: 30_000,
+    });
     const refused = await host.request('POST', '/v1/conversations/b/messages', { text: 'more' });
     expect(refused.status).toBe(429);
     expect(String(refused.body.error)).toMatch(/daily budget of \$1\.00/);
@@ -157,7 +173,10 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     await send(host, 'b', 'after the raise');
     await answers(host, 'b', 'after the raise').catch((err: unknown) => {
       const logs = path.join(host.home, 'logs');
-      const session = fs.readdirSync(logs).map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('\n');
+      const session = fs
+        .readdirSync(logs)
+        .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+        .join('\n');
       throw new Error(`${String(err)}\nhost log:\n${host.stderr().slice(-3000)}\nsession log:\n${session.slice(-4000)}`);
     });
     expect(await host.stop()).toBe(0);

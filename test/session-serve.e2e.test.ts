@@ -47,7 +47,10 @@ function launchDocument(folder: string, overrides: Record<string, unknown> = {})
 }
 
 function serve(folder: string, doc: unknown, env: Record<string, string> = {}): { child: ChildProcess; ready: Promise<string>; stderr: () => string } {
-  const child = spawn(process.execPath, [BUILT_CLI, 'session-serve', folder], { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+  const child = spawn(process.execPath, [BUILT_CLI, 'session-serve', folder], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+  });
   children.push(child);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
@@ -105,7 +108,9 @@ describe('pincer session-serve', () => {
       const { child, stderr } = serve(folder, launchDocument(folder), { PINCER_SESSION_REFUSE_FS: '1021994' });
       const code = await new Promise((r) => child.once('exit', r));
       expect(code).toBe(2);
-      expect(stderr().trim().split('\n')).toEqual([expect.stringMatching(/^pincer session-serve: .* is on a refused file system .*SQLite's write-ahead log is not safe there/)]);
+      expect(stderr().trim().split('\n')).toEqual([
+        expect.stringMatching(/^pincer session-serve: .* is on a refused file system .*SQLite's write-ahead log is not safe there/),
+      ]);
     } finally {
       fs.rmSync(folder, { recursive: true, force: true });
     }

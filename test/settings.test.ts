@@ -115,7 +115,8 @@ describe('environment reads', () => {
     for (const file of SRC) {
       if (rel(file).startsWith('src/shared/settings') || PROCESS_ENV_EXCEPTIONS[rel(file)]) continue;
       for (const { line, text } of codeLines(file)) {
-        for (const m of text.matchAll(/process\.env\s*(?:\??\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[)/g)) if (!NOT_SETTINGS.has(m[1] ?? '')) found.push(`${rel(file)}:${line}: ${text.trim()}`);
+        for (const m of text.matchAll(/process\.env\s*(?:\??\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[)/g))
+          if (!NOT_SETTINGS.has(m[1] ?? '')) found.push(`${rel(file)}:${line}: ${text.trim()}`);
       }
     }
     expect(found).toEqual([]);
@@ -153,7 +154,12 @@ function documentedDefaults(markdown: string): { name: string; documented: strin
   for (const row of markdown.replace(generated, '').split('\n')) {
     const cells = row.split(/(?<!\\)\|/).map((c) => c.trim());
     if (cells.length < 5 || !cells[1]!.startsWith('`')) continue; // a row with a default column: | name | default | meaning |
-    const names = cells[1]!.split(/\s*\/\s*/).map((n) => n.replace(/`/g, '').replace(/\s*\(.*\)$/, '').trim());
+    const names = cells[1]!.split(/\s*\/\s*/).map((n) =>
+      n
+        .replace(/`/g, '')
+        .replace(/\s*\(.*\)$/, '')
+        .trim(),
+    );
     const defaults = cells[2]!.split(/\s*\/\s*/);
     if (names.length !== defaults.length) continue;
     names.forEach((name, i) => out.push({ name, documented: defaults[i]!.replace(/`/g, '').trim(), row: row.slice(0, 60) }));
@@ -170,7 +176,7 @@ describe('docs/configuration.md', () => {
     for (const s of SETTINGS) expect(renderSettingsTable()).toContain(`| \`${s.name}\` |`);
   });
 
-  it('documents each of Pincer\'s own settings in a hand-written table too', () => {
+  it("documents each of Pincer's own settings in a hand-written table too", () => {
     const handWritten = markdown.replace(markdown.slice(markdown.indexOf(TABLE_BEGIN), markdown.indexOf(TABLE_END)), '');
     // Pincer's own settings; the SDKs' and the system's variables (OTEL_*, DOCKER_*, CLAUDE_CODE_*) are in the generated table
     const ours = SETTINGS.filter((s) => s.source === 'user' && (s.name.startsWith('PINCER_') || s.name === 'AGENT_PROVIDER'));

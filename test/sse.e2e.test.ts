@@ -18,7 +18,8 @@ function storeEvents(host: HostHandle, conversation: string, count: number): voi
   db.pragma('busy_timeout = 5000');
   const insert = db.prepare('INSERT INTO http_outbox (conversation, data, created_at) VALUES (?, ?, ?)');
   db.transaction(() => {
-    for (let i = 1; i <= count; i++) insert.run(conversation, JSON.stringify({ data: { type: 'chat', text: `stored ${i}` }, files: [] }), new Date().toISOString());
+    for (let i = 1; i <= count; i++)
+      insert.run(conversation, JSON.stringify({ data: { type: 'chat', text: `stored ${i}` }, files: [] }), new Date().toISOString());
   })();
   db.close();
 }
@@ -59,7 +60,9 @@ describe('SSE streams', () => {
     await stream.waitFor('the live reply', (e) => e.event === 'chat');
     expect(chats(stream.events).map((e) => String(e.data.text))).toEqual([expect.stringContaining('only this')]);
     const reset = await future.waitFor('reset', (e) => e.event === 'reset');
-    expect(String(reset.data.reason)).toMatch(/event 999999 is newer than any this host has; reload the history from \/v1\/conversations\/fresh\/events\?after=0/);
+    expect(String(reset.data.reason)).toMatch(
+      /event 999999 is newer than any this host has; reload the history from \/v1\/conversations\/fresh\/events\?after=0/,
+    );
     expect((await garbage.waitFor('reset', (e) => e.event === 'reset')).data.reason).toMatch(/"abc" is not an event id/);
     // After the reset both go on live.
     await future.waitFor('live after reset', (e) => e.event === 'chat');
@@ -77,7 +80,14 @@ describe('SSE streams', () => {
     const text = 'x'.repeat(800_000);
     for (let i = 0; i < 12; i++) expect((await host.request('POST', '/v1/conversations/slow/messages', { text: `${i} ${text}` })).status).toBe(202);
     let checked = 0;
-    await waitFor('every message answered', () => chats(reader.events).slice(checked).some((e) => (checked++, String(e.data.text).includes('11 xxx'))), { timeoutMs: 90_000, intervalMs: 50 });
+    await waitFor(
+      'every message answered',
+      () =>
+        chats(reader.events)
+          .slice(checked)
+          .some((e) => (checked++, String(e.data.text).includes('11 xxx'))),
+      { timeoutMs: 90_000, intervalMs: 50 },
+    );
     await waitFor('the host gives up on the stuck client', () => host.stderr().includes('bytes behind; disconnecting it'), { timeoutMs: 30_000 });
     stuck.resume();
     const bye = await stuck.waitFor('the disconnect event', (e) => e.event === 'disconnect', 30_000);

@@ -16,11 +16,27 @@ afterEach(async () => {
 describe('runner start-up with bad configuration', () => {
   it.each([
     ['an unknown provider', (_dir: string) => ({ AGENT_PROVIDER: 'claud' }), /^[0-9T:.Z-]+ \[runner\] error: unknown provider "claud" \(known: .*mock.*\)$/],
-    ['a missing workspace', (dir: string) => ({ PINCER_WORKSPACE: path.join(dir, 'nope') }), /^[0-9T:.Z-]+ \[runner\] error: workspace not found: .*nope \(set PINCER_WORKSPACE/],
-    ['an unreadable DB', (dir: string) => (fs.writeFileSync(path.join(dir, 'session.db'), 'not sqlite'.repeat(100)), {}), /^[0-9T:.Z-]+ \[runner\] error: cannot open session database .*session\.db: file is not a database$/],
+    [
+      'a missing workspace',
+      (dir: string) => ({ PINCER_WORKSPACE: path.join(dir, 'nope') }),
+      /^[0-9T:.Z-]+ \[runner\] error: workspace not found: .*nope \(set PINCER_WORKSPACE/,
+    ],
+    [
+      'an unreadable DB',
+      (dir: string) => (fs.writeFileSync(path.join(dir, 'session.db'), 'not sqlite'.repeat(100)), {}),
+      /^[0-9T:.Z-]+ \[runner\] error: cannot open session database .*session\.db: file is not a database$/,
+    ],
     ['a missing DB', (dir: string) => (fs.rmSync(path.join(dir, 'session.db')), {}), /^[0-9T:.Z-]+ \[runner\] error: session database not found: /],
-    ['an invalid config.json', (dir: string) => (fs.writeFileSync(path.join(dir, 'config.json'), '{"sesionId": "x"}'), {}), /^[0-9T:.Z-]+ \[runner\] error: invalid .*config\.json: Unrecognized key: "sesionId"$/],
-    ['a bad number in the environment', (_dir: string) => ({ PINCER_POLL_IDLE_MS: 'soon' }), /^[0-9T:.Z-]+ \[runner\] error: bad environment: PINCER_POLL_IDLE_MS: /],
+    [
+      'an invalid config.json',
+      (dir: string) => (fs.writeFileSync(path.join(dir, 'config.json'), '{"sesionId": "x"}'), {}),
+      /^[0-9T:.Z-]+ \[runner\] error: invalid .*config\.json: Unrecognized key: "sesionId"$/,
+    ],
+    [
+      'a bad number in the environment',
+      (_dir: string) => ({ PINCER_POLL_IDLE_MS: 'soon' }),
+      /^[0-9T:.Z-]+ \[runner\] error: bad environment: PINCER_POLL_IDLE_MS: /,
+    ],
     ['an unknown time zone', (_dir: string) => ({ TZ: 'Mars/Olympus' }), /^[0-9T:.Z-]+ \[runner\] error: unknown time zone "Mars\/Olympus"/],
   ])('exits 2 with one clear line for %s', (_name, setup, line) => {
     const s = createTestSession();
@@ -58,7 +74,11 @@ describe('concurrent writers', () => {
     expect([a.code, b.code]).toEqual([0, 0]);
     const seqs = [...(JSON.parse(a.out) as number[]), ...(JSON.parse(b.out) as number[])];
     expect(new Set(seqs).size).toBe(2000);
-    await waitFor('all 2,000 completed', () => (s.db.prepare(`SELECT count(*) AS n FROM messages_in WHERE status = 'completed'`).get() as { n: number }).n === 2000, { timeoutMs: 60_000, intervalMs: 50 });
+    await waitFor(
+      'all 2,000 completed',
+      () => (s.db.prepare(`SELECT count(*) AS n FROM messages_in WHERE status = 'completed'`).get() as { n: number }).n === 2000,
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     const all = s.db.prepare('SELECT seq FROM messages_in UNION ALL SELECT seq FROM messages_out').all() as { seq: number }[];
     expect(new Set(all.map((r) => r.seq)).size).toBe(all.length);
     expect(runner.stderr()).not.toMatch(/SQLITE_BUSY|database is locked/);
@@ -92,9 +112,16 @@ describe('pincer CLI', () => {
     expect(cli(['send', s.paths.root, 'x', '--process-after', 'tomorrow-ish']).stderr).toMatch(/not a time/);
     expect(cli(['send', s.paths.root, 'x', '--trigger', '2']).stderr).toMatch(/must be 0 or 1/);
     expect(s.allInbound()).toHaveLength(0);
-    const ok = cli(['send', s.paths.root, 'hi', '--sender', 'bob', '--trigger', '0', '--process-after', '2030-01-01 09:00', '--thread-id', 't1'], undefined, { TZ: 'Asia/Shanghai' });
+    const ok = cli(['send', s.paths.root, 'hi', '--sender', 'bob', '--trigger', '0', '--process-after', '2030-01-01 09:00', '--thread-id', 't1'], undefined, {
+      TZ: 'Asia/Shanghai',
+    });
     expect(JSON.parse(ok.stdout)).toMatchObject({ seq: 1 });
-    expect(s.allInbound()[0]).toMatchObject({ trigger: 0, process_after: '2030-01-01T01:00:00.000Z', thread_id: 't1', content: '{"text":"hi","sender":"bob"}' });
+    expect(s.allInbound()[0]).toMatchObject({
+      trigger: 0,
+      process_after: '2030-01-01T01:00:00.000Z',
+      thread_id: 't1',
+      content: '{"text":"hi","sender":"bob"}',
+    });
   });
 
   it('outbox prints rows as JSON lines and --follow prints new ones as they come', async () => {

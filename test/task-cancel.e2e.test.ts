@@ -20,7 +20,6 @@ afterEach(async () => {
 
 const SLOW = { timeoutMs: 45_000 };
 
-
 type Cancel = (host: HostHandle, conversation: string, sessionId: string, taskId: string) => Promise<void>;
 
 interface EntryPoint {

@@ -16,7 +16,6 @@ afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
 });
 
-
 /** Make the task's live occurrence due now (as if its time had come) and wait for its answer and its successor. */
 async function runOccurrence(host: HostHandle, stream: SseStream, sessionId: string, seriesId: string, answers: number): Promise<void> {
   const live = taskRows(host, sessionId).find((r) => r.status === 'pending' && (r.series_id ?? r.id) === seriesId)!;
@@ -24,7 +23,9 @@ async function runOccurrence(host: HostHandle, stream: SseStream, sessionId: str
   db.prepare('UPDATE messages_in SET process_after = ? WHERE id = ?').run(new Date().toISOString(), live.id);
   db.close();
   await stream.waitFor(`answer ${answers}`, () => stream.events.filter((e) => e.event === 'chat').length >= answers, 60_000);
-  await waitFor('the next occurrence', () => taskRows(host, sessionId).some((r) => r.status === 'pending' && r.id !== live.id) || undefined, { timeoutMs: 20_000 });
+  await waitFor('the next occurrence', () => taskRows(host, sessionId).some((r) => r.status === 'pending' && r.id !== live.id) || undefined, {
+    timeoutMs: 20_000,
+  });
 }
 
 describe('finished task rows', () => {
@@ -48,7 +49,11 @@ describe('finished task rows', () => {
     const second = await startHost({ PINCER_TASK_KEEP_RUNS: '2', PINCER_TASK_KEEP_DAYS: '0' }, first.home);
     await waitFor('the prune', () => second.stderr().includes(`pruned 3 finished task rows in ${sessionId}`) || undefined, { timeoutMs: 20_000 });
     const after = taskRows(second, sessionId);
-    expect(series(after).map((r) => r.id)).toEqual(series(before).slice(2).map((r) => r.id));
+    expect(series(after).map((r) => r.id)).toEqual(
+      series(before)
+        .slice(2)
+        .map((r) => r.id),
+    );
     expect(after.some((r) => r.id === oneOff.body.id)).toBe(false);
     const listed = await second.request('GET', '/v1/tasks');
     expect(listed.body.tasks).toEqual([expect.objectContaining({ id: seriesId, status: 'pending', recurrence: '0 9 * * *' })]);

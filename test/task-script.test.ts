@@ -60,7 +60,9 @@ describe('task pre-scripts', () => {
   });
 
   it('never sees secrets: only PATH, HOME, TZ, LANG and allowed names', async () => {
-    const outcome = await run(`printf '{"wakeAgent": true, "data": {"key": "%s", "token": "%s", "allowed": "%s", "names": "%s"}}\\n' "$ANTHROPIC_API_KEY" "$GITHUB_TOKEN" "$ALLOWED_ONE" "$(env | cut -d= -f1 | grep -v '^_$' | grep -v '^PWD$' | grep -v '^SHLVL$' | grep -v '^OLDPWD$' | sort | tr '\\n' ' ')"`);
+    const outcome = await run(
+      `printf '{"wakeAgent": true, "data": {"key": "%s", "token": "%s", "allowed": "%s", "names": "%s"}}\\n' "$ANTHROPIC_API_KEY" "$GITHUB_TOKEN" "$ALLOWED_ONE" "$(env | cut -d= -f1 | grep -v '^_$' | grep -v '^PWD$' | grep -v '^SHLVL$' | grep -v '^OLDPWD$' | sort | tr '\\n' ' ')"`,
+    );
     expect(outcome).toEqual({ ok: true, wakeAgent: true, data: { key: '', token: '', allowed: 'ok', names: 'ALLOWED_ONE HOME LANG PATH TZ ' } });
     expect(Object.keys(scriptEnvironment(env, [])).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TZ']);
   });

@@ -42,11 +42,14 @@ async function collector(): Promise<{ url: string; received: Received[] }> {
 
 function post(target: { port: number } | { socketPath: string }, urlPath: string, body: string, method = 'POST'): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ ...('port' in target ? { host: '127.0.0.1', port: target.port } : target), path: urlPath, method, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = http.request(
+      { ...('port' in target ? { host: '127.0.0.1', port: target.port } : target), path: urlPath, method, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -93,7 +96,10 @@ describe('the trace relay', () => {
   });
 
   it('reads OTLP header lists as the SDK does (the traces list wins; a malformed pair is left out)', () => {
-    expect(otlpHeaders({ OTEL_EXPORTER_OTLP_HEADERS: 'A=1,b=two%20words,bad,=x', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'a=3,c=%zz' })).toEqual({ a: '3', b: 'two words' });
+    expect(otlpHeaders({ OTEL_EXPORTER_OTLP_HEADERS: 'A=1,b=two%20words,bad,=x', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'a=3,c=%zz' })).toEqual({
+      a: '3',
+      b: 'two words',
+    });
   });
 
   it('a sandbox gets the relay on its loopback and the socket bound read-only; never the host collector or its headers', () => {
@@ -113,7 +119,11 @@ describe('the trace relay', () => {
     expect(env.PINCER_TRACE_RELAY_SOCKET).toBe('/run/pincer-otlp/otlp.sock');
     expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(JSON.stringify(env)).not.toContain('secret');
-    const args = bwrapArgs({ appRoot: process.cwd(), node: process.execPath, isolateNetwork: true, extraEnv: [] }, resolveFolders(options), path.join(process.cwd(), 'dist/src/cli/main.js'));
+    const args = bwrapArgs(
+      { appRoot: process.cwd(), node: process.execPath, isolateNetwork: true, extraEnv: [] },
+      resolveFolders(options),
+      path.join(process.cwd(), 'dist/src/cli/main.js'),
+    );
     const at = args.indexOf('/run/pincer-otlp');
     expect(args.slice(at - 2, at + 1)).toEqual(['--ro-bind', fs.realpathSync(relayDir), '/run/pincer-otlp']);
   });

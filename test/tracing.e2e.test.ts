@@ -50,7 +50,8 @@ describe('traces', { timeout: 90_000 }, () => {
       await waitFor(`answer ${index + 1}`, () => stream.events.filter((e) => e.event === 'chat').length > index);
     }
     stream.close();
-    const complete = (spans: ReceivedSpan[]): boolean => ['pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'].every((n) => named(spans, n).length > 0);
+    const complete = (spans: ReceivedSpan[]): boolean =>
+      ['pincer.session.insert', 'pincer.pickup', 'invoke_agent mock', 'pincer.deliver'].every((n) => named(spans, n).length > 0);
     await waitFor('two complete traces', () => [...otlp.traces().values()].filter(complete).length === 2, { timeoutMs: 20_000 });
     expect(otlp.traces().size).toBe(2);
     for (const spans of otlp.traces().values()) {
@@ -87,10 +88,14 @@ describe('traces', { timeout: 90_000 }, () => {
     stream.close();
     // Stopping the host stops the runner, which flushes its spans, and then the host's.
     expect(await host.stop()).toBe(0);
-    await waitFor('the tool span and both deliveries', () => {
-      const spans = [...otlp.traces().values()].flat();
-      return named(spans, 'execute_tool send_message').length === 1 && named(spans, 'pincer.deliver').length === 2;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      'the tool span and both deliveries',
+      () => {
+        const spans = [...otlp.traces().values()].flat();
+        return named(spans, 'execute_tool send_message').length === 1 && named(spans, 'pincer.deliver').length === 2;
+      },
+      { timeoutMs: 20_000 },
+    );
     const ours = [...otlp.traces().entries()].filter(([, spans]) => spans.some((s) => s.name.startsWith('pincer.receive')));
     expect(ours).toHaveLength(1);
     const spans = ours[0]![1];

@@ -24,7 +24,10 @@ describe('turn limit', () => {
     const given = await stream.waitFor('given up after its one try', (e) => e.event === 'notice' && String(e.data.text).includes('given up'), 30_000);
     expect(String(given.data.text)).toContain('turn limit');
     const db = openSessionDb(path.join(host.sessionDir(String(sent.body.sessionId)), 'session.db'), { readonly: true });
-    await waitFor('the row failed', () => (db.prepare('SELECT status FROM messages_in WHERE id = ?').get(sent.body.id) as { status: string }).status === 'failed');
+    await waitFor(
+      'the row failed',
+      () => (db.prepare('SELECT status FROM messages_in WHERE id = ?').get(sent.body.id) as { status: string }).status === 'failed',
+    );
     db.close();
     stream.close();
     expect(await host.stop()).toBe(0);

@@ -26,7 +26,9 @@ describe('turn_usage in the session DB', () => {
     const file = path.join(dir, 'session.db');
     const old = new Database(file);
     migrate(old, 2);
-    old.prepare(`INSERT INTO messages_in (id, seq, kind, timestamp, content) VALUES ('m1', 1, 'chat', '2026-01-01T00:00:00.000Z', '{"text":"hi","sender":"a"}')`).run();
+    old
+      .prepare(`INSERT INTO messages_in (id, seq, kind, timestamp, content) VALUES ('m1', 1, 'chat', '2026-01-01T00:00:00.000Z', '{"text":"hi","sender":"a"}')`)
+      .run();
     expect(old.prepare(`SELECT name FROM sqlite_master WHERE name = 'turn_usage'`).get()).toBeUndefined();
     old.close();
 

@@ -26,7 +26,10 @@ async function post(host: HostHandle, conversation: string, text: string): Promi
 }
 
 function cli(home: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, [BUILT_CLI, ...args, '--home', home], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' } });
+  const run = spawnSync(process.execPath, [BUILT_CLI, ...args, '--home', home], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' },
+  });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -80,7 +83,10 @@ describe('usage ledger, reports and metrics through a real host', () => {
       unpricedTurns: 0,
     });
     expect((report.total as { costUsd: number }).costUsd).toBeCloseTo(expected[0]!.cost + expected[1]!.cost, 12);
-    expect((report.rows as { key: string; turns: number }[]).map((r) => [r.key, r.turns]).sort()).toEqual([['http:c1', 2], ['http:c2', 1]]);
+    expect((report.rows as { key: string; turns: number }[]).map((r) => [r.key, r.turns]).sort()).toEqual([
+      ['http:c1', 2],
+      ['http:c2', 1],
+    ]);
 
     // The CLI reads the same ledger and prints the same report.
     const json = cli(host.home, 'usage', '--since', since, '--by', 'conversation', '--json');
@@ -161,7 +167,9 @@ describe('usage ledger, reports and metrics through a real host', () => {
     const refused = await post(host, 'b1', 'one more');
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('over-budget');
-    expect(String(refused.body.error)).toMatch(/reached its daily budget of \$1\.00 \(\$1\.00 used today\).*resets at \d{4}-\d{2}-\d{2} 00:00 \(UTC\).*pincer budget set main --daily-usd/);
+    expect(String(refused.body.error)).toMatch(
+      /reached its daily budget of \$1\.00 \(\$1\.00 used today\).*resets at \d{4}-\d{2}-\d{2} 00:00 \(UTC\).*pincer budget set main --daily-usd/,
+    );
     const notice = await stream.waitFor('the notice in the chat', (e) => e.event === 'notice');
     expect(notice.data.text).toBe(refused.body.error);
     const metricsText = parsePromText((await metrics(host)).text);

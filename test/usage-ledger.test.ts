@@ -31,7 +31,11 @@ function setup(timezone = 'UTC') {
   const group = store.createAgentGroup({ name: 'main', folder: 'main', provider: 'mock', timezone });
   const s = createTestSession();
   const session = store.insertSession({ id: 's-1', agentGroupId: group.id, channelType: 'http', platformId: 'c1', threadKey: '', folder: s.paths.root });
-  const ledger = new UsageLedger(store.db, new PriceTable(), createLogger('host', (line) => warnings.push(line)));
+  const ledger = new UsageLedger(
+    store.db,
+    new PriceTable(),
+    createLogger('host', (line) => warnings.push(line)),
+  );
   return { home, store, group, s, session, ledger, warnings, budgets: new Budgets(store.db, ledger) };
 }
 
@@ -41,7 +45,11 @@ describe('usage ledger', () => {
     homes.push(home);
     const old = new Database(path.join(home, 'pincer.db'));
     migrateCentral(old, 1);
-    old.prepare(`INSERT INTO agent_groups (id, name, folder, provider, timezone, created_at) VALUES ('ag-1', 'main', 'main', 'mock', 'UTC', '2026-01-01T00:00:00.000Z')`).run();
+    old
+      .prepare(
+        `INSERT INTO agent_groups (id, name, folder, provider, timezone, created_at) VALUES ('ag-1', 'main', 'main', 'mock', 'UTC', '2026-01-01T00:00:00.000Z')`,
+      )
+      .run();
     old.close();
     const store = new CentralStore(openCentralDb(path.join(home, 'pincer.db')));
     expect(store.db.pragma('user_version', { simple: true })).toBe(CENTRAL_SCHEMA_VERSION);
@@ -88,7 +96,10 @@ describe('usage ledger', () => {
     expect(row('gpt-5')!.costUsd).toBeCloseTo(12.625, 9);
     expect(row('some-local-model')).toMatchObject({ costUsd: null, unpricedTurns: 1 });
     expect(byModel.total).toMatchObject({ turns: 4, unpricedTurns: 1 });
-    expect(usageReport(store.db, { by: 'task' }).rows.map((r) => [r.key, r.turns])).toEqual([['daily-report', 1], [null, 3]]);
+    expect(usageReport(store.db, { by: 'task' }).rows.map((r) => [r.key, r.turns])).toEqual([
+      ['daily-report', 1],
+      [null, 3],
+    ]);
     expect(usageReport(store.db, { by: 'conversation' }).rows.map((r) => r.key)).toEqual(['http:c1']);
     const sources = store.db.prepare('SELECT model, cost_source FROM usage_ledger ORDER BY id').all();
     expect(sources).toEqual([
@@ -131,7 +142,9 @@ describe('usage ledger', () => {
     fs.writeFileSync(file, JSON.stringify({ 'my-model': { input: 1, output: -2 } }));
     expect(() => PriceTable.load(file)).toThrow(/prices\.json: my-model\.output: /);
     fs.writeFileSync(file, JSON.stringify({ 'my-model': { input: 1, output: 2 } }));
-    expect(PriceTable.load(file).cost({ model: 'my-model-v2', inputTokens: 1_000_000, outputTokens: 1_000_000, cacheReadTokens: 0, cacheWriteTokens: 0 })).toBe(3);
+    expect(PriceTable.load(file).cost({ model: 'my-model-v2', inputTokens: 1_000_000, outputTokens: 1_000_000, cacheReadTokens: 0, cacheWriteTokens: 0 })).toBe(
+      3,
+    );
   });
 });
 

@@ -83,7 +83,15 @@ describe('usage from the real providers lands in the ledger', { timeout: 120_000
       home,
     );
     const [row] = await converse(host, ['hello codex']);
-    expect(row).toMatchObject({ key: 'fake-model', turns: 1, inputTokens: 1200, cacheReadTokens: 300, outputTokens: 42, cacheWriteTokens: 0, unpricedTurns: 0 });
+    expect(row).toMatchObject({
+      key: 'fake-model',
+      turns: 1,
+      inputTokens: 1200,
+      cacheReadTokens: 300,
+      outputTokens: 42,
+      cacheWriteTokens: 0,
+      unpricedTurns: 0,
+    });
     expect(row!.costUsd).toBeCloseTo((1200 * 2 + 42 * 10 + 300 * 0.5) / 1e6, 12);
     expect(await host.stop()).toBe(0);
   });

@@ -39,7 +39,10 @@ async function logIn(host: HostHandle): Promise<{ page: Page; errors: string[] }
 describe.skipIf(NO_CHROMIUM)(`the web page's MCP servers${NO_CHROMIUM ? ` (skipped: ${NO_CHROMIUM})` : ''}`, { timeout: 120_000 }, () => {
   it("shows a group's servers, adds one as JSON (a bad one refused), removes one", async () => {
     const host = await startHost();
-    expect((await runCli(['mcp-server', 'add', 'main', 'memory', '--home', host.home, '--', 'node', MEMORY], { PATH: process.env.PATH, HOME: process.env.HOME })).status).toBe(0);
+    expect(
+      (await runCli(['mcp-server', 'add', 'main', 'memory', '--home', host.home, '--', 'node', MEMORY], { PATH: process.env.PATH, HOME: process.env.HOME }))
+        .status,
+    ).toBe(0);
     const { page, errors } = await logIn(host);
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'MCP servers' }).click();
     const group = page.getByRole('article', { name: 'MCP servers of main' });

@@ -18,7 +18,10 @@ import { waitFor } from './support/wait.js';
  * Screenshots go to a temp folder; with PINCER_SCREENSHOTS=1 to docs/screenshots/ (the README shows them), so a
  * test run never rewrites tracked files.
  */
-const SHOTS = process.env.PINCER_SCREENSHOTS === '1' ? path.resolve(import.meta.dirname, '..', 'docs', 'screenshots') : fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-shots-'));
+const SHOTS =
+  process.env.PINCER_SCREENSHOTS === '1'
+    ? path.resolve(import.meta.dirname, '..', 'docs', 'screenshots')
+    : fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-shots-'));
 let browser: Browser;
 
 beforeAll(async () => {
@@ -103,9 +106,17 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     const db = outbound(host, sessionId);
     const trigger = (db.prepare(`SELECT id FROM messages_in WHERE kind = 'chat' ORDER BY seq DESC LIMIT 1`).get() as { id: string }).id;
     // An agent message with markdown, later edited and reacted to.
-    const { seq } = insertOutbound(db, { kind: 'chat', content: { text: 'Deploying **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    const { seq } = insertOutbound(db, {
+      kind: 'chat',
+      content: { text: 'Deploying **v2**, see the [notes](https://example.com/notes)' },
+      routing: routing('web', trigger),
+    });
     await page.locator('.message').filter({ hasText: 'Deploying' }).waitFor();
-    insertOutbound(db, { kind: 'chat', content: { operation: 'edit', messageId: seq, text: 'Deployed **v2**, see the [notes](https://example.com/notes)' }, routing: routing('web', trigger) });
+    insertOutbound(db, {
+      kind: 'chat',
+      content: { operation: 'edit', messageId: seq, text: 'Deployed **v2**, see the [notes](https://example.com/notes)' },
+      routing: routing('web', trigger),
+    });
     insertOutbound(db, { kind: 'chat', content: { operation: 'reaction', messageId: seq, emoji: '✔' }, routing: routing('web', trigger) });
     const edited = page.locator('.message').filter({ hasText: 'Deployed v2' });
     await edited.waitFor();
@@ -124,7 +135,16 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
 
     insertOutbound(db, {
       kind: 'chat',
-      content: { operation: 'ask_question', questionId: 'q-web', title: 'Deploy?', question: 'Ship version 2 now?', options: [{ label: 'Ship it', value: 'yes' }, { label: 'Wait', value: 'no' }] },
+      content: {
+        operation: 'ask_question',
+        questionId: 'q-web',
+        title: 'Deploy?',
+        question: 'Ship version 2 now?',
+        options: [
+          { label: 'Ship it', value: 'yes' },
+          { label: 'Wait', value: 'no' },
+        ],
+      },
       routing: routing('web', trigger),
     });
     await page.getByRole('button', { name: 'Ship it' }).waitFor();
@@ -132,8 +152,9 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await shot(page, 'chat');
     await page.getByRole('button', { name: 'Ship it' }).click();
     await page.getByText('Answered: Ship it').waitFor();
-    const answer = await waitFor('the answer row', () =>
-      db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' AND content LIKE '%question_response%'`).get() as { content: string } | undefined,
+    const answer = await waitFor(
+      'the answer row',
+      () => db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' AND content LIKE '%question_response%'`).get() as { content: string } | undefined,
     );
     expect(JSON.parse(answer.content)).toMatchObject({ type: 'question_response', questionId: 'q-web', selectedOption: 'yes' });
     db.close();
@@ -149,7 +170,11 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await stream.waitFor('the answer', (e) => e.event === 'chat');
     stream.close();
     const inAnHour = new Date(Date.now() + 3600_000).toISOString();
-    const scheduled = await host.request('POST', '/v1/conversations/ops/tasks', { prompt: 'water the plants', processAfter: inAnHour, recurrence: '0 9 * * 1-5' });
+    const scheduled = await host.request('POST', '/v1/conversations/ops/tasks', {
+      prompt: 'water the plants',
+      processAfter: inAnHour,
+      recurrence: '0 9 * * 1-5',
+    });
     expect(scheduled.status).toBe(202);
     const page = await logIn(host);
 
@@ -210,10 +235,14 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
 
   it('a token limited to one conversation sees and controls only its sessions, and not the doctor', async () => {
     const host = await startHost();
-    const made = spawnSync(process.execPath, [BUILT_CLI, 'token', 'create', 'ann-bridge', '--conversation', 'ann', '--home', host.home], { encoding: 'utf8', timeout: 15_000 });
+    const made = spawnSync(process.execPath, [BUILT_CLI, 'token', 'create', 'ann-bridge', '--conversation', 'ann', '--home', host.home], {
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
     expect(made.status, made.stderr).toBe(0);
     const scoped = made.stdout.trim();
-    for (const conversation of ['ann', 'bob']) expect((await host.request('POST', `/v1/conversations/${conversation}/messages`, { text: 'hi' })).status).toBe(202);
+    for (const conversation of ['ann', 'bob'])
+      expect((await host.request('POST', `/v1/conversations/${conversation}/messages`, { text: 'hi' })).status).toBe(202);
     const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string; platformId: string }[];
     const bobSession = sessions.find((s) => s.platformId === 'bob')!.id;
     const page = await logIn(host, { token: scoped });

@@ -74,9 +74,7 @@ describe('WorkerTaskPool', () => {
     const queued = pool.run('hold', { input: g.input(1), inputBytes });
     await waitFor('the first task to start', () => g.started(0));
     let prepared = false;
-    const refused = await rejection(
-      pool.run('echo', { inputBytes, prepare: () => ((prepared = true), { input: 'never built' }) }),
-    );
+    const refused = await rejection(pool.run('echo', { inputBytes, prepare: () => ((prepared = true), { input: 'never built' }) }));
     expect(isWorkerTaskError(refused, 'overloaded')).toBe(true);
     expect(isWorkerTaskError(refused) && refused.details.limit?.name).toBe(limit);
     expect(prepared).toBe(false);
@@ -254,7 +252,7 @@ describe('WorkerTaskPool', () => {
   });
 
   it.each([
-    ['V8 flags workers reject (the runner\'s)', ['--max-semi-space-size=1', '--liftoff-only']],
+    ["V8 flags workers reject (the runner's)", ['--max-semi-space-size=1', '--liftoff-only']],
     ['several rejected flags with accepted ones', ['--no-warnings', '--max-old-space-size=512', '--expose-gc', '--stack-size=900']],
     ['only accepted flags', ['--no-warnings', '--enable-source-maps']],
   ])('starts workers in a process started with %s', async (_name, flags) => {
@@ -273,7 +271,7 @@ describe('WorkerTaskPool', () => {
     expect({ out: out.trim(), err, code }).toEqual({ out: 'first second', err: '', code: 0 });
   });
 
-  it('keeps the parent flags a worker accepts and drops the main script\'s own', () => {
+  it("keeps the parent flags a worker accepts and drops the main script's own", () => {
     expect(inheritableExecArgv(['--input-type=module', '-e', 'x()', '--conditions=dev', '-p', 'y', '--eval=z', '--no-warnings'])).toEqual([
       '--conditions=dev',
       '--no-warnings',

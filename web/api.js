@@ -68,7 +68,15 @@ export function fileToAttachment(file) {
     reader.onerror = () => reject(new Error(`cannot read ${file.name}`));
     reader.onload = () => {
       const data = String(reader.result).replace(/^data:[^,]*,/, '');
-      const type = file.type.startsWith('image/') ? 'image' : file.type === 'application/pdf' ? 'pdf' : file.type.startsWith('audio/') ? 'audio' : file.type.startsWith('video/') ? 'video' : 'file';
+      const type = file.type.startsWith('image/')
+        ? 'image'
+        : file.type === 'application/pdf'
+          ? 'pdf'
+          : file.type.startsWith('audio/')
+            ? 'audio'
+            : file.type.startsWith('video/')
+              ? 'video'
+              : 'file';
       resolve({ type, name: file.name, mimeType: file.type || undefined, data, size: file.size });
     };
     reader.readAsDataURL(file);

@@ -11,7 +11,15 @@ import { Sessions } from '/web/sessions.js';
 import { Tasks } from '/web/tasks.js';
 import { Usage } from '/web/usage.js';
 
-const VIEWS = { conversations: ['Conversations', Conversations], sessions: ['Sessions', Sessions], tasks: ['Tasks', Tasks], usage: ['Usage', Usage], models: ['Models', Models], mcp: ['MCP servers', McpServers], doctor: ['Doctor', Doctor] };
+const VIEWS = {
+  conversations: ['Conversations', Conversations],
+  sessions: ['Sessions', Sessions],
+  tasks: ['Tasks', Tasks],
+  usage: ['Usage', Usage],
+  models: ['Models', Models],
+  mcp: ['MCP servers', McpServers],
+  doctor: ['Doctor', Doctor],
+};
 
 function Login({ onLogin }) {
   const [token, setToken] = useState('');
@@ -29,7 +37,9 @@ function Login({ onLogin }) {
     <h1>Pincer</h1>
     <label for="token">Access token</label>
     <input id="token" type="password" autocomplete="current-password" value=${token} onInput=${(e) => setToken(e.target.value)} required />
-    <p class="muted">The admin token is in the <code>http-token</code> file of the host's home; <code>pincer token create</code> makes tokens limited to some conversations.</p>
+    <p class="muted">
+      The admin token is in the <code>http-token</code> file of the host's home; <code>pincer token create</code> makes tokens limited to some conversations.
+    </p>
     ${error ? html`<p class="error" role="alert">${error}</p>` : null}
     <button class="primary" type="submit">Log in</button>
   </form>`;
@@ -50,7 +60,13 @@ function App() {
     setError(err.message);
   };
   if (who === undefined) return html`<p class="muted">Loading…</p>`;
-  if (who === null) return html`<${Login} onLogin=${(w) => { setWho(w); setError(''); }} />`;
+  if (who === null)
+    return html`<${Login}
+      onLogin=${(w) => {
+        setWho(w);
+        setError('');
+      }}
+    />`;
   const [, View] = VIEWS[view];
   const logout = () => post('/v1/logout').finally(() => setWho(null));
   return html`<header>

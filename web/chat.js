@@ -27,16 +27,21 @@ export function Conversations({ onError }) {
     <section aria-label="Conversations">
       <form onSubmit=${open}>
         <label for="new-conversation">Open a conversation</label>
-        <div class="row"><input id="new-conversation" class="grow" value=${newId} placeholder="e.g. web" onInput=${(e) => setNewId(e.target.value)} />
-        <button type="submit">Open</button></div>
+        <div class="row">
+          <input id="new-conversation" class="grow" value=${newId} placeholder="e.g. web" onInput=${(e) => setNewId(e.target.value)} />
+          <button type="submit">Open</button>
+        </div>
       </form>
       <h2>Conversations</h2>
       ${conversations.length === 0 ? html`<p class="muted">None yet.</p>` : null}
       <ul class="list">
         ${conversations.map(
-          (c) => html`<li key=${c.id}><button aria-current=${current === c.id ? 'page' : undefined} onClick=${() => setCurrent(c.id)}>
-            ${c.id}<br /><span class="muted">${c.lastEventAt ? `last ${new Date(c.lastEventAt).toLocaleString()}` : 'no answers yet'}</span>
-          </button></li>`,
+          (c) =>
+            html`<li key=${c.id}>
+              <button aria-current=${current === c.id ? 'page' : undefined} onClick=${() => setCurrent(c.id)}>
+                ${c.id}<br /><span class="muted">${c.lastEventAt ? `last ${new Date(c.lastEventAt).toLocaleString()}` : 'no answers yet'}</span>
+              </button>
+            </li>`,
         )}
       </ul>
     </section>
@@ -92,7 +97,11 @@ function Chat({ conversation, onError, onSent }) {
 
   const answer = async (message, option) => {
     try {
-      await post(`/v1/conversations/${encodeURIComponent(conversation)}/answers`, { questionId: message.questionId, selectedOption: option.value, userId: 'web' });
+      await post(`/v1/conversations/${encodeURIComponent(conversation)}/answers`, {
+        questionId: message.questionId,
+        selectedOption: option.value,
+        userId: 'web',
+      });
       setMessages((all) => all.map((m) => (m.key === message.key ? { ...m, answered: option.label } : m)));
     } catch (err) {
       onError(err);
@@ -100,15 +109,23 @@ function Chat({ conversation, onError, onSent }) {
   };
 
   return html`<section aria-label=${`Conversation ${conversation}`}>
-    <div class="row"><h2 class="grow">${conversation}</h2><span class="muted" role="status">${state}</span></div>
+    <div class="row">
+      <h2 class="grow">${conversation}</h2>
+      <span class="muted" role="status">${state}</span>
+    </div>
     <ul class="messages" ref=${list} aria-live="polite">
       ${messages.map((m) => html`<${Message} key=${m.key} message=${m} onAnswer=${answer} />`)}
     </ul>
     <p class="typing" aria-live="polite">${typing ? 'the agent is working…' : ''}</p>
     <form onSubmit=${send}>
       <label for="message-text">Message</label>
-      <textarea id="message-text" rows="3" value=${text} onInput=${(e) => setText(e.target.value)}
-        onKeyDown=${(e) => e.key === 'Enter' && (e.ctrlKey || e.metaKey) && send(e)}></textarea>
+      <textarea
+        id="message-text"
+        rows="3"
+        value=${text}
+        onInput=${(e) => setText(e.target.value)}
+        onKeyDown=${(e) => e.key === 'Enter' && (e.ctrlKey || e.metaKey) && send(e)}
+      ></textarea>
       <div class="row">
         <label for="message-files" class="grow">Attach files <input id="message-files" type="file" multiple ref=${fileInput} /></label>
         <button class="primary" type="submit" disabled=${sending}>${sending ? 'Sending…' : 'Send'}</button>
@@ -132,16 +149,23 @@ function applyEvent(all, type, data, id) {
 function Message({ message: m, onAnswer }) {
   return html`<li class=${`message${m.mine ? ' mine' : ''}${m.notice ? ' notice' : ''}`}>
     <div class="meta">${m.mine ? 'you' : m.notice ? 'host notice' : `agent${m.seq ? ` · #${m.seq}` : ''}`}${m.edited ? ' · edited' : ''}</div>
-    ${m.title ? html`<strong>${m.title}</strong>` : null}
-    ${m.mine || m.notice ? html`<p>${m.text}</p>` : html`<${Markdown} text=${m.text} />`}
-    ${(m.files ?? []).length > 0
-      ? html`<ul>${m.files.map((name, i) => html`<li>${m.fileUrls?.[i] ? html`<a href=${m.fileUrls[i]} download=${name}>${name}</a>` : name}</li>`)}</ul>`
-      : null}
-    ${m.options
-      ? m.answered
-        ? html`<p class="ok">Answered: ${m.answered}</p>`
-        : html`<div class="row" role="group" aria-label="Answers">${m.options.map((o) => html`<button onClick=${() => onAnswer(m, o)}>${o.label}</button>`)}</div>`
-      : null}
+    ${m.title ? html`<strong>${m.title}</strong>` : null} ${m.mine || m.notice ? html`<p>${m.text}</p>` : html`<${Markdown} text=${m.text} />`}
+    ${
+      (m.files ?? []).length > 0
+        ? html`<ul>
+            ${m.files.map((name, i) => html`<li>${m.fileUrls?.[i] ? html`<a href=${m.fileUrls[i]} download=${name}>${name}</a>` : name}</li>`)}
+          </ul>`
+        : null
+    }
+    ${
+      m.options
+        ? m.answered
+          ? html`<p class="ok">Answered: ${m.answered}</p>`
+          : html`<div class="row" role="group" aria-label="Answers">
+              ${m.options.map((o) => html`<button onClick=${() => onAnswer(m, o)}>${o.label}</button>`)}
+            </div>`
+        : null
+    }
     ${m.reactions ? html`<div class="reactions" aria-label="Reactions">${m.reactions.join(' ')}</div>` : null}
   </li>`;
 }

@@ -28,7 +28,7 @@ function inline(text) {
 export function Markdown({ text }) {
   const blocks = [];
   const lines = String(text ?? '').split('\n');
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     const line = lines[i];
     if (line.startsWith('```')) {
       const code = [];
@@ -41,7 +41,11 @@ export function Markdown({ text }) {
     } else if (/^\s*([-*]|\d+\.) /.test(line)) {
       const items = [];
       for (; i < lines.length && /^\s*([-*]|\d+\.) /.test(lines[i]); i += 1) items.push(lines[i].replace(/^\s*([-*]|\d+\.) /, ''));
-      blocks.push(html`<ul>${items.map((item) => html`<li>${inline(item)}</li>`)}</ul>`);
+      blocks.push(
+        html`<ul>
+          ${items.map((item) => html`<li>${inline(item)}</li>`)}
+        </ul>`,
+      );
     } else if (line.trim() === '') {
       i += 1;
     } else {

@@ -46,27 +46,64 @@ function Group({ view, onChange, onError }) {
   const entries = Object.entries(view.mcpServers);
   return html`<article aria-label=${`MCP servers of ${view.group}`}>
     <h3>${view.group}</h3>
-    ${entries.length === 0
-      ? html`<p class="muted">No MCP servers besides Pincer's.</p>`
-      : html`<table>
-          <thead><tr><th>name</th><th>runs</th><th></th></tr></thead>
-          <tbody>${entries.map(([server, spec]) => html`<tr>
-            <td>${server}</td><td><code>${describe(spec)}</code></td>
-            <td><button aria-label=${`Remove ${server}`} onClick=${() => remove(server)}>Remove</button></td></tr>`)}</tbody>
-        </table>`}
+    ${
+      entries.length === 0
+        ? html`<p class="muted">No MCP servers besides Pincer's.</p>`
+        : html`<table>
+            <thead>
+              <tr>
+                <th>name</th>
+                <th>runs</th>
+                <th></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${entries.map(
+                ([server, spec]) =>
+                  html`<tr>
+                    <td>${server}</td>
+                    <td><code>${describe(spec)}</code></td>
+                    <td><button aria-label=${`Remove ${server}`} onClick=${() => remove(server)}>Remove</button></td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
     <form class="row" onSubmit=${add} aria-label=${`Add an MCP server to ${view.group}`}>
       <input aria-label="Server name" placeholder="name" value=${name} onInput=${(e) => setName(e.currentTarget.value)} required />
       <input class="grow" aria-label="Server JSON" placeholder=${EXAMPLE} value=${json} onInput=${(e) => setJson(e.currentTarget.value)} required />
       <button type="submit">Add</button>
     </form>
     ${problem ? html`<p class="error" role="alert">${problem}</p>` : null}
-    ${view.requests.length > 0 && html`<h4>Asked for by the agent</h4>
-      <table aria-label=${`Requests of ${view.group}`}>
-        <thead><tr><th>when</th><th>name</th><th>runs</th><th>why</th><th>decision</th></tr></thead>
-        <tbody>${view.requests.map((r) => html`<tr>
-          <td>${new Date(r.requestedAt).toLocaleString()}</td><td>${r.name}</td><td><code>${describe(r.server)}</code></td><td>${r.reason}</td>
-          <td class=${r.status === 'approved' ? 'ok' : r.status === 'pending' ? 'muted' : 'error'}>${r.status}${r.decidedBy ? ` by ${r.decidedBy}` : ''}${r.error ? `: ${r.error}` : ''}</td></tr>`)}</tbody>
-      </table>`}
+    ${
+      view.requests.length > 0 &&
+      html`<h4>Asked for by the agent</h4>
+        <table aria-label=${`Requests of ${view.group}`}>
+          <thead>
+            <tr>
+              <th>when</th>
+              <th>name</th>
+              <th>runs</th>
+              <th>why</th>
+              <th>decision</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${view.requests.map(
+              (r) =>
+                html`<tr>
+                  <td>${new Date(r.requestedAt).toLocaleString()}</td>
+                  <td>${r.name}</td>
+                  <td><code>${describe(r.server)}</code></td>
+                  <td>${r.reason}</td>
+                  <td class=${r.status === 'approved' ? 'ok' : r.status === 'pending' ? 'muted' : 'error'}>
+                    ${r.status}${r.decidedBy ? ` by ${r.decidedBy}` : ''}${r.error ? `: ${r.error}` : ''}
+                  </td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
   </article>`;
 }
 
@@ -77,7 +114,10 @@ export function McpServers({ onError }) {
     refresh();
   }, []);
   return html`<section aria-label="MCP servers">
-    <div class="row"><h2 class="grow">MCP servers</h2><button onClick=${refresh}>Refresh</button></div>
+    <div class="row">
+      <h2 class="grow">MCP servers</h2>
+      <button onClick=${refresh}>Refresh</button>
+    </div>
     <p class="muted">A group's own servers, next to Pincer's tools, for every provider; a change reaches each session at its next runner start.</p>
     ${groups === null ? html`<p class="muted">Loading…</p>` : groups.length === 0 ? html`<p class="muted">No agent group to show.</p>` : groups.map((view) => html`<${Group} view=${view} onChange=${refresh} onError=${onError} />`)}
   </section>`;

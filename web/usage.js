@@ -12,18 +12,20 @@ export function BarChart({ title, rows, value, label }) {
   const height = 22 * rows.length + 8;
   return html`<figure class="card">
     <figcaption><strong>${title}</strong></figcaption>
-    ${rows.length === 0
-      ? html`<p class="muted">No usage recorded yet.</p>`
-      : html`<svg class="chart" role="img" aria-label=${title} viewBox=${`0 0 600 ${height}`} width="100%">
-          ${rows.map((row, i) => {
-            const w = Math.max(1, (value(row) / max) * 380);
-            return html`<g key=${row.key}>
-              <text x="0" y=${22 * i + 16}>${row.key}</text>
-              <rect x="150" y=${22 * i + 4} width=${w} height="16" rx="3"></rect>
-              <text x=${156 + w} y=${22 * i + 16}>${label(row)}</text>
-            </g>`;
-          })}
-        </svg>`}
+    ${
+      rows.length === 0
+        ? html`<p class="muted">No usage recorded yet.</p>`
+        : html`<svg class="chart" role="img" aria-label=${title} viewBox=${`0 0 600 ${height}`} width="100%">
+            ${rows.map((row, i) => {
+              const w = Math.max(1, (value(row) / max) * 380);
+              return html`<g key=${row.key}>
+                <text x="0" y=${22 * i + 16}>${row.key}</text>
+                <rect x="150" y=${22 * i + 4} width=${w} height="16" rx="3"></rect>
+                <text x=${156 + w} y=${22 * i + 16}>${label(row)}</text>
+              </g>`;
+            })}
+          </svg>`
+    }
   </figure>`;
 }
 
@@ -42,17 +44,43 @@ export function Usage({ onError }) {
   if (!byDay || !byModel || !byGroup) return html`<p class="muted">Loading usage…</p>`;
   return html`<section aria-label="Usage">
     <h2>Usage, last 30 days</h2>
-    <${BarChart} title="Tokens per day" rows=${[...byDay].sort((a, b) => String(a.key).localeCompare(String(b.key)))} value=${tokensOf} label=${(r) => `${fmt(tokensOf(r))} tokens · ${usd(r.costUsd)}`} />
-    <${BarChart} title="Cost per model (USD)" rows=${byModel.map((r) => ({ ...r, key: r.key ?? 'unknown model' }))} value=${(r) => r.costUsd ?? 0} label=${(r) => `${usd(r.costUsd)} · ${fmt(tokensOf(r))} tokens`} />
+    <${BarChart}
+      title="Tokens per day"
+      rows=${[...byDay].sort((a, b) => String(a.key).localeCompare(String(b.key)))}
+      value=${tokensOf}
+      label=${(r) => `${fmt(tokensOf(r))} tokens · ${usd(r.costUsd)}`}
+    />
+    <${BarChart}
+      title="Cost per model (USD)"
+      rows=${byModel.map((r) => ({ ...r, key: r.key ?? 'unknown model' }))}
+      value=${(r) => r.costUsd ?? 0}
+      label=${(r) => `${usd(r.costUsd)} · ${fmt(tokensOf(r))} tokens`}
+    />
     <h2>Agent groups and budgets</h2>
-    <div class="table-wrap"><table>
-      <thead><tr><th>group</th><th>tokens (30 days)</th><th>cost (30 days)</th><th>budgets</th></tr></thead>
-      <tbody>
-        ${byGroup.rows.map(
-          (r) => html`<tr key=${r.key}><td>${r.key}</td><td>${fmt(tokensOf(r))}</td><td>${usd(r.costUsd)}</td>
-            <td>${byGroup.budgets.filter((b) => b.group === r.key).map((b) => html`<div>${b.period}: ${b.unit === 'usd' ? usd(b.amount) : `${fmt(b.amount)} tokens`}</div>`)}</td></tr>`,
-        )}
-      </tbody>
-    </table></div>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>group</th>
+            <th>tokens (30 days)</th>
+            <th>cost (30 days)</th>
+            <th>budgets</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${byGroup.rows.map(
+            (r) =>
+              html`<tr key=${r.key}>
+                <td>${r.key}</td>
+                <td>${fmt(tokensOf(r))}</td>
+                <td>${usd(r.costUsd)}</td>
+                <td>
+                  ${byGroup.budgets.filter((b) => b.group === r.key).map((b) => html`<div>${b.period}: ${b.unit === 'usd' ? usd(b.amount) : `${fmt(b.amount)} tokens`}</div>`)}
+                </td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
   </section>`;
 }

@@ -49,7 +49,9 @@ export default {
         if (usesParam(context, handler, handler.params[0]) || hasComment(context, handler.body)) return;
         // `.catch(() => undefined)` with a comment on the line before the call says why; so does a comment in the body.
         const before = context.sourceCode.getCommentsBefore(node.callee.property);
-        const lineComments = context.sourceCode.getAllComments().filter((c) => c.loc.end.line === node.loc.start.line || c.loc.start.line === node.loc.end.line);
+        const lineComments = context.sourceCode
+          .getAllComments()
+          .filter((c) => c.loc.end.line === node.loc.start.line || c.loc.start.line === node.loc.end.line);
         if (before.length > 0 || lineComments.length > 0) return;
         context.report({ node: handler, messageId: 'silent' });
       },

@@ -82,7 +82,8 @@ function registerWebhookCommands(program: Command): void {
     .action((name: string, options: { scheme: string; secret?: string; conversation?: string; header?: string; tolerance?: string; home?: string }) => {
       withStore(home(options), true, (store) => {
         const tolerance = options.tolerance === undefined ? null : Number(options.tolerance);
-        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0)) throw new PincerError('invalid-input', `--tolerance: not a number of seconds: "${options.tolerance}"`);
+        if (tolerance !== null && !(Number.isInteger(tolerance) && tolerance > 0))
+          throw new PincerError('invalid-input', `--tolerance: not a number of seconds: "${options.tolerance}"`);
         if (options.header !== undefined && options.scheme !== 'hmac') throw new PincerError('invalid-input', '--header is for --scheme hmac only');
         if (options.tolerance !== undefined && options.scheme !== 'stripe') throw new PincerError('invalid-input', '--tolerance is for --scheme stripe only');
         const secret = options.secret ?? randomBytes(24).toString('hex');
@@ -125,7 +126,8 @@ function registerWebhookCommands(program: Command): void {
 
 /** Run against the home's central DB (created when `create`); errors go to the CLI's one-line report, exit 2. */
 function withStore(home: string, create: boolean, run: (store: AccessStore) => void): void {
-  if (!create && !fs.existsSync(path.join(home, 'pincer.db'))) throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME`);
+  if (!create && !fs.existsSync(path.join(home, 'pincer.db')))
+    throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); pass --home or PINCER_HOME`);
   prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {

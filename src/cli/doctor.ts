@@ -94,17 +94,20 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): st
   const defaultGroup = settingOrDefault(env, 'PINCER_DEFAULT_GROUP');
   const group = report.groups.find((g) => g.name === defaultGroup);
   const groupPolicy = group?.policy ?? (rawSetting(env, 'AGENT_PROVIDER') || 'auto');
-  return [
-    `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || 'auto', env))}`,
-    `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
-    '',
-  ].join('\n') + '\n';
+  return (
+    [
+      `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || 'auto', env))}`,
+      `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
+      '',
+    ].join('\n') + '\n'
+  );
 }
 
 /** How `pincer host` would start runners here (PINCER_RUNNER, `auto` by default), with the warning when unsandboxed. */
 async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
   const asked = rawSetting(env, 'PINCER_RUNNER') || 'auto';
-  if (asked === 'kubernetes') return `runners: kubernetes (a pod per active session, image ${rawSetting(env, 'PINCER_K8S_IMAGE') ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
+  if (asked === 'kubernetes')
+    return `runners: kubernetes (a pod per active session, image ${rawSetting(env, 'PINCER_K8S_IMAGE') ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
   if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
   const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
   return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;
@@ -133,7 +136,11 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
     out.push(`agent group ${group.name} (${group.id}, ${group.dir})`);
     const { selection } = group;
     if (selection.ok) out.push(`  provider: ${selection.provider} — ${selection.reason}`);
-    else if (group.chatOnly) out.push(`  ! pincer host could not start its agent: ${selection.message}`, '    (its sessions are pincer chat ones, which fall back to mock; a new conversation through pincer host would fail)');
+    else if (group.chatOnly)
+      out.push(
+        `  ! pincer host could not start its agent: ${selection.message}`,
+        '    (its sessions are pincer chat ones, which fall back to mock; a new conversation through pincer host would fail)',
+      );
     else out.push(`  ✗ provider: ${selection.message}`);
     if (!selection.ok && selection.code === 'unknown' && group.resources.extensions.length > 0) out.push(EXTENSION_NOTE);
     out.push(`  ${describeResources(group.resources)}`);

@@ -26,7 +26,13 @@ export function hintFor(command: Command | undefined): string {
 export function configureErrorOutput(command: Command): void {
   command.exitOverride();
   command.configureOutput({
-    outputError: (text, write) => write(`pincer: ${text.trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (${hintFor(command)})\n`),
+    outputError: (text, write) =>
+      write(
+        `pincer: ${text
+          .trim()
+          .replace(/^error: /, '')
+          .replace(/\s*\n\s*/g, ' ')} (${hintFor(command)})\n`,
+      ),
   });
   for (const sub of command.commands) configureErrorOutput(sub);
 }

@@ -73,7 +73,9 @@ async function stopHost(home: string, timeoutSeconds: number): Promise<number> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   while (isProcessAlive(lock.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   if (isProcessAlive(lock.pid)) {
-    process.stderr.write(`pincer: the host (pid ${lock.pid}) has not stopped after ${timeoutSeconds} s; kill -KILL ${lock.pid} ends it at once (its runners are stopped by the next host)\n`);
+    process.stderr.write(
+      `pincer: the host (pid ${lock.pid}) has not stopped after ${timeoutSeconds} s; kill -KILL ${lock.pid} ends it at once (its runners are stopped by the next host)\n`,
+    );
     return 1;
   }
   process.stdout.write(`stopped the ${lock.command === 'chat' ? 'pincer chat' : 'host'} (pid ${lock.pid}) on ${home}\n`);

@@ -46,7 +46,11 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   redactInLogs([...SETTINGS.filter((s) => s.secret).map((s) => s.name), ...PLATFORM_SECRETS].map((name) => process.env[name]));
   const refusal = [
     ...platforms.incomplete,
-    ...(config.http ? [] : platforms.enabled.filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram').map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
+    ...(config.http
+      ? []
+      : platforms.enabled
+          .filter((p) => p.inbound === 'webhook' && p.spec.name !== 'telegram')
+          .map((p) => `${p.spec.title} receives its events by webhook: start the host with --http PORT`)),
   ];
   if (refusal.length > 0) {
     for (const line of refusal) log.error(line);
@@ -74,7 +78,9 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   const platformChannels =
     platforms.enabled.length > 0 && mailboxDb
       ? await import('../host/platforms/channel.js').then(({ PlatformChannel }) =>
-          platforms.enabled.map(({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log })),
+          platforms.enabled.map(
+            ({ spec }) => new PlatformChannel({ spec, env: process.env, db: mailboxDb!, userName: config.defaultGroup?.name ?? 'pincer', log }),
+          ),
         )
       : [];
   channels.push(...platformChannels);
@@ -120,7 +126,8 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     const selection = published?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
-  if (channels.length === 0) log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
+  if (channels.length === 0)
+    log.info('no channel enabled: scheduled tasks still run; add --http PORT to reach the agents (pincer chat talks to them in a terminal)');
   await stopAsked;
   clearInterval(keepAlive);
   log.info('stopping');

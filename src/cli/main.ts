@@ -24,7 +24,8 @@ function bundled(name: string): string {
   let stale: boolean;
   try {
     stale = fs.statSync(file).mtimeMs < fs.statSync(new URL(import.meta.url)).mtimeMs;
-  } catch { // no bundle or no compiled file: treated as stale, and the refusal says how to rebuild
+  } catch {
+    // no bundle or no compiled file: treated as stale, and the refusal says how to rebuild
     stale = true;
   }
   if (stale) {

@@ -48,7 +48,9 @@ export function registerMcpServerCommands(program: Command): void {
       withStore(options.home, (store) => {
         const group = findGroup(store, groupName);
         const servers = addGroupMcpServer(store, group, name, spec, options.replace === true);
-        process.stderr.write(`agent group ${group.name}: MCP server "${name}" ${describeMcpServer(servers[name]!)}; sessions get it at their next runner start\n`);
+        process.stderr.write(
+          `agent group ${group.name}: MCP server "${name}" ${describeMcpServer(servers[name]!)}; sessions get it at their next runner start\n`,
+        );
       });
     });
 
@@ -88,7 +90,12 @@ export function registerMcpServerCommands(program: Command): void {
 /** The server the flags describe (validated by the store's one schema, which names any wrong field). */
 function specFrom(command: string[], options: AddOptions): unknown {
   if (options.json !== undefined) {
-    if (command.length > 0 || options.url || options.cwd || options.env.length + options.envSecret.length + options.header.length + options.headerSecret.length > 0) {
+    if (
+      command.length > 0 ||
+      options.url ||
+      options.cwd ||
+      options.env.length + options.envSecret.length + options.header.length + options.headerSecret.length > 0
+    ) {
       throw new PincerError('invalid-input', '--json is the whole server: give no command or other flags with it');
     }
     try {
@@ -99,12 +106,15 @@ function specFrom(command: string[], options: AddOptions): unknown {
   }
   if (options.url) {
     if (command.length > 0) throw new PincerError('invalid-input', 'give either a command (after --) or --url, not both');
-    if (options.env.length + options.envSecret.length > 0 || options.cwd) throw new PincerError('invalid-input', '--env, --env-secret and --cwd are for stdio servers (a command)');
+    if (options.env.length + options.envSecret.length > 0 || options.cwd)
+      throw new PincerError('invalid-input', '--env, --env-secret and --cwd are for stdio servers (a command)');
     const headers = { ...pairs('--header', options.header, false), ...pairs('--header-secret', options.headerSecret, true) };
     return { type: 'http', url: options.url, ...(Object.keys(headers).length ? { headers } : {}) };
   }
-  if (command.length === 0) throw new PincerError('invalid-input', 'give the server\'s command after -- (e.g. -- npx -y @modelcontextprotocol/server-memory) or --url');
-  if (options.header.length + options.headerSecret.length > 0) throw new PincerError('invalid-input', '--header and --header-secret are for HTTP servers (--url)');
+  if (command.length === 0)
+    throw new PincerError('invalid-input', "give the server's command after -- (e.g. -- npx -y @modelcontextprotocol/server-memory) or --url");
+  if (options.header.length + options.headerSecret.length > 0)
+    throw new PincerError('invalid-input', '--header and --header-secret are for HTTP servers (--url)');
   const env = { ...pairs('--env', options.env, false), ...pairs('--env-secret', options.envSecret, true) };
   const [program, ...args] = command;
   return { command: program, ...(args.length ? { args } : {}), ...(Object.keys(env).length ? { env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) };
@@ -125,7 +135,8 @@ function pairs(flag: string, values: string[], secret: boolean): Record<string, 
 
 function withStore(homeOption: string | undefined, run: (store: CentralStore) => void): void {
   const home = resolveHome(process.env, homeOption);
-  if (!fs.existsSync(path.join(home, 'pincer.db'))) throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); start the host once, or pass --home or PINCER_HOME`);
+  if (!fs.existsSync(path.join(home, 'pincer.db')))
+    throw new PincerError('invalid-input', `no Pincer home at ${home} (no pincer.db); start the host once, or pass --home or PINCER_HOME`);
   prepareHome(home);
   const db = openCentralDb(path.join(home, 'pincer.db'));
   try {

@@ -119,7 +119,8 @@ function defaultContent(kind: string, text: string, sender: string): unknown {
 /** The paths of the session folder at `dir`, or a usage error saying how to make one. */
 function sessionFolder(dir: string): ReturnType<typeof sessionPaths> {
   const paths = sessionPaths(dir);
-  if (!fs.existsSync(paths.db)) throw new PincerError('invalid-input', `${dir} is not a session folder (no session.db); create one with: pincer session create ${dir}`);
+  if (!fs.existsSync(paths.db))
+    throw new PincerError('invalid-input', `${dir} is not a session folder (no session.db); create one with: pincer session create ${dir}`);
   return paths;
 }
 
@@ -155,7 +156,8 @@ function fail(message: string): never {
 export function defaultSender(): string {
   try {
     return os.userInfo().username;
-  } catch { // no passwd entry for this uid (containers): the environment's name will do
+  } catch {
+    // no passwd entry for this uid (containers): the environment's name will do
     return process.env.USER || 'user';
   }
 }

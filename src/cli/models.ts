@@ -38,7 +38,9 @@ export function registerModelsCommand(program: Command): void {
         process.stdout.write(`no agent groups in ${home} yet (the first pincer host or pincer chat creates one)\n`);
         return;
       }
-      process.stdout.write(fromHost ? `published by the host running on ${home} (pid ${lock!.pid})\n` : `no host running on ${home}: built now from this environment\n`);
+      process.stdout.write(
+        fromHost ? `published by the host running on ${home} (pid ${lock!.pid})\n` : `no host running on ${home}: built now from this environment\n`,
+      );
       for (const view of views) process.stdout.write(renderView(view, options.all === true));
     });
 }
@@ -46,10 +48,16 @@ export function registerModelsCommand(program: Command): void {
 export function renderView(view: GenerationView, all: boolean): string {
   const out: string[] = [''];
   const credentials = view.credentials.map((c) => `${c.name} (${c.source})`).join(', ') || 'none';
-  out.push(`agent group ${view.group}: ${view.generation === null ? 'no generation published' : `generation ${view.generation}, built ${view.builtAt}`}${view.stale ? ' (a newer one is being built)' : ''}`);
-  if (view.lastFailure) out.push(`  ✗ last build failed at ${view.lastFailure.at}: ${view.lastFailure.error}${view.generation === null ? '' : ` (generation ${view.generation} keeps serving)`}`);
+  out.push(
+    `agent group ${view.group}: ${view.generation === null ? 'no generation published' : `generation ${view.generation}, built ${view.builtAt}`}${view.stale ? ' (a newer one is being built)' : ''}`,
+  );
+  if (view.lastFailure)
+    out.push(
+      `  ✗ last build failed at ${view.lastFailure.at}: ${view.lastFailure.error}${view.generation === null ? '' : ` (generation ${view.generation} keeps serving)`}`,
+    );
   out.push(`  credentials: ${credentials}`);
-  if (view.selection) out.push(view.selection.ok ? `  runtime: ${view.selection.provider} — ${view.selection.reason}` : `  ✗ runtime: ${view.selection.message}`);
+  if (view.selection)
+    out.push(view.selection.ok ? `  runtime: ${view.selection.provider} — ${view.selection.reason}` : `  ✗ runtime: ${view.selection.message}`);
   if (view.model) out.push(`  model: ${view.model}`);
   const shown = view.models.filter((m) => all || m.available || m.configured);
   const width = Math.max(0, ...shown.map((m) => m.ref.length));

@@ -12,7 +12,7 @@ import { PincerError } from '../shared/errors.js';
 const HOME_HELP = 'data directory (default: PINCER_HOME, else ~/.pincer)';
 
 export function registerSecretCommands(program: Command): void {
-  const secret = program.command('secret').description('set, list and remove the host\'s secrets (provider keys and values configuration refers to)');
+  const secret = program.command('secret').description("set, list and remove the host's secrets (provider keys and values configuration refers to)");
 
   secret
     .command('set <name>')
@@ -56,7 +56,9 @@ async function readValue(name: string): Promise<string> {
   if (!stdin.isTTY) {
     const chunks: Buffer[] = [];
     for await (const chunk of stdin) chunks.push(chunk as Buffer);
-    const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+    const value = Buffer.concat(chunks)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
     if (value.length === 0) throw new PincerError('invalid-input', `no value on stdin for ${name} (e.g. printf %s "$KEY" | pincer secret set ${name})`);
     return value;
   }

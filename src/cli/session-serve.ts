@@ -60,7 +60,8 @@ async function runSessionServe(folder: string, options: ServeOptions): Promise<n
   let raw: unknown;
   try {
     raw = JSON.parse(first);
-  } catch { // the reply names what was wrong; the parser's own text adds nothing for the launcher
+  } catch {
+    // the reply names what was wrong; the parser's own text adds nothing for the launcher
     return fail(`the launch document on ${where} is not JSON`);
   }
   const doc = LaunchDocumentSchema.safeParse(raw);
@@ -71,7 +72,8 @@ async function runSessionServe(folder: string, options: ServeOptions): Promise<n
   if (options.logFile) doc.data.launch.logFile = path.resolve(options.logFile);
   if (options.launchFile) {
     // A fresh volume holds nothing yet: the session folder and the pod's own folders are made on it.
-    for (const dir of [folder, doc.data.launch.agentDir, doc.data.launch.globalDir, path.dirname(doc.data.launch.logFile)]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const dir of [folder, doc.data.launch.agentDir, doc.data.launch.globalDir, path.dirname(doc.data.launch.logFile)])
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
   let unsafe: string | undefined;
   try {

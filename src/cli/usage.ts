@@ -45,10 +45,21 @@ export function registerUsageCommands(program: Command): void {
     .command('set <group>')
     .description('set or raise limits of an agent group (by name or id); 0 refuses every turn')
     .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)');
-  for (const period of BUDGET_PERIODS) for (const unit of BUDGET_UNITS) set.option(`--${period}-${unit} <amount>`, `${period} limit in ${unit === 'usd' ? 'US dollars' : 'tokens (input + output)'}`, parseAmount);
+  for (const period of BUDGET_PERIODS)
+    for (const unit of BUDGET_UNITS)
+      set.option(`--${period}-${unit} <amount>`, `${period} limit in ${unit === 'usd' ? 'US dollars' : 'tokens (input + output)'}`, parseAmount);
   set.action((groupName: string, options: Record<string, number | string | undefined>) => {
     withCentral(options.home as string | undefined, (store, budgets) => {
-      const group = store.findAgentGroup(groupName) ?? fail(`no agent group "${groupName}" (known: ${store.listAgentGroups().map((g) => g.name).join(', ') || 'none'})`);
+      const group =
+        store.findAgentGroup(groupName) ??
+        fail(
+          `no agent group "${groupName}" (known: ${
+            store
+              .listAgentGroups()
+              .map((g) => g.name)
+              .join(', ') || 'none'
+          })`,
+        );
       let changed = 0;
       for (const period of BUDGET_PERIODS) {
         for (const unit of BUDGET_UNITS) {

@@ -46,7 +46,11 @@ export class BwrapLauncher implements RunnerLauncher {
     // /proc/<pid>/cmdline, and it held the placeholder key and the proxy's address.
     const envPipe = child.stdio[ENV_FD] as Writable | null;
     envPipe?.on('error', () => undefined); // bwrap ended before reading it: its exit says why
-    envPipe?.end(bwrapEnvArgs(env).map((arg) => `${arg}\0`).join(''));
+    envPipe?.end(
+      bwrapEnvArgs(env)
+        .map((arg) => `${arg}\0`)
+        .join(''),
+    );
     sendStdinDocument(child, options);
     log.info(`started bwrap runner for ${folders.workspace} (${Object.keys(env).length} variables)`);
     return launchedRunner('bwrap', child, {
@@ -85,15 +89,30 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--clearenv');
   args.push('--args', String(ENV_FD)); // the environment (`bwrapEnvArgs`), read from that descriptor
   args.push(
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
-    '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/sbin', '/sbin',
-    '--dev', '/dev',
-    '--proc', '/proc',
-    '--tmpfs', '/tmp',
-    '--bind', folders.workspace, '/workspace',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    folders.workspace,
+    '/workspace',
   );
   // only the parts of /etc a runner and its tools use: never the whole folder (shadow, keys, host config)
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);

@@ -45,8 +45,7 @@ export function providerFamily(name: string | undefined): string {
  */
 export function runnerEnvironment(env: NodeJS.ProcessEnv, extra: readonly string[] = []): Record<string, string> {
   const family = providerFamily(rawSetting(env, 'AGENT_PROVIDER'));
-  const providerPatterns =
-    family === 'auto' ? Object.values(PROVIDER_VARIABLES) : [PROVIDER_VARIABLES[family]].filter((p) => p !== undefined);
+  const providerPatterns = family === 'auto' ? Object.values(PROVIDER_VARIABLES) : [PROVIDER_VARIABLES[family]].filter((p) => p !== undefined);
   const extraNames = new Set(extra);
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {

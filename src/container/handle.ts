@@ -90,7 +90,10 @@ const found = new Map<string, string | undefined>();
 export function onPath(name: string): string | undefined {
   if (!found.has(name)) {
     const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((dir) => path.isAbsolute(dir));
-    found.set(name, dirs.map((dir) => path.join(dir, name)).find((file) => fs.existsSync(file)));
+    found.set(
+      name,
+      dirs.map((dir) => path.join(dir, name)).find((file) => fs.existsSync(file)),
+    );
   }
   return found.get(name);
 }

@@ -146,7 +146,8 @@ async function imageFingerprint(image: string, cliEnv: NodeJS.ProcessEnv): Promi
     const out = await docker(['image', 'inspect', '--format', '{{json .Config.Env}}', image], cliEnv, 30_000);
     const env = JSON.parse(out) as string[] | null;
     return env?.find((entry) => entry.startsWith(`${FINGERPRINT_VAR}=`))?.slice(FINGERPRINT_VAR.length + 1);
-  } catch { // no such image or unreadable output: no fingerprint, so the image is built
+  } catch {
+    // no such image or unreadable output: no fingerprint, so the image is built
     return undefined;
   }
 }
@@ -159,11 +160,16 @@ function importRoot(root: string, image: string, fingerprint: string, cliEnv: No
       'docker',
       [
         'import',
-        '--change', 'ENV PATH=/usr/local/bin:/usr/bin:/bin',
-        '--change', 'ENV HOME=/tmp',
-        '--change', `ENV ${FINGERPRINT_VAR}=${fingerprint}`,
-        '--change', 'WORKDIR /workspace',
-        '-', image,
+        '--change',
+        'ENV PATH=/usr/local/bin:/usr/bin:/bin',
+        '--change',
+        'ENV HOME=/tmp',
+        '--change',
+        `ENV ${FINGERPRINT_VAR}=${fingerprint}`,
+        '--change',
+        'WORKDIR /workspace',
+        '-',
+        image,
       ],
       { env: cliEnv, stdio: ['pipe', 'ignore', 'pipe'] },
     );

@@ -12,7 +12,8 @@ export function nativeFilesUnder(appRoot: string): string[] {
     let entries: fs.Dirent[];
     try {
       entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch { // an unreadable folder has no native files to list
+    } catch {
+      // an unreadable folder has no native files to list
       return;
     }
     for (const entry of entries) {
@@ -31,7 +32,8 @@ export function nativeFilesUnder(appRoot: string): string[] {
 function isExecutable(file: string): boolean {
   try {
     return (fs.statSync(file).mode & 0o111) !== 0;
-  } catch { // gone or unreadable: not an executable
+  } catch {
+    // gone or unreadable: not an executable
     return false;
   }
 }
@@ -42,7 +44,8 @@ function isElf(file: string): boolean {
     fd = fs.openSync(file, 'r');
     const magic = Buffer.alloc(4);
     return fs.readSync(fd, magic, 0, 4, 0) === 4 && magic.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
-  } catch { // unreadable: not an ELF file
+  } catch {
+    // unreadable: not an ELF file
     return false;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);

@@ -10,7 +10,6 @@ import type { LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 export const SCRIPTS_REFUSED_UNSANDBOXED =
   'task scripts do not run in an unsandboxed (process) runner: run runners in bubblewrap or Docker, or set PINCER_UNSANDBOXED_SCRIPTS=1 on the host';
 
-
 /**
  * The default: the runner as a plain child process with the host's environment (as `spawnRunner`), behind the
  * launcher interface so the host treats every kind alike. `cliEntry` is the compiled CLI (tests pass dist's).
@@ -30,7 +29,12 @@ export class ProcessLauncher implements RunnerLauncher {
     const stdio = runnerStdio(options);
     const command = lockedCommand(options.lockFile, process.execPath, [...SESSION_NODE_FLAGS, this.cliEntry, 'runner']);
     const child = spawn(command.file, command.args, {
-      env: { ...options.env, ...lifelineEnv(options), ...(this.scriptsAllowed ? {} : { PINCER_SCRIPTS_REFUSED: SCRIPTS_REFUSED_UNSANDBOXED }), PINCER_WORKSPACE: options.workspace },
+      env: {
+        ...options.env,
+        ...lifelineEnv(options),
+        ...(this.scriptsAllowed ? {} : { PINCER_SCRIPTS_REFUSED: SCRIPTS_REFUSED_UNSANDBOXED }),
+        PINCER_WORKSPACE: options.workspace,
+      },
       stdio: stdio.stdio,
     });
     stdio.close();

@@ -60,7 +60,8 @@ function requireDirectory(dir: string, what: string): string {
 function isDirectory(dir: string): boolean {
   try {
     return fs.statSync(dir).isDirectory();
-  } catch { // missing or unreadable: not a folder, and the caller says so
+  } catch {
+    // missing or unreadable: not a folder, and the caller says so
     return false;
   }
 }

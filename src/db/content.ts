@@ -111,9 +111,7 @@ export function parseInboundContent(kind: string, json: string): ParseResult<Inb
 
 /** One line out of zod issues: `text: expected string, received undefined; sender: …`. */
 export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
-    .join('; ');
+  return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
 }
 
 // Outbound content: what the runner and the MCP tools write, what the host delivers.

@@ -45,7 +45,8 @@ function serialise(content: unknown): string {
 
 export function insertInbound(db: Database.Database, message: NewInbound): { id: string; seq: number } {
   const id = message.id ?? randomUUID();
-  const stmt = prepared(db, 
+  const stmt = prepared(
+    db,
     `INSERT INTO messages_in (id, seq, kind, timestamp, status, process_after, recurrence, series_id, trigger,
        platform_id, channel_type, thread_id, content, trace_context)
      VALUES (?, ${NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
@@ -73,7 +74,8 @@ export function insertInbound(db: Database.Database, message: NewInbound): { id:
 
 export function insertOutbound(db: Database.Database, message: NewOutbound): { id: string; seq: number } {
   const id = message.id ?? randomUUID();
-  const stmt = prepared(db, 
+  const stmt = prepared(
+    db,
     `INSERT INTO messages_out (id, seq, in_reply_to, timestamp, kind, platform_id, channel_type, thread_id, content)
      VALUES (?, ${NEXT_SEQ}, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
   );

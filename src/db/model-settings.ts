@@ -15,7 +15,10 @@ export const ModelSettingsSchema = z.strictObject({
   api: z.enum(MODEL_APIS).optional(),
   baseUrl: z.string().optional(),
   /** the environment variable holding the key (default: the provider's usual one) */
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be the name of an environment variable' }).optional(),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be the name of an environment variable' })
+    .optional(),
   /** extra request headers: authored request behaviour (keeps the route on the built-in runtime) */
   headers: z.record(z.string(), z.string()).optional(),
   contextWindow: z.number().int().positive().optional(),

@@ -28,11 +28,17 @@ export function refuseOutboundOverLimits(db: Database.Database, limits = { rowBy
   if (!over.over) return 0;
   return db
     .transaction(() => {
-      const large = prepared(db, `UPDATE messages_out SET delivery_error = ? WHERE ${UNDELIVERED} AND length(CAST(content AS BLOB)) > ?`).run(tooLarge, limits.rowBytes).changes;
-      const cut = prepared(db, `SELECT seq FROM messages_out WHERE ${UNDELIVERED} ORDER BY seq LIMIT 1 OFFSET ?`).get(limits.undelivered) as { seq: number } | undefined;
+      const large = prepared(db, `UPDATE messages_out SET delivery_error = ? WHERE ${UNDELIVERED} AND length(CAST(content AS BLOB)) > ?`).run(
+        tooLarge,
+        limits.rowBytes,
+      ).changes;
+      const cut = prepared(db, `SELECT seq FROM messages_out WHERE ${UNDELIVERED} ORDER BY seq LIMIT 1 OFFSET ?`).get(limits.undelivered) as
+        { seq: number } | undefined;
       const many = cut ? prepared(db, `UPDATE messages_out SET delivery_error = ? WHERE ${UNDELIVERED} AND seq >= ?`).run(tooMany, cut.seq).changes : 0;
       if (large + many > 0) {
-        const why = [large > 0 ? `${large} larger than ${limits.rowBytes} bytes` : '', many > 0 ? `${many} beyond ${limits.undelivered} waiting at once` : ''].filter(Boolean).join(', ');
+        const why = [large > 0 ? `${large} larger than ${limits.rowBytes} bytes` : '', many > 0 ? `${many} beyond ${limits.undelivered} waiting at once` : '']
+          .filter(Boolean)
+          .join(', ');
         insertInbound(db, {
           kind: 'system',
           content: { action: 'deliver_message', status: 'error', error: `${large + many} of your messages were not delivered: ${why}` },

@@ -41,9 +41,16 @@ export function insertAnswer(db: Database.Database, answer: Answer, routing: Ans
     const question = prepared(db, QUESTION_ROW).get(answer.questionId) as { timestamp: string; expires_at: string | null; title: string | null } | undefined;
     const now = isoNow();
     const closedBefore = getSessionValue(db, CLOSED_BEFORE_KEY);
-    const late = question !== undefined && ((question.expires_at !== null && question.expires_at < now) || (closedBefore !== undefined && question.timestamp < closedBefore));
+    const late =
+      question !== undefined &&
+      ((question.expires_at !== null && question.expires_at < now) || (closedBefore !== undefined && question.timestamp < closedBefore));
     if (!late) {
-      const content = { type: 'question_response', questionId: answer.questionId, selectedOption: answer.selectedOption, ...(answer.userId ? { userId: answer.userId } : {}) };
+      const content = {
+        type: 'question_response',
+        questionId: answer.questionId,
+        selectedOption: answer.selectedOption,
+        ...(answer.userId ? { userId: answer.userId } : {}),
+      };
       return { ...insertInbound(db, { kind: 'system', content, ...routing }), late };
     }
     const text = `My answer to your earlier question${question.title ? ` "${question.title}"` : ''} (it came after the question had closed): ${answer.selectedOption}`;

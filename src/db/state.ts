@@ -13,7 +13,8 @@ export function getSessionValue(db: Database.Database, key: string): string | un
 }
 
 export function setSessionValue(db: Database.Database, key: string, value: string): void {
-  prepared(db, 
+  prepared(
+    db,
     `INSERT INTO session_state (key, value, updated_at) VALUES (?, ?, ?)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   ).run(key, value, isoNow());
@@ -58,7 +59,8 @@ export function readRunnerState(db: Database.Database): RunnerState | undefined 
 /** Replace the runner_state row at start-up: a new runner has no batch in flight. */
 export function initRunnerState(db: Database.Database, pid: number, provider: string): void {
   const now = isoNow();
-  prepared(db, 
+  prepared(
+    db,
     `INSERT OR REPLACE INTO runner_state (id, pid, provider, state, batch_ids, routing, heartbeat_at, started_at, updated_at)
      VALUES (1, ?, ?, 'starting', '[]', NULL, ?, ?, ?)`,
   ).run(pid, provider, now, now, now);
@@ -73,22 +75,14 @@ export function setRunnerStateName(db: Database.Database, state: RunnerStateName
  * enter and leave `waiting_user` without overwriting a state the runner set meanwhile (idle, stopping).
  */
 export function swapRunnerStateName(db: Database.Database, expected: RunnerStateName, next: RunnerStateName): boolean {
-  return (
-    prepared(db, 'UPDATE runner_state SET state = ?, updated_at = ? WHERE id = 1 AND state = ?').run(next, isoNow(), expected)
-      .changes === 1
-  );
+  return prepared(db, 'UPDATE runner_state SET state = ?, updated_at = ? WHERE id = 1 AND state = ?').run(next, isoNow(), expected).changes === 1;
 }
 
 /**
  * Record the batch in flight (or clear it with `[]`/null) together with the state. `busy` keeps a `waiting_user`
  * set by the MCP server: a follow-up pushed while a question is open does not end the wait for the answer.
  */
-export function setRunnerBatch(
-  db: Database.Database,
-  state: RunnerStateName,
-  batchIds: string[],
-  routing: RoutingContext | null,
-): void {
+export function setRunnerBatch(db: Database.Database, state: RunnerStateName, batchIds: string[], routing: RoutingContext | null): void {
   prepared(
     db,
     `UPDATE runner_state SET state = CASE WHEN @state = 'busy' AND state = 'waiting_user' THEN state ELSE @state END,

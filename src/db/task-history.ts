@@ -52,7 +52,5 @@ export function pruneTaskHistory(db: Database.Database, policy: TaskHistoryPolic
   const ids = (prepared(db, `${PRUNABLE} ORDER BY f.seq LIMIT @limit`).all(params) as { id: string }[]).map((row) => row.id);
   if (ids.length === 0) return 0;
   const remove = prepared(db, `DELETE FROM messages_in WHERE id = ? AND kind = 'task' AND status IN ('completed', 'failed')`);
-  return db
-    .transaction(() => ids.reduce((deleted, id) => deleted + remove.run(id).changes, 0))
-    .immediate();
+  return db.transaction(() => ids.reduce((deleted, id) => deleted + remove.run(id).changes, 0)).immediate();
 }

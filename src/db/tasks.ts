@@ -139,7 +139,10 @@ export function activeTaskRow(db: Database.Database, taskId: string): InboundRow
 
 /** The refusal of a change to a task that has no live occurrence. */
 export function noActiveTask(taskId: string): PincerError {
-  return new PincerError('not-found', `no active task "${taskId}": only a pending or paused task can be changed (it may be running, done or cancelled; list_tasks shows them)`);
+  return new PincerError(
+    'not-found',
+    `no active task "${taskId}": only a pending or paused task can be changed (it may be running, done or cancelled; list_tasks shows them)`,
+  );
 }
 
 /**
@@ -157,7 +160,10 @@ export function changeTask(db: Database.Database, taskId: string, command: TaskC
       const now = isoNow();
       switch (command.op) {
         case 'cancel':
-          prepared(db, `UPDATE messages_in SET status = 'failed', last_error = @reason, recurrence = NULL, status_changed = @now WHERE ${ACTIVE_TASK_MATCH}`).run({
+          prepared(
+            db,
+            `UPDATE messages_in SET status = 'failed', last_error = @reason, recurrence = NULL, status_changed = @now WHERE ${ACTIVE_TASK_MATCH}`,
+          ).run({
             taskId,
             reason: CANCELLED_BY[command.by],
             now,
@@ -208,7 +214,8 @@ export function taskContent(row: InboundRow): Record<string, unknown> {
   try {
     const content = JSON.parse(row.content) as unknown;
     return content && typeof content === 'object' && !Array.isArray(content) ? { ...(content as Record<string, unknown>) } : {};
-  } catch { // agent-written content that is not JSON: the task reads as empty
+  } catch {
+    // agent-written content that is not JSON: the task reads as empty
     return {};
   }
 }

@@ -25,8 +25,11 @@ export function checkMcpServers(servers: McpServers, secretNames: string[] | { e
     const problems: string[] = [];
     const wanted = secretNamesOf(spec);
     if (wanted.length > 0 && !Array.isArray(secretNames)) problems.push(`its secrets cannot be read: ${secretNames.error}`);
-    else for (const secret of wanted) if (!(secretNames as string[]).includes(secret)) problems.push(`no secret named "${secret}" in the host's secrets store (pincer secret set ${secret})`);
-    if (spec.type !== 'http' && !commandFound(spec.command, env)) problems.push(`command "${spec.command}" not found${path.isAbsolute(spec.command) ? '' : ' on PATH'}`);
+    else
+      for (const secret of wanted)
+        if (!(secretNames as string[]).includes(secret)) problems.push(`no secret named "${secret}" in the host's secrets store (pincer secret set ${secret})`);
+    if (spec.type !== 'http' && !commandFound(spec.command, env))
+      problems.push(`command "${spec.command}" not found${path.isAbsolute(spec.command) ? '' : ' on PATH'}`);
     return { name, what: describeMcpServer(spec), problems };
   });
 }
@@ -43,12 +46,18 @@ export function secretNamesIn(read: () => string[]): string[] | { error: string 
 function commandFound(command: string, env: NodeJS.ProcessEnv): boolean {
   // A relative path with a slash is the agent folder's: the runner resolves it there, the doctor cannot say.
   if (!path.isAbsolute(command) && command.includes('/')) return true;
-  const candidates = path.isAbsolute(command) ? [command] : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, command));
+  const candidates = path.isAbsolute(command)
+    ? [command]
+    : (env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, command));
   return candidates.some((file) => {
     try {
       fs.accessSync(file, fs.constants.X_OK);
       return fs.statSync(file).isFile();
-    } catch { // not there or not executable: the doctor reports the command as not found
+    } catch {
+      // not there or not executable: the doctor reports the command as not found
       return false;
     }
   });

@@ -40,7 +40,10 @@ export async function startMcpServers(
         const outcome = await Promise.race([connection.start(), late]);
         if (outcome === 'late') {
           const stderr = connection.firstStderrLine();
-          results.set(name, { ok: false, error: `did not list its tools within ${seconds(context.settings.startMs)}${stderr ? ` (its stderr: "${stderr}")` : ''}` });
+          results.set(name, {
+            ok: false,
+            error: `did not list its tools within ${seconds(context.settings.startMs)}${stderr ? ` (its stderr: "${stderr}")` : ''}`,
+          });
         } else results.set(name, { ok: true, tools: outcome.length, ms: Date.now() - started });
       } catch (err) {
         results.set(name, { ok: false, error: errorMessage(err) });

@@ -118,7 +118,12 @@ function terminalSessionFolders(home: string): Set<string> {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const store = new CentralStore(db, home);
-    return new Set(store.listSessions().filter((s) => s.channelType === 'terminal').map((s) => path.resolve(home, s.folder)));
+    return new Set(
+      store
+        .listSessions()
+        .filter((s) => s.channelType === 'terminal')
+        .map((s) => path.resolve(home, s.folder)),
+    );
   } finally {
     db.close();
   }

@@ -120,7 +120,8 @@ export class ActionHandlers {
 
   private async setTaskStatus(ctx: ActionContext, action: 'cancel_task' | 'pause_task' | 'resume_task'): Promise<ActionAnswer> {
     const { taskId } = parse(TaskRef, ctx.content);
-    const command = action === 'cancel_task' ? { op: 'cancel' as const, by: 'agent' as const } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
+    const command =
+      action === 'cancel_task' ? { op: 'cancel' as const, by: 'agent' as const } : { op: action === 'pause_task' ? ('pause' as const) : ('resume' as const) };
     const row = await ctx.port.changeTask(taskId, command, ctx.group.timezone);
     return { status: 'success', result: { taskId: row?.id ?? taskId } };
   }
@@ -134,7 +135,6 @@ export class ActionHandlers {
     if (!record.latest) return { ok: false, why: 'the request must answer the latest message of the conversation (a newer one has arrived since)' };
     return { ok: true, userId: record.senderId };
   }
-
 }
 
 /**

@@ -101,7 +101,16 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
             admins: idList(e.PINCER_ADMIN_USER_ID),
             triggerRules: { groups: e.PINCER_GROUP_TRIGGER, allowedUsers: idList(e.PINCER_ALLOWED_USERS) },
           },
-    http: flags.http ? { port: flags.http.port, host: flags.http.host ?? e.PINCER_HTTP_HOST, hostnames: idList(e.PINCER_HTTP_HOSTNAMES), token: e.PINCER_HTTP_TOKEN, metricsToken: e.PINCER_METRICS_TOKEN, sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES } : null,
+    http: flags.http
+      ? {
+          port: flags.http.port,
+          host: flags.http.host ?? e.PINCER_HTTP_HOST,
+          hostnames: idList(e.PINCER_HTTP_HOSTNAMES),
+          token: e.PINCER_HTTP_TOKEN,
+          metricsToken: e.PINCER_METRICS_TOKEN,
+          sseMaxBufferedBytes: e.PINCER_SSE_MAX_BUFFERED_BYTES,
+        }
+      : null,
     sessionPort: sessionPortOf(e.PINCER_RUNNER, e.PINCER_SESSION_ORPHAN_MS, env),
     runners: {
       // Served sessions supervise their runners themselves, of this kind; in a pod (the sandbox) they are processes.
@@ -177,6 +186,10 @@ const PER_GROUP = new Set(['AGENT_PROVIDER', 'TZ', 'PINCER_WORKSPACE']);
 /** PINCER_CONTAINER_ENV: more names for every runner; a host secret named there stops the host. */
 function extraRunnerNames(names: readonly string[]): Set<string> {
   const refused = names.filter((name) => isHostSecret(name) || PLATFORM_VARIABLES.includes(name));
-  if (refused.length > 0) throw new PincerError('config', `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`);
+  if (refused.length > 0)
+    throw new PincerError(
+      'config',
+      `PINCER_CONTAINER_ENV: ${refused.join(', ')} ${refused.length === 1 ? 'is a secret' : 'are secrets'} of the host and never passed to a runner`,
+    );
   return new Set(names);
 }

@@ -130,7 +130,9 @@ export class CredentialProxy {
       this.unix!.once('error', reject);
       this.unix!.listen(this.socketPath()!, () => resolve());
     });
-    const kinds = Object.entries(this.upstreams).filter(([, u]) => u).map(([name, u]) => `${name} → ${u!.base.origin}${u!.auth ? '' : ' (no key)'}`);
+    const kinds = Object.entries(this.upstreams)
+      .filter(([, u]) => u)
+      .map(([name, u]) => `${name} → ${u!.base.origin}${u!.auth ? '' : ' (no key)'}`);
     this.log.info(`credential proxy on 127.0.0.1:${this.port()} (${kinds.join(', ')}); runners get placeholder keys`);
   }
 
@@ -305,7 +307,8 @@ function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {
   if (apiKey) return { base: base(), auth: { header: 'x-api-key', value: apiKey }, extraHeaders: {} };
   const oauth = rawSetting(env, 'CLAUDE_CODE_OAUTH_TOKEN');
   if (oauth) return { base: base(), auth: { header: 'authorization', value: `Bearer ${oauth}` }, extraHeaders: { 'anthropic-beta': 'oauth-2025-04-20' } };
-  if (rawSetting(env, 'ANTHROPIC_AUTH_TOKEN')) return { base: base(), auth: { header: 'authorization', value: `Bearer ${rawSetting(env, 'ANTHROPIC_AUTH_TOKEN')}` }, extraHeaders: {} };
+  if (rawSetting(env, 'ANTHROPIC_AUTH_TOKEN'))
+    return { base: base(), auth: { header: 'authorization', value: `Bearer ${rawSetting(env, 'ANTHROPIC_AUTH_TOKEN')}` }, extraHeaders: {} };
   return undefined;
 }
 

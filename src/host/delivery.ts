@@ -202,7 +202,10 @@ export class Delivery {
 }
 
 /** Where a row goes: its own routing, else the conversation the session belongs to. */
-export function conversationOf(handle: Pick<SessionHandle, 'session'>, row: { channel_type: string | null; platform_id: string | null; thread_id: string | null }): ConversationRef {
+export function conversationOf(
+  handle: Pick<SessionHandle, 'session'>,
+  row: { channel_type: string | null; platform_id: string | null; thread_id: string | null },
+): ConversationRef {
   if (row.channel_type && row.platform_id) return { channelType: row.channel_type, platformId: row.platform_id, threadId: row.thread_id };
   const s = handle.session;
   return { channelType: s.channelType, platformId: s.platformId, threadId: s.threadKey || null };

@@ -45,7 +45,8 @@ export function scrubOwnEnvironment(names: readonly string[], keep: readonly str
         fs.closeSync(fd);
       }
     }
-  } catch { // /proc not writable here: the caller logs that the environment could not be blanked
+  } catch {
+    // /proc not writable here: the caller logs that the environment could not be blanked
     ok = false;
   }
   for (const name of present) delete process.env[name];

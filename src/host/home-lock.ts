@@ -82,7 +82,8 @@ export function readLock(home: string): LockInfo | undefined {
   let text: string;
   try {
     text = fs.readFileSync(lockFile(home), 'utf8');
-  } catch { // no lock file (or unreadable): no host holds the home
+  } catch {
+    // no lock file (or unreadable): no host holds the home
     return undefined;
   }
   const info = parseLock(text);
@@ -104,7 +105,8 @@ function parseLock(text: string): LockInfo | undefined {
       url: typeof value.url === 'string' ? value.url : undefined,
       chatSocket: typeof value.chatSocket === 'string' ? value.chatSocket : undefined,
     };
-  } catch { // a lock file that is not ours to read: treated as no holder's details
+  } catch {
+    // a lock file that is not ours to read: treated as no holder's details
     return undefined;
   }
 }

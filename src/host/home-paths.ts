@@ -47,7 +47,8 @@ export function linkInsideHome(target: string, link: string, log?: Logger): void
     const stat = fs.lstatSync(link);
     if (!stat.isSymbolicLink()) return;
     current = fs.readlinkSync(link);
-  } catch { // no link yet: made now
+  } catch {
+    // no link yet: made now
     fs.symlinkSync(wanted, link, 'dir');
     return;
   }

@@ -33,7 +33,10 @@ export function prepareHome(home: string): void {
 
 function unusableHome(home: string, why: string): PincerError {
   const fallback = path.join(os.homedir(), '.pincer');
-  const advice = home === fallback ? 'choose a folder you can write with --home or PINCER_HOME' : `choose a folder you can write with --home or PINCER_HOME (the default is ${fallback})`;
+  const advice =
+    home === fallback
+      ? 'choose a folder you can write with --home or PINCER_HOME'
+      : `choose a folder you can write with --home or PINCER_HOME (the default is ${fallback})`;
   return new PincerError('config', `cannot use ${home} as the Pincer home: ${why}; ${advice}`);
 }
 

@@ -149,7 +149,14 @@ export class Host implements HostApi {
     );
     // a plain process runner inherits the host's OTEL_* settings and reaches the collector itself
     this.traceRelay = config.runners.kind === 'process' ? undefined : TraceRelay.fromEnvironment(config.runners.env, this.log);
-    this.supervisor = new RunnerSupervisor(config.runners, this.log, (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit), undefined, this.credentialProxy, this.traceRelay);
+    this.supervisor = new RunnerSupervisor(
+      config.runners,
+      this.log,
+      (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit),
+      undefined,
+      this.credentialProxy,
+      this.traceRelay,
+    );
     this.inbox = new Inbox(this.store.db);
     const globalAdmins = config.defaultGroup?.admins ?? [];
     this.mcpRequests = new McpServerRequests({ store: this.store, channels: this.channels, globalAdmins, log: this.log });
@@ -159,10 +166,16 @@ export class Host implements HostApi {
       actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins, mcpRequests: this.mcpRequests }),
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
       reach: (session, to) => outboundRefusal(this.store, session, to, config.defaultGroup?.name),
-      write: (handle, row) => this.pipelineOf(handle.session.id).write(row).then((r) => ({ id: r.id, seq: r.seq ?? 0 })),
+      write: (handle, row) =>
+        this.pipelineOf(handle.session.id)
+          .write(row)
+          .then((r) => ({ id: r.id, seq: r.seq ?? 0 })),
       config: config.delivery,
       log: this.log,
-      observer: bothObservers(options.metrics?.deliveryObserver((session, message) => this.inbox.acceptedAt(session, message)), this.traces.deliveries((session, message) => this.inbox.traceContextOf(session, message))),
+      observer: bothObservers(
+        options.metrics?.deliveryObserver((session, message) => this.inbox.acceptedAt(session, message)),
+        this.traces.deliveries((session, message) => this.inbox.traceContextOf(session, message)),
+      ),
     });
   }
 
@@ -178,7 +191,11 @@ export class Host implements HostApi {
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
       host.generations.publishAllNow();
-      host.credentialsWatch = watchCredentials(options.config.home, host.log, (why) => void host.generations.republish(why).catch((err: unknown) => host.log.error(`model runtime: ${errorMessage(err)}`)));
+      host.credentialsWatch = watchCredentials(
+        options.config.home,
+        host.log,
+        (why) => void host.generations.republish(why).catch((err: unknown) => host.log.error(`model runtime: ${errorMessage(err)}`)),
+      );
       await stopOrphanRunners(host.store.listSessions(), host.options.config.runners, host.log);
       for (const session of host.store.listSessions()) {
         try {
@@ -239,7 +256,8 @@ export class Host implements HostApi {
     // platforms' stay usable in it, but no longer readable at /proc/<pid>/environ
     const hostSecrets = [...SETTINGS.filter((s) => s.secret && s.reader === 'host').map((s) => s.name), ...PLATFORM_SECRETS];
     const names = [...(this.credentialProxy ? PROXIED_CREDENTIALS : []), ...hostSecrets];
-    if (!scrubOwnEnvironment(names, hostSecrets)) this.log.warn('could not blank the keys and tokens in the host process environment; same-user processes may read them');
+    if (!scrubOwnEnvironment(names, hostSecrets))
+      this.log.warn('could not blank the keys and tokens in the host process environment; same-user processes may read them');
   }
 
   // ---- HostApi (what channels call) ----
@@ -268,7 +286,12 @@ export class Host implements HostApi {
       traceContext,
       ...routing(message.conversation),
     });
-    this.store.recordSender({ sessionId: pipeline.id, messageId: written.id, senderId: senderIdOf(parsed.value, message.conversation.channelType), ...message.conversation });
+    this.store.recordSender({
+      sessionId: pipeline.id,
+      messageId: written.id,
+      senderId: senderIdOf(parsed.value, message.conversation.channelType),
+      ...message.conversation,
+    });
     return { sessionId: pipeline.id, ...written };
   }
 
@@ -316,7 +339,11 @@ export class Host implements HostApi {
         channelType: session.channelType,
         platformId: session.platformId,
         threadKey: session.threadKey,
-        runner: runner ? { pid: runner.hostPid, state: runner.state } : state?.runnerPid !== undefined && state.runnerPid !== null ? { pid: state.runnerPid, state: 'starting' } : null,
+        runner: runner
+          ? { pid: runner.hostPid, state: runner.state }
+          : state?.runnerPid !== undefined && state.runnerPid !== null
+            ? { pid: state.runnerPid, state: 'starting' }
+            : null,
         pending: state?.pending ?? 0,
         provider: state?.provider ?? null,
         heartbeatAt: runner?.heartbeatAt ?? null,
@@ -402,11 +429,22 @@ export class Host implements HostApi {
         lockFile: this.runnerLock(`${session.id}.serve`),
         log: this.log,
         onLaunchFailures: (failures, why) =>
-          void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`),
+          void this.delivery.notify(
+            { session },
+            conversationOf({ session }, NO_ROUTING),
+            `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`,
+          ),
       });
     } else {
       try {
-        engine = new SessionEngine({ session: { id: session.id, folder: session.folder }, config, supervisor: this.supervisor, launch, log: this.log, restoreFolder: () => this.sessions.restoreFolder(session) });
+        engine = new SessionEngine({
+          session: { id: session.id, folder: session.folder },
+          config,
+          supervisor: this.supervisor,
+          launch,
+          log: this.log,
+          restoreFolder: () => this.sessions.restoreFolder(session),
+        });
       } catch (err) {
         if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
         // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
@@ -463,7 +501,10 @@ export class Host implements HostApi {
       filesDir: path.join(this.options.config.home, 'tmp', 'outbox'),
       orphanMs,
       log: this.log,
-      onLaunchFailures: (failures, why) => notify(`The agent's session could not be started on Kubernetes (${failures} failure(s) in a row: ${why}); retrying with back-off. Messages sent meanwhile are kept.`),
+      onLaunchFailures: (failures, why) =>
+        notify(
+          `The agent's session could not be started on Kubernetes (${failures} failure(s) in a row: ${why}); retrying with back-off. Messages sent meanwhile are kept.`,
+        ),
       onPodEvent: (reason, message) => {
         if (reason === 'FailedAttachVolume') notify(`The agent's session is waiting for its volume (${message}); it answers once Kubernetes lets go of it.`);
       },
@@ -556,7 +597,9 @@ export class Host implements HostApi {
 
   private quarantine(session: SessionRecord, reason: string): void {
     this.quarantined.set(session.id, reason);
-    this.log.error(`session ${session.id} quarantined: ${reason}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`);
+    this.log.error(
+      `session ${session.id} quarantined: ${reason}; the host leaves it alone (move ${session.folder} aside and restart the host to start it afresh)`,
+    );
   }
 
   private runnersByState(): Record<string, number> {
@@ -620,7 +663,6 @@ export class Host implements HostApi {
 
 const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
 
-
 function quarantineNotice(reason: string): string {
   return `This conversation's session is set aside and gets no answers (${reason}). An administrator can move its folder aside and restart the host.`;
 }
@@ -647,7 +689,8 @@ function agentHops(content: string): number {
   try {
     const hops = (JSON.parse(content) as { agentHops?: unknown }).agentHops;
     return typeof hops === 'number' ? hops : 0;
-  } catch { // agent-written content that is not JSON counts as no hops
+  } catch {
+    // agent-written content that is not JSON counts as no hops
     return 0;
   }
 }

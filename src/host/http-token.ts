@@ -17,7 +17,10 @@ export function loadOrCreateToken(file: string, log: { info(message: string): vo
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new PincerError('config', `cannot read the HTTP token file ${file} (${(err as NodeJS.ErrnoException).code}): fix its permissions, or delete it to have a new token generated`);
+      throw new PincerError(
+        'config',
+        `cannot read the HTTP token file ${file} (${(err as NodeJS.ErrnoException).code}): fix its permissions, or delete it to have a new token generated`,
+      );
     }
     const token = randomBytes(32).toString('base64url');
     writeFileAtomic(file, `${token}\n`, 0o600);

@@ -70,7 +70,8 @@ export class Inbox {
 
   /** The trace context the host stored with a message it accepted (its answers' spans are children of it). */
   traceContextOf(sessionId: string, messageId: string): string | undefined {
-    const row = prepared(this.central, 'SELECT row FROM inbound_copies WHERE session_id = ? AND message_id = ?').get(sessionId, messageId) as { row: string } | undefined;
+    const row = prepared(this.central, 'SELECT row FROM inbound_copies WHERE session_id = ? AND message_id = ?').get(sessionId, messageId) as
+      { row: string } | undefined;
     if (!row) return undefined;
     const stored = JSON.parse(row.row) as { traceContext?: string | null; trace_context?: string | null };
     return stored.traceContext ?? stored.trace_context ?? undefined;
@@ -79,8 +80,7 @@ export class Inbox {
   /** When the host accepted a message it still holds. */
   acceptedAt(sessionId: string, messageId: string): string | undefined {
     const row = prepared(this.central, 'SELECT created_at FROM inbound_copies WHERE session_id = ? AND message_id = ?').get(sessionId, messageId) as
-      | { created_at: string }
-      | undefined;
+      { created_at: string } | undefined;
     return row?.created_at;
   }
 

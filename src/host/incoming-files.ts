@@ -40,7 +40,7 @@ export async function saveAttachments(attachments: readonly IncomingFile[], fold
       downloads.close();
     }
   } catch (err) {
-    ready = isUntrustedPathError(err, 'not-regular') ? 'the session folder\'s downloads/ is not a directory' : `downloads/ is not usable: ${errorMessage(err)}`;
+    ready = isUntrustedPathError(err, 'not-regular') ? "the session folder's downloads/ is not a directory" : `downloads/ is not usable: ${errorMessage(err)}`;
   }
   const used = new Set<string>();
   const saved: Record<string, unknown>[] = [];

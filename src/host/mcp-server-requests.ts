@@ -138,7 +138,10 @@ export class McpServerRequests {
     }
     const userId = answer.userId;
     if (!userId || !this.adminsOf(group).has(userId)) {
-      throw new PincerError('forbidden', `only an admin of agent group ${group.name} may decide on MCP server "${request.name}"${userId ? ` (user "${userId}" is not one)` : ' (the answer names no user)'}`);
+      throw new PincerError(
+        'forbidden',
+        `only an admin of agent group ${group.name} may decide on MCP server "${request.name}"${userId ? ` (user "${userId}" is not one)` : ' (the answer names no user)'}`,
+      );
     }
     if (request.status !== 'pending' || !this.deps.store.markQuestionAnswered(request.id)) {
       throw new PincerError('conflict', `MCP server request "${request.id}" was decided already (${request.status})`);
@@ -154,7 +157,13 @@ export class McpServerRequests {
         error = err.message;
       }
     }
-    prepared(this.db, 'UPDATE mcp_server_requests SET status = ?, decided_by = ?, decided_at = ?, error = ? WHERE id = ?').run(status, userId, isoNow(), error, request.id);
+    prepared(this.db, 'UPDATE mcp_server_requests SET status = ?, decided_by = ?, decided_at = ?, error = ? WHERE id = ?').run(
+      status,
+      userId,
+      isoNow(),
+      error,
+      request.id,
+    );
     this.deps.log.info(`MCP server request ${request.id} (${group.name}: "${request.name}") ${status} by ${userId}${error ? `: ${error}` : ''}`);
 
     const told = toldAgent(request, status, userId, error);
@@ -166,7 +175,11 @@ export class McpServerRequests {
       channelType: question.channelType,
       threadId: question.threadId,
     });
-    await this.notice({ channelType: question.channelType, platformId: question.platformId, threadId: question.threadId }, question.sessionId, noticeText(group, request, status, userId, error));
+    await this.notice(
+      { channelType: question.channelType, platformId: question.platformId, threadId: question.threadId },
+      question.sessionId,
+      noticeText(group, request, status, userId, error),
+    );
     return { sessionId: question.sessionId, id: written.id, seq: written.seq };
   }
 
@@ -196,7 +209,10 @@ export class McpServerRequests {
 
 /** Every request of a group, newest first (`GET /v1/groups/<group>/mcp-server-requests`, the web page). */
 export function listMcpServerRequests(db: Database.Database, agentGroupId: string, limit = 50): McpServerRequest[] {
-  const rows = prepared(db, 'SELECT * FROM mcp_server_requests WHERE agent_group_id = ? ORDER BY requested_at DESC, id LIMIT ?').all(agentGroupId, limit) as Row[];
+  const rows = prepared(db, 'SELECT * FROM mcp_server_requests WHERE agent_group_id = ? ORDER BY requested_at DESC, id LIMIT ?').all(
+    agentGroupId,
+    limit,
+  ) as Row[];
   return rows.map(fromRow);
 }
 
@@ -243,14 +259,24 @@ function questionText(group: AgentGroup, name: string, spec: McpServerSpec, reas
 
 function toldAgent(request: McpServerRequest, status: McpRequestStatus, by: string, error: string | null): Answer {
   if (status === 'approved') {
-    return { status: 'success', result: { requestId: request.id, name: request.name, decision: 'approved', by, note: `its tools are yours as mcp__${request.name}__<tool> from your next start` } };
+    return {
+      status: 'success',
+      result: {
+        requestId: request.id,
+        name: request.name,
+        decision: 'approved',
+        by,
+        note: `its tools are yours as mcp__${request.name}__<tool> from your next start`,
+      },
+    };
   }
   if (status === 'refused') return { status: 'error', error: `the admin (${by}) refused to add the MCP server "${request.name}"` };
   return { status: 'error', error: `the admin approved the MCP server "${request.name}" but it could not be added: ${error ?? 'unknown'}` };
 }
 
 function noticeText(group: AgentGroup, request: McpServerRequest, status: McpRequestStatus, by: string, error: string | null): string {
-  if (status === 'approved') return `${by} approved the MCP server "${request.name}" for agent group ${group.name}; the agent has its tools from its next start.`;
+  if (status === 'approved')
+    return `${by} approved the MCP server "${request.name}" for agent group ${group.name}; the agent has its tools from its next start.`;
   if (status === 'refused') return `${by} refused the MCP server "${request.name}" for agent group ${group.name}; nothing was changed.`;
   return `${by} approved the MCP server "${request.name}", but it could not be added: ${error ?? 'unknown'}.`;
 }

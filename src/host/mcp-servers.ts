@@ -34,7 +34,9 @@ export function addGroupMcpServer(store: CentralStore, group: AgentGroup, name: 
   const named = parseMcpServerName(name);
   if (!named.ok) throw new PincerError('invalid-input', `invalid server name "${name}": ${named.error}`, { field: 'name' });
   if (Object.hasOwn(group.mcpServers, name) && !replace) {
-    throw new PincerError('invalid-input', `agent group ${group.name} already has an MCP server "${name}" (remove it first, or pass --replace)`, { field: 'name' });
+    throw new PincerError('invalid-input', `agent group ${group.name} already has an MCP server "${name}" (remove it first, or pass --replace)`, {
+      field: 'name',
+    });
   }
   return setGroupMcpServers(store, group, { ...group.mcpServers, [name]: spec });
 }

@@ -41,7 +41,8 @@ export class HostMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'pincer_host_' });
     // prom-client's totals of these three are gauges named `…_total`, which Prometheus reserves for counters
     // (`promtool check metrics` rejects them); the per-type gauges beside them sum to the same.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(`pincer_host_${name}`);
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      this.registry.removeSingleMetric(`pincer_host_${name}`);
     const gauges = (): HostGaugeSource | undefined => this.source;
     new Gauge({
       name: 'pincer_runners',
@@ -75,14 +76,34 @@ export class HostMetrics {
       registers,
     });
     this.turns = new Counter({ name: 'pincer_turns_total', help: 'Agent turns recorded in the usage ledger.', labelNames: ['provider', 'model'], registers });
-    this.tokens = new Counter({ name: 'pincer_tokens_total', help: 'Tokens used, by model and type (input, output, cache_read, cache_write).', labelNames: ['model', 'type'], registers });
+    this.tokens = new Counter({
+      name: 'pincer_tokens_total',
+      help: 'Tokens used, by model and type (input, output, cache_read, cache_write).',
+      labelNames: ['model', 'type'],
+      registers,
+    });
     this.cost = new Counter({ name: 'pincer_cost_usd_total', help: 'Cost in US dollars, by model (reported or priced).', labelNames: ['model'], registers });
     this.deliveries = new Counter({ name: 'pincer_deliveries_total', help: 'Messages delivered to a channel.', labelNames: ['channel'], registers });
-    this.deliveryFailures = new Counter({ name: 'pincer_delivery_failures_total', help: 'Delivery attempts that failed, by channel.', labelNames: ['channel'], registers });
+    this.deliveryFailures = new Counter({
+      name: 'pincer_delivery_failures_total',
+      help: 'Delivery attempts that failed, by channel.',
+      labelNames: ['channel'],
+      registers,
+    });
     this.retries = new Counter({ name: 'pincer_retries_total', help: 'Inbound messages put back to pending for another try.', registers });
     this.failedMessages = new Counter({ name: 'pincer_failed_messages_total', help: 'Inbound messages given up after their last try.', registers });
-    this.budgetRefusals = new Counter({ name: 'pincer_budget_refusals_total', help: 'Turns refused because a budget was reached.', labelNames: ['period', 'unit'], registers });
-    this.httpRequests = new Counter({ name: 'pincer_http_requests_total', help: 'HTTP API requests, by method, route pattern and status.', labelNames: ['method', 'route', 'status'], registers });
+    this.budgetRefusals = new Counter({
+      name: 'pincer_budget_refusals_total',
+      help: 'Turns refused because a budget was reached.',
+      labelNames: ['period', 'unit'],
+      registers,
+    });
+    this.httpRequests = new Counter({
+      name: 'pincer_http_requests_total',
+      help: 'HTTP API requests, by method, route pattern and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
   }
 
   /** Where the gauges read from at scrape time (the host, once started). */

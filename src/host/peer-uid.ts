@@ -14,7 +14,8 @@ export function loopbackPeerUid(socket: net.Socket): number | undefined {
   let table: string;
   try {
     table = fs.readFileSync('/proc/net/tcp', 'latin1');
-  } catch { // no /proc/net/tcp (another OS): the peer is unknown and refused by the caller
+  } catch {
+    // no /proc/net/tcp (another OS): the peer is unknown and refused by the caller
     return undefined;
   }
   // the peer's own socket: local = its address and port, remote = ours (addresses in the kernel's byte order)
@@ -34,8 +35,13 @@ function hexPort(port: number): string {
 
 /** An IPv4 address as /proc/net/tcp writes it: the 32-bit value in host (little-endian on x86 and arm) order. */
 function hexAddress(address: string): string {
-  const parts = address.replace(/^::ffff:/, '').split('.').map(Number);
+  const parts = address
+    .replace(/^::ffff:/, '')
+    .split('.')
+    .map(Number);
   const value = Buffer.from(parts);
   const le = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-  return Buffer.from(le ? [...value].reverse() : value).toString('hex').toUpperCase();
+  return Buffer.from(le ? [...value].reverse() : value)
+    .toString('hex')
+    .toUpperCase();
 }

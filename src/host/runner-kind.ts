@@ -28,9 +28,28 @@ export async function resolveRunnerKind(runners: Pick<HostConfig['runners'], 'ki
 
 /** bwrap is on PATH and can create its namespaces (a kernel or container may forbid user namespaces). */
 export function bwrapWorks(): boolean {
-  const probe = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '/usr/bin/true'], {
-    stdio: 'ignore',
-    timeout: 5000,
-  });
+  const probe = spawnSync(
+    'bwrap',
+    [
+      '--unshare-all',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--symlink',
+      'usr/lib',
+      '/lib',
+      '--symlink',
+      'usr/lib64',
+      '/lib64',
+      '/usr/bin/true',
+    ],
+    {
+      stdio: 'ignore',
+      timeout: 5000,
+    },
+  );
   return probe.status === 0;
 }

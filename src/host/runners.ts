@@ -164,7 +164,9 @@ export class RunnerSupervisor {
     void runner.exited.then((code) => this.handleExit(launch.sessionId, entry, code));
     child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
-    this.log.info(`runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.containerName ? `, container ${runner.containerName}` : ''}`);
+    this.log.info(
+      `runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.containerName ? `, container ${runner.containerName}` : ''}`,
+    );
     return true;
   }
 
@@ -288,9 +290,7 @@ export class RunnerSupervisor {
       const crash = this.recordCrash(sessionId);
       crashes = crash.count;
       nextStartAt = crash.nextStartAt;
-      this.log.warn(
-        `runner ${entry.pid} for ${sessionId} exited unexpectedly (${code}); crash ${crashes} in a row, next start in ${crash.delayMs} ms`,
-      );
+      this.log.warn(`runner ${entry.pid} for ${sessionId} exited unexpectedly (${code}); crash ${crashes} in a row, next start in ${crash.delayMs} ms`);
     } else {
       this.log.info(`runner ${entry.pid} for ${sessionId} stopped (${code})`);
     }
@@ -314,7 +314,10 @@ export class RunnerSupervisor {
 export async function stopOrphanRunners(sessions: SessionRecord[], config: HostConfig['runners'], log: Logger): Promise<void> {
   if (config.kind === 'docker') {
     try {
-      await removeRunnerContainers(sessions.map((session) => containerNameFor(session.id)), dockerCliEnvironment(config.env));
+      await removeRunnerContainers(
+        sessions.map((session) => containerNameFor(session.id)),
+        dockerCliEnvironment(config.env),
+      );
     } catch (err) {
       log.warn(`cannot remove runner containers left by an earlier host: ${errorMessage(err)}`);
     }

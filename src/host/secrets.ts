@@ -54,7 +54,8 @@ export class SecretsStore {
   set(name: string, value: string): void {
     checkName(name);
     if (value.length === 0) throw new PincerError('invalid-input', `secret ${name}: the value is empty`, { field: 'value' });
-    if (/[\r\n\0]/.test(value)) throw new PincerError('invalid-input', `secret ${name}: the value must be one line (no line breaks or NUL)`, { field: 'value' });
+    if (/[\r\n\0]/.test(value))
+      throw new PincerError('invalid-input', `secret ${name}: the value must be one line (no line breaks or NUL)`, { field: 'value' });
     const values = new Map(this.read());
     values.set(name, value);
     this.write(values);
@@ -91,7 +92,9 @@ export class SecretsStore {
 
 function checkName(name: string): void {
   if (!SECRET_NAME.test(name)) {
-    throw new PincerError('invalid-input', `secret name "${name}": use letters, digits and _ (not starting with a digit), like ANTHROPIC_API_KEY`, { field: 'name' });
+    throw new PincerError('invalid-input', `secret name "${name}": use letters, digits and _ (not starting with a digit), like ANTHROPIC_API_KEY`, {
+      field: 'name',
+    });
   }
 }
 
@@ -112,7 +115,8 @@ export function readSecretsFile(file: string): SecretValues {
     const stat = fs.fstatSync(fd);
     if (!stat.isFile()) throw refused(file, 'is not a regular file');
     if ((stat.mode & 0o777) !== 0o600) throw refused(file, `has mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')}; it must be 0600 (chmod 600 ${file})`);
-    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) throw refused(file, `belongs to user ${stat.uid}, not to the user running Pincer`);
+    if (typeof process.getuid === 'function' && stat.uid !== process.getuid())
+      throw refused(file, `belongs to user ${stat.uid}, not to the user running Pincer`);
     if (stat.size > MAX_FILE_BYTES) throw refused(file, `is ${stat.size} bytes; a secrets file holds at most ${MAX_FILE_BYTES}`);
     text = fs.readFileSync(fd, 'utf8');
   } finally {

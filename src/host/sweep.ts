@@ -55,8 +55,7 @@ export class Sweeper {
     const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined, pruned: 0 };
     const now = Date.now();
     // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
-    const work =
-      hasProcessing(this.db) || endedOccurrences(this.db).some((row) => !this.reported.has(row.id));
+    const work = hasProcessing(this.db) || endedOccurrences(this.db).some((row) => !this.reported.has(row.id));
     if (work) {
       this.db
         .transaction(() => {

@@ -71,7 +71,8 @@ export class TraceRelay {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/traces') return answer(res, 404, 'the trace relay takes OTLP trace exports only (POST /v1/traces)');
+    if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/traces')
+      return answer(res, 404, 'the trace relay takes OTLP trace exports only (POST /v1/traces)');
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {

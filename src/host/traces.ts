@@ -34,18 +34,20 @@ export class HostTraces {
   /** Delivery spans, for the delivery's observer; `traceOf` finds the stored context of the message a row answers. */
   deliveries(traceOf: (sessionId: string, messageId: string) => string | undefined): DeliveryObserver | undefined {
     if (!this.tracing.enabled) return undefined;
-    const span = (error?: string) => (handle: Parameters<DeliveryObserver['delivered']>[0], row: Parameters<DeliveryObserver['delivered']>[1]): void => {
-      const parent = row.in_reply_to ? traceOf(handle.session.id, row.in_reply_to) : undefined;
-      if (!parent) return;
-      this.tracing
-        .start('pincer.deliver', {
-          parent,
-          kind: 'producer',
-          startTime: Date.parse(row.timestamp) || undefined,
-          attributes: { 'pincer.channel': row.channel_type ?? handle.session.channelType, 'pincer.message.kind': row.kind, 'pincer.message.seq': row.seq },
-        })
-        .end(error);
-    };
+    const span =
+      (error?: string) =>
+      (handle: Parameters<DeliveryObserver['delivered']>[0], row: Parameters<DeliveryObserver['delivered']>[1]): void => {
+        const parent = row.in_reply_to ? traceOf(handle.session.id, row.in_reply_to) : undefined;
+        if (!parent) return;
+        this.tracing
+          .start('pincer.deliver', {
+            parent,
+            kind: 'producer',
+            startTime: Date.parse(row.timestamp) || undefined,
+            attributes: { 'pincer.channel': row.channel_type ?? handle.session.channelType, 'pincer.message.kind': row.kind, 'pincer.message.seq': row.seq },
+          })
+          .end(error);
+      };
     return { delivered: span(), failed: (handle, row, error) => span(error)(handle, row) };
   }
 

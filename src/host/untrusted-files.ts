@@ -55,7 +55,8 @@ function checkInside(root: string, parts: readonly string[], lastIs: 'regular fi
     } catch {
       throw new UntrustedPathError('missing', `${relativeName(root, current)} is missing`);
     }
-    if (stat.isSymbolicLink()) throw new UntrustedPathError('link', `${relativeName(root, current)} is a symbolic link; the host does not follow links in a session folder`);
+    if (stat.isSymbolicLink())
+      throw new UntrustedPathError('link', `${relativeName(root, current)} is a symbolic link; the host does not follow links in a session folder`);
     const is = i === parts.length - 1 ? lastIs : 'directory';
     if (is === 'regular file' ? !stat.isFile() : !stat.isDirectory()) {
       throw new UntrustedPathError('not-regular', `${relativeName(root, current)} is not a ${is}`);

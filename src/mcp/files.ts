@@ -81,7 +81,8 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   const roots = [config.paths.root, config.paths.agent].flatMap((dir) => {
     try {
       return [fs.realpathSync(dir)];
-    } catch { // a folder that does not exist has no real path to allow
+    } catch {
+      // a folder that does not exist has no real path to allow
       return [];
     }
   });
@@ -91,10 +92,7 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   const stat = fs.statSync(real);
   if (!stat.isFile()) throw new PincerError('invalid-input', `${given} is not a file`);
   if (stat.size > config.maxFileBytes) {
-    throw new PincerError(
-      'too-large',
-      `${given} is ${stat.size} bytes, over the limit of ${config.maxFileBytes} bytes: compress or split it`,
-    );
+    throw new PincerError('too-large', `${given} is ${stat.size} bytes, over the limit of ${config.maxFileBytes} bytes: compress or split it`);
   }
   return real;
 }

@@ -38,7 +38,8 @@ export function registerMcpServerTools(server: McpServer, ctx: ToolContext): voi
       },
     },
     ({ name, command, args, env, cwd, url, headers, reason }) => {
-      if ((command === undefined) === (url === undefined)) throw new PincerError('invalid-input', 'give either command (a stdio server) or url (an HTTP server), not both or neither');
+      if ((command === undefined) === (url === undefined))
+        throw new PincerError('invalid-input', 'give either command (a stdio server) or url (an HTTP server), not both or neither');
       const spec: McpServerSpec =
         url !== undefined
           ? { type: 'http', url, ...(headers ? { headers } : {}) }

@@ -112,11 +112,11 @@ function ownChatMessage(message: MessageBySeq, seq: number): MessageBySeq {
   let content: unknown;
   try {
     content = JSON.parse(message.content);
-  } catch { // content that is not JSON is shown as it is
+  } catch {
+    // content that is not JSON is shown as it is
     content = undefined;
   }
-  const isText =
-    typeof content === 'object' && content !== null && 'text' in content && !('operation' in content);
+  const isText = typeof content === 'object' && content !== null && 'text' in content && !('operation' in content);
   if (message.table !== 'messages_out' || message.kind !== 'chat' || !isText) {
     throw new PincerError('invalid-input', `message ${seq} is not a chat message you sent: only those can be edited`);
   }

@@ -45,7 +45,7 @@ export function registerQuestionTools(server: McpServer, ctx: ToolContext): void
     {
       description:
         'Ask the user a multiple-choice question and wait for the answer (this call blocks until they choose, or ' +
-        'until the timeout). Use it before anything destructive or ambiguous. Returns the chosen option\'s value.',
+        "until the timeout). Use it before anything destructive or ambiguous. Returns the chosen option's value.",
       inputSchema: {
         title: label('title').describe('short card title, e.g. "Confirm deletion"'),
         question: text('question', 4000, 'ask a shorter question').describe('the question'),
@@ -90,7 +90,14 @@ async function ask(ctx: ToolContext, waiting: WaitingUserState, q: Question, sig
     insertOutbound(db, {
       kind: 'chat',
       // expiresAt: until when an answer is taken here; a later one reaches the agent as a message (src/db/questions.ts).
-      content: { operation: 'ask_question', questionId, title: q.title, question: q.question, options: q.options, expiresAt: new Date(started + q.timeoutS * 1000).toISOString() },
+      content: {
+        operation: 'ask_question',
+        questionId,
+        title: q.title,
+        question: q.question,
+        options: q.options,
+        expiresAt: new Date(started + q.timeoutS * 1000).toISOString(),
+      },
       routing: batchRouting(db),
     });
     waiting.enter();
@@ -123,14 +130,7 @@ function normaliseOptions(options: OptionInput[]): QuestionOption[] {
   return normalised;
 }
 
-async function waitForAnswer(
-  ctx: ToolContext,
-  waker: Waker,
-  questionId: string,
-  deadline: number,
-  timeoutS: number,
-  signal: AbortSignal,
-): Promise<string> {
+async function waitForAnswer(ctx: ToolContext, waker: Waker, questionId: string, deadline: number, timeoutS: number, signal: AbortSignal): Promise<string> {
   for (;;) {
     // Time first, then the last read: an answer the host accepted before the deadline is always taken here.
     const left = deadline - Date.now();
@@ -138,10 +138,7 @@ async function waitForAnswer(
     if (answer !== undefined) return answer;
     if (signal.aborted) throw new PincerError('cancelled', 'the question was cancelled before the user answered');
     if (left <= 0) {
-      throw new PincerError(
-        'timeout',
-        `the user did not answer within ${timeoutS} s; ask again later or go on without an answer`,
-      );
+      throw new PincerError('timeout', `the user did not answer within ${timeoutS} s; ask again later or go on without an answer`);
     }
     await waker.wait(Math.min(left, ctx.config.fallbackMs));
   }

@@ -40,10 +40,7 @@ export function resolveRouting(db: Database.Database, destination: Destination =
     return { channelType: channel, platformId, threadId: threadId ?? null, inReplyTo: batch.inReplyTo };
   }
   if (batch.channelType === null) {
-    throw new PincerError(
-      'invalid-input',
-      'no conversation is in flight to take the channel from: give channel and platformId as well',
-    );
+    throw new PincerError('invalid-input', 'no conversation is in flight to take the channel from: give channel and platformId as well');
   }
   if (platformId !== undefined) return { ...batch, platformId, threadId: threadId ?? null };
   return { ...batch, threadId: threadId ?? null };

@@ -30,9 +30,7 @@ export const messageId = z
   .describe('the integer id of the message, as shown in <message id="…"> or returned when you sent it');
 
 export const destination = {
-  channel: label('channel')
-    .optional()
-    .describe('channel type of another destination, e.g. "telegram" (default: reply where the conversation is)'),
+  channel: label('channel').optional().describe('channel type of another destination, e.g. "telegram" (default: reply where the conversation is)'),
   platformId: label('platformId').optional().describe('chat id on that channel (needed with channel)'),
   threadId: label('threadId').optional().describe('thread id inside that chat'),
 };

@@ -16,9 +16,7 @@ import { textResult, type ToolContext } from './types.js';
  */
 
 const taskId = label('taskId').describe('the task id returned by schedule_task or shown by list_tasks');
-const processAfter = label('processAfter', 64).describe(
-  'when to run: "2026-12-01T09:00" is read in the session time zone; "…Z" or "…+02:00" as written',
-);
+const processAfter = label('processAfter', 64).describe('when to run: "2026-12-01T09:00" is read in the session time zone; "…Z" or "…+02:00" as written');
 const recurrence = label('recurrence').describe(
   'cron expression with 5 fields (minute hour day-of-month month day-of-week) in the session time zone, e.g. "0 9 * * 1-5" = weekdays at 09:00',
 );
@@ -68,24 +66,16 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
     },
   );
 
-  server.registerTool(
-    'cancel_task',
-    { description: 'Cancel a scheduled task; a recurring task stops recurring.', inputSchema: { taskId } },
-    ({ taskId }) => {
-      changeTask(db, taskId, { op: 'cancel', by: 'agent' }, zone);
-      return textResult(`Task ${taskId} cancelled.`);
-    },
-  );
+  server.registerTool('cancel_task', { description: 'Cancel a scheduled task; a recurring task stops recurring.', inputSchema: { taskId } }, ({ taskId }) => {
+    changeTask(db, taskId, { op: 'cancel', by: 'agent' }, zone);
+    return textResult(`Task ${taskId} cancelled.`);
+  });
 
-  server.registerTool(
-    'pause_task',
-    { description: 'Pause a scheduled task: it does not run until resume_task.', inputSchema: { taskId } },
-    ({ taskId }) => {
-      if (liveRow(taskId).status === 'paused') return textResult(`Task ${taskId} is already paused.`);
-      changeTask(db, taskId, { op: 'pause' }, zone);
-      return textResult(`Task ${taskId} paused.`);
-    },
-  );
+  server.registerTool('pause_task', { description: 'Pause a scheduled task: it does not run until resume_task.', inputSchema: { taskId } }, ({ taskId }) => {
+    if (liveRow(taskId).status === 'paused') return textResult(`Task ${taskId} is already paused.`);
+    changeTask(db, taskId, { op: 'pause' }, zone);
+    return textResult(`Task ${taskId} paused.`);
+  });
 
   server.registerTool(
     'resume_task',

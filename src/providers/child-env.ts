@@ -5,11 +5,7 @@
  */
 const BASICS = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM'];
 
-export function childEnv(
-  env: Record<string, string | undefined>,
-  keys: string[],
-  overrides: Record<string, string | undefined> = {},
-): Record<string, string> {
+export function childEnv(env: Record<string, string | undefined>, keys: string[], overrides: Record<string, string | undefined> = {}): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of [...BASICS, ...keys]) {
     const value = env[key];

@@ -58,7 +58,8 @@ export async function loadExtensions(extensions: readonly ExtensionResource[], l
         registerHarness: (harness) => {
           const id = typeof harness?.id === 'string' ? harness.id : '';
           if (!ID.test(id)) return problem(`harness id "${id}" is not a usable runtime id (lower case letters, digits, -)`);
-          if (knownProviders().includes(id) || normaliseProviderName(id) !== id) return problem(`harness "${id}" collides with a runtime Pincer already has; ignored`);
+          if (knownProviders().includes(id) || normaliseProviderName(id) !== id)
+            return problem(`harness "${id}" collides with a runtime Pincer already has; ignored`);
           if (typeof harness.create !== 'function') return problem(`harness "${id}" has no create()`);
           registerProvider({
             name: id,
@@ -92,7 +93,8 @@ export async function loadExtensions(extensions: readonly ExtensionResource[], l
 function safely<T>(fn: () => T, fallback: T): T {
   try {
     return fn();
-  } catch { // a hook that throws counts as one that gave nothing: the fallback
+  } catch {
+    // a hook that throws counts as one that gave nothing: the fallback
     return fallback;
   }
 }

@@ -75,7 +75,8 @@ export class MockProvider implements AgentProvider {
       if (this.delayMs > 0) {
         try {
           await sleep(this.delayMs, undefined, { signal });
-        } catch { // aborted: the turn ends without an answer, as a real provider's would
+        } catch {
+          // aborted: the turn ends without an answer, as a real provider's would
           return;
         }
       }
@@ -127,7 +128,8 @@ function parseUsageOverride(raw: string | undefined): Partial<TurnUsage> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch { // a prompt that is not JSON has no mock directives
+  } catch {
+    // a prompt that is not JSON has no mock directives
     value = undefined;
   }
   const parsed = turnUsageSchema.partial().safeParse(value);

@@ -1,9 +1,4 @@
-import {
-  AUTO_PREFERENCE,
-  KNOWN_PROVIDER_REQUIREMENTS,
-  probeProvider,
-  type ProviderRequirements,
-} from '../runtime/provider-probe.js';
+import { AUTO_PREFERENCE, KNOWN_PROVIDER_REQUIREMENTS, probeProvider, type ProviderRequirements } from '../runtime/provider-probe.js';
 import type { ModelSettings } from '../db/model-settings.js';
 import { hasProviderPrefix, isModelRouteError, resolveModelRoute, type ModelRoute } from '../runtime/model-route.js';
 import { describeSelection, selectProvider, type ProviderProbe, type Selection, type SelectionInput } from '../runtime/selection.js';
@@ -103,13 +98,23 @@ export function probeProviders(env: Record<string, string | undefined>, route?: 
     const registration = registrations.get(name);
     const requirements = registration?.requirements ??
       KNOWN_PROVIDER_REQUIREMENTS[name] ?? { credentialsEnv: [], packages: [], executables: [], auto: Boolean(registration?.usableWith) };
-    const probe = { ...probeProvider(name, registration !== undefined, requirements, env), supportsRoute: route ? registration?.supportsRoute?.(route) === true : undefined };
+    const probe = {
+      ...probeProvider(name, registration !== undefined, requirements, env),
+      supportsRoute: route ? registration?.supportsRoute?.(route) === true : undefined,
+    };
     if (!registration || !(registration.usableWith || registration.hasCredentials)) return probe;
     // The provider's own tests win over the table: auto uses usableWith; an explicit choice is refused here only by
     // hasCredentials, else the provider's factory checks what it really needs (a stored login may do).
     const credentials = registration.hasCredentials ? registration.hasCredentials(env, route) : true;
     const autoCredentials = registration.usableWith ? registration.usableWith(env) : credentials;
-    return { ...probe, credentials, autoCredentials, noCredentials: credentials ? undefined : (registration.credentialsHint ?? probe.noCredentials ?? (route ? `set ${route.apiKeyEnv.join(' or ')}` : 'credentials missing')) };
+    return {
+      ...probe,
+      credentials,
+      autoCredentials,
+      noCredentials: credentials
+        ? undefined
+        : (registration.credentialsHint ?? probe.noCredentials ?? (route ? `set ${route.apiKeyEnv.join(' or ')}` : 'credentials missing')),
+    };
   });
 }
 
@@ -129,9 +134,7 @@ export function selectProviderFor(policy: SelectionPolicy, env: Record<string, s
       routeError = err.message;
     }
   }
-  const model = ref
-    ? { id: ref, provider: policy.model?.provider ?? policy.models?.[ref]?.provider, providerEntry: route?.policy.provider }
-    : undefined;
+  const model = ref ? { id: ref, provider: policy.model?.provider ?? policy.models?.[ref]?.provider, providerEntry: route?.policy.provider } : undefined;
   return selectProvider({
     session: policy.session,
     group: policy.group,

@@ -174,4 +174,3 @@ export interface ExtensionTool {
   parameters: Record<string, unknown>;
   execute(args: Record<string, unknown>, context: { signal?: AbortSignal; cwd: string }): Promise<ExtensionToolResult> | ExtensionToolResult;
 }
-

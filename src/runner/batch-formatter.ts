@@ -23,7 +23,9 @@ export class BatchFormatter {
     const started = Date.now();
     try {
       const prompt = await this.pool.run('formatBatch', { input: { messages, options }, inputBytes: bytes });
-      this.log.info(`formatted ${messages.length} message${messages.length === 1 ? '' : 's'} (${Math.round(bytes / 1024)} KiB) on a worker in ${Date.now() - started} ms`);
+      this.log.info(
+        `formatted ${messages.length} message${messages.length === 1 ? '' : 's'} (${Math.round(bytes / 1024)} KiB) on a worker in ${Date.now() - started} ms`,
+      );
       return prompt;
     } catch (err) {
       if (!isWorkerTaskError(err)) throw err;

@@ -11,17 +11,10 @@ export const RUNNER_COMMANDS = ['/clear'] as const;
 export type RunnerCommand = (typeof RUNNER_COMMANDS)[number];
 
 export type CommandKind =
-  | { type: 'runner'; command: RunnerCommand }
-  | { type: 'prompt'; prompt: PromptResource; args: string }
-  | { type: 'native'; text: string }
-  | null;
+  { type: 'runner'; command: RunnerCommand } | { type: 'prompt'; prompt: PromptResource; args: string } | { type: 'native'; text: string } | null;
 
 /** The command a message carries, if any. `nativeCommands` are the provider's (e.g. `/compact`). */
-export function detectCommand(
-  message: ClaimedMessage,
-  nativeCommands: readonly string[],
-  prompts: readonly PromptResource[] = [],
-): CommandKind {
+export function detectCommand(message: ClaimedMessage, nativeCommands: readonly string[], prompts: readonly PromptResource[] = []): CommandKind {
   const { kind } = message.message;
   if (kind !== 'chat' && kind !== 'chat-sdk') return null;
   const text = message.message.content.text.trim();

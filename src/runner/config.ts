@@ -141,7 +141,8 @@ export function discoverExtraDirectories(paths: SessionPaths): string[] {
     .filter((dir) => {
       try {
         return fs.statSync(dir).isDirectory();
-      } catch { // missing or unreadable: not a folder
+      } catch {
+        // missing or unreadable: not a folder
         return false;
       }
     })

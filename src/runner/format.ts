@@ -1,11 +1,4 @@
-import type {
-  ChatContent,
-  ChatSdkContent,
-  InboundContent,
-  SystemContent,
-  TaskContent,
-  WebhookContent,
-} from '../db/content.js';
+import type { ChatContent, ChatSdkContent, InboundContent, SystemContent, TaskContent, WebhookContent } from '../db/content.js';
 import type { InboundRow } from '../db/types.js';
 import { compareIso, formatTime } from '../shared/time.js';
 import { escapeBlock, escapeJson, escapeLine, escapeXml, xmlAttributes } from './xml.js';
@@ -30,16 +23,12 @@ export interface FormatOptions {
 const SECTION_SEPARATOR = '\n\n---\n\n';
 
 export function formatBatch(messages: FormattableMessage[], options: FormatOptions): string {
-  const sorted = [...messages].sort(
-    (a, b) => compareIso(a.row.timestamp, b.row.timestamp) || a.row.seq - b.row.seq,
-  );
+  const sorted = [...messages].sort((a, b) => compareIso(a.row.timestamp, b.row.timestamp) || a.row.seq - b.row.seq);
   const sections: string[] = [];
   let chatRun: string[] = [];
   const flushChat = (): void => {
     if (chatRun.length === 0) return;
-    sections.push(
-      `<context ${xmlAttributes({ timezone: options.timeZone })}/>\n<messages>\n${chatRun.join('\n')}\n</messages>`,
-    );
+    sections.push(`<context ${xmlAttributes({ timezone: options.timeZone })}/>\n<messages>\n${chatRun.join('\n')}\n</messages>`);
     chatRun = [];
   };
   for (const item of sorted) {
@@ -64,9 +53,7 @@ function formatChat(item: FormattableMessage, options: FormatOptions): string {
     const content: ChatContent = message.content;
     sender = content.sender;
     if (content.replyTo) {
-      lines.push(
-        `<quoted_message ${xmlAttributes({ sender: content.replyTo.sender })}>${escapeBlock(content.replyTo.text)}</quoted_message>`,
-      );
+      lines.push(`<quoted_message ${xmlAttributes({ sender: content.replyTo.sender })}>${escapeBlock(content.replyTo.text)}</quoted_message>`);
     }
     lines.push(escapeBlock(content.text));
   } else {

@@ -58,7 +58,11 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
     // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
     const secrets = rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {};
-    const userServers = resolveUserMcpServers(config.mcpServers, { agentDir: config.paths.agent, env, secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined) });
+    const userServers = resolveUserMcpServers(config.mcpServers, {
+      agentDir: config.paths.agent,
+      env,
+      secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined),
+    });
     for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
     const provider = await createProvider(choice.name, {
       env,

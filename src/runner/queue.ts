@@ -92,10 +92,7 @@ export class InboundQueue {
   /** Mark the batch completed; only rows still processing (a sweep may have reset one meanwhile). */
   complete(ids: string[]): void {
     const now = isoNow();
-    const stmt = prepared(
-      this.db,
-      `UPDATE messages_in SET status = 'completed', status_changed = ?, last_error = NULL WHERE id = ? AND status = 'processing'`,
-    );
+    const stmt = prepared(this.db, `UPDATE messages_in SET status = 'completed', status_changed = ?, last_error = NULL WHERE id = ? AND status = 'processing'`);
     this.db.transaction(() => ids.forEach((id) => stmt.run(now, id))).immediate();
   }
 
@@ -120,19 +117,12 @@ export class InboundQueue {
   }
 
   private markProcessing(row: InboundRow, now: string): void {
-    prepared(
-      this.db,
-      `UPDATE messages_in SET status = 'processing', status_changed = ?, tries = tries + 1 WHERE id = ?`,
-    ).run(now, row.id);
+    prepared(this.db, `UPDATE messages_in SET status = 'processing', status_changed = ?, tries = tries + 1 WHERE id = ?`).run(now, row.id);
     row.status = 'processing';
     row.tries += 1;
   }
 
   private markFailed(id: string, error: string, now: string): void {
-    prepared(this.db, `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ?`).run(
-      now,
-      error,
-      id,
-    );
+    prepared(this.db, `UPDATE messages_in SET status = 'failed', status_changed = ?, last_error = ? WHERE id = ?`).run(now, error, id);
   }
 }

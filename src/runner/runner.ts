@@ -93,15 +93,10 @@ export class Runner {
     const native = deps.provider.nativeSlashCommands;
     this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native, deps.prompts) !== null);
     this.keys = sessionKeys(deps.providerName);
-    this.scripts = new TaskScripts(
-      this.queue,
-      { cwd: deps.config.paths.agent, env: process.env, ...deps.config.script },
-      deps.log,
-      (message) => {
-        this.carry.push(message);
-        deps.waker.notify();
-      },
-    );
+    this.scripts = new TaskScripts(this.queue, { cwd: deps.config.paths.agent, env: process.env, ...deps.config.script }, deps.log, (message) => {
+      this.carry.push(message);
+      deps.waker.notify();
+    });
   }
 
   /** Run until `stop()`. Resolves once the in-flight query has finished or been aborted. */
@@ -142,7 +137,11 @@ export class Runner {
       const unsent = this.takeCarry();
       // Stopping gives up on a locked DB after one more wait: the rows stay processing for the host's sweep.
       await this.persist('unsent messages', () => {
-        if (unsent.length > 0) this.queue.recordError(unsent.map((m) => m.row.id), 'runner stopped before the message reached the agent');
+        if (unsent.length > 0)
+          this.queue.recordError(
+            unsent.map((m) => m.row.id),
+            'runner stopped before the message reached the agent',
+          );
         setRunnerBatch(db, 'stopping', [], null);
       }).catch((err: unknown) => this.deps.log.warn(`could not record the stop: ${errorMessage(err)}`));
     }
@@ -305,7 +304,8 @@ export class Runner {
           // An answer and the `completed` of the messages it answers are one transaction — the last prompt's answer
           // completes the whole batch — so a kill after it never makes the host retry them (and the agent answer twice).
           const final = !progress.completed && progress.results >= progress.prompts;
-          const answer = event.text || event.usage || final ? { text: event.text, usage: event.usage, completes: final ? batch.ids : batch.answering } : undefined;
+          const answer =
+            event.text || event.usage || final ? { text: event.text, usage: event.usage, completes: final ? batch.ids : batch.answering } : undefined;
           if (answer || event.resumeAt) await this.writeResult(batch.routing, answer, event.resumeAt);
           if (final) progress.completed = true;
           if (event.text) transcript.add('agent', event.text);
@@ -333,7 +333,8 @@ export class Runner {
     } finally {
       progress.inputEnded = true;
       traces.finish();
-      if (traceparent) await this.persist('trace context', () => setRunnerTrace(db, null)).catch((err: unknown) => log.warn(`trace failed: ${errorMessage(err)}`));
+      if (traceparent)
+        await this.persist('trace context', () => setRunnerTrace(db, null)).catch((err: unknown) => log.warn(`trace failed: ${errorMessage(err)}`));
       this.deps.waker.notify();
       await followUps;
       if (this.active?.stopTimer) clearTimeout(this.active.stopTimer);
@@ -422,12 +423,14 @@ export class Runner {
   ): Promise<void> {
     const { db, providerName } = this.deps;
     return this.persist('answer', () =>
-      db.transaction(() => {
-        if (resumeAt) setSessionValue(db, this.keys.resumeAt, resumeAt);
-        if (!answer) return;
-        insertTurnResult(db, { routing, text: answer.text, usage: answer.usage, provider: providerName });
-        if (answer.completes) this.queue.complete(answer.completes);
-      }).immediate(),
+      db
+        .transaction(() => {
+          if (resumeAt) setSessionValue(db, this.keys.resumeAt, resumeAt);
+          if (!answer) return;
+          insertTurnResult(db, { routing, text: answer.text, usage: answer.usage, provider: providerName });
+          if (answer.completes) this.queue.complete(answer.completes);
+        })
+        .immediate(),
     );
   }
 

@@ -16,9 +16,7 @@ const MAX_OUTPUT_BYTES = 1024 * 1024;
 
 const ScriptResultSchema = z.object({ wakeAgent: z.boolean(), data: z.unknown().optional() });
 
-export type ScriptOutcome =
-  | { ok: true; wakeAgent: boolean; data: unknown }
-  | { ok: false; error: string };
+export type ScriptOutcome = { ok: true; wakeAgent: boolean; data: unknown } | { ok: false; error: string };
 
 export interface ScriptOptions {
   cwd: string;
@@ -53,7 +51,8 @@ export async function runTaskScript(script: string, options: ScriptOptions): Pro
     let json: unknown;
     try {
       json = JSON.parse(last);
-    } catch { // the error quotes the line
+    } catch {
+      // the error quotes the line
       return { ok: false, error: `script's last line is not JSON: ${last.slice(0, 200)}` };
     }
     const parsed = ScriptResultSchema.safeParse(json);

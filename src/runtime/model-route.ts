@@ -124,7 +124,10 @@ export function resolveModelRoute({ ref, models = {}, modelProviders = {}, env }
     baseUrl = entry.baseUrl ?? envUrl('OPENAI_BASE_URL');
     via = viaFor('OPENAI_BASE_URL', baseUrl);
     if (!baseUrl) {
-      throw new ModelRouteError('missing-base-url', `model "${ref}": local models need OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1) or a baseUrl in the model entry`);
+      throw new ModelRouteError(
+        'missing-base-url',
+        `model "${ref}": local models need OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1) or a baseUrl in the model entry`,
+      );
     }
     api = entry.api ?? 'openai-completions';
     apiKeyEnv = ['OPENAI_API_KEY'];
@@ -202,7 +205,8 @@ function checkUrl(ref: string, baseUrl: string): void {
 function isOfficialHost(baseUrl: string): boolean {
   try {
     return OFFICIAL_HOSTS.has(new URL(baseUrl).hostname.toLowerCase());
-  } catch { // not a URL: not an official host (the URL check reports it)
+  } catch {
+    // not a URL: not an official host (the URL check reports it)
     return false;
   }
 }
@@ -220,7 +224,8 @@ function sameEndpoint(a: string, b: string): boolean {
     try {
       const url = new URL(value);
       return `${url.protocol}//${url.host.toLowerCase()}${url.pathname.replace(/\/+$/, '')}${url.search}`;
-    } catch { // not a URL: compared as written
+    } catch {
+      // not a URL: compared as written
       return value;
     }
   };

@@ -18,7 +18,11 @@ export interface ModelServerProbe {
 }
 
 /** The probe of the model `ref` (PINCER_MODEL by default) routes to, or undefined when there is no server of the user's to probe. */
-export async function probeModelServer(env: Record<string, string | undefined>, ref = readSetting(env, 'PINCER_MODEL'), timeoutMs = 3000): Promise<ModelServerProbe | undefined> {
+export async function probeModelServer(
+  env: Record<string, string | undefined>,
+  ref = readSetting(env, 'PINCER_MODEL'),
+  timeoutMs = 3000,
+): Promise<ModelServerProbe | undefined> {
   if (!ref || !hasProviderPrefix(ref)) return undefined;
   let baseUrl: string | undefined;
   try {
@@ -37,7 +41,11 @@ export async function probeModelServer(env: Record<string, string | undefined>, 
     await response.body?.cancel();
     return { url: baseUrl, source };
   } catch (err) {
-    return { url: baseUrl, source, problem: `${source} ${baseUrl}: no model server answers there (${describeFetchError(err, timeoutMs)}); start it or fix ${source}` };
+    return {
+      url: baseUrl,
+      source,
+      problem: `${source} ${baseUrl}: no model server answers there (${describeFetchError(err, timeoutMs)}); start it or fix ${source}`,
+    };
   }
 }
 

@@ -42,12 +42,7 @@ export const AUTO_PREFERENCE = ['claude', 'codex', 'opencode'];
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-export function probeProvider(
-  name: string,
-  registered: boolean,
-  requirements: ProviderRequirements,
-  env: Record<string, string | undefined>,
-): ProviderProbe {
+export function probeProvider(name: string, registered: boolean, requirements: ProviderRequirements, env: Record<string, string | undefined>): ProviderProbe {
   const missing: string[] = [];
   if (!registered) missing.push(`this build has no ${name} provider`);
   for (const pkg of requirements.packages) if (!packageResolves(pkg)) missing.push(`package ${pkg} is not installed`);

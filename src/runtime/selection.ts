@@ -111,7 +111,13 @@ function checkExplicit(
   const probe = input.probes.find((p) => p.name === name);
   if (!probe) {
     const known = input.probes.map((p) => p.name).join(', ');
-    return { ok: false, code: 'unknown', source, candidates, message: `unknown provider "${raw}"${source === 'session' ? '' : ` in the ${where}`} (known: ${known})` };
+    return {
+      ok: false,
+      code: 'unknown',
+      source,
+      candidates,
+      message: `unknown provider "${raw}"${source === 'session' ? '' : ` in the ${where}`} (known: ${known})`,
+    };
   }
   if (!probe.installed) {
     return { ok: false, code: 'not-installed', source, candidates, message: `provider "${name}" (${why}) is not installed: ${probe.notInstalled}` };
@@ -120,7 +126,13 @@ function checkExplicit(
     // The built-in runtime runs a model, so no model (or one it cannot reach) is refused here, in one line, instead
     // of a runner that starts only to fail and be retried with back-off.
     if (!input.model) {
-      return { ok: false, code: 'config', source, candidates, message: `provider "${name}" (${why}) has no model: set PINCER_MODEL=<provider>/<model> (anthropic/claude-sonnet-4-5, openai/gpt-5, local/qwen3:8b) or "model" in config.json` };
+      return {
+        ok: false,
+        code: 'config',
+        source,
+        candidates,
+        message: `provider "${name}" (${why}) has no model: set PINCER_MODEL=<provider>/<model> (anthropic/claude-sonnet-4-5, openai/gpt-5, local/qwen3:8b) or "model" in config.json`,
+      };
     }
     if (input.routeError) return { ok: false, code: 'config', source, candidates, message: `provider "${name}" (${why}): ${input.routeError}` };
   }
@@ -170,13 +182,29 @@ function fallBack(input: SelectionInput, candidates: CandidateReport[], why: str
 function chooseForRoute(input: SelectionInput, route: ModelRoute, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
   const harness = input.probes.find((p) => p.supportsRoute && p.name !== BUILTIN_PROVIDER && p.installed && (p.autoCredentials ?? p.credentials));
   if (harness) {
-    return { ok: true, provider: harness.name, source, candidates, reason: `auto (${why}): harness ${harness.name} supports the route ${describeRoute(route)}` };
+    return {
+      ok: true,
+      provider: harness.name,
+      source,
+      candidates,
+      reason: `auto (${why}): harness ${harness.name} supports the route ${describeRoute(route)}`,
+    };
   }
   const builtin = input.probes.find((p) => p.name === BUILTIN_PROVIDER);
   if (builtin?.installed && builtin.credentials) {
-    return { ok: true, provider: BUILTIN_PROVIDER, source, candidates, reason: `auto (${why}): the built-in runtime for ${describeRoute(route)} (no harness claims this route)` };
+    return {
+      ok: true,
+      provider: BUILTIN_PROVIDER,
+      source,
+      candidates,
+      reason: `auto (${why}): the built-in runtime for ${describeRoute(route)} (no harness claims this route)`,
+    };
   }
-  const missing = !builtin ? 'is not registered' : !builtin.installed ? `is not installed: ${builtin.notInstalled}` : `has no credentials: ${builtin.noCredentials}`;
+  const missing = !builtin
+    ? 'is not registered'
+    : !builtin.installed
+      ? `is not installed: ${builtin.notInstalled}`
+      : `has no credentials: ${builtin.noCredentials}`;
   return fallBack(input, candidates, `${why}; the built-in runtime ${missing}`, source);
 }
 

@@ -10,7 +10,12 @@
  * user can fix it or try again; 1: a bug).
  */
 export const ERROR_CODES = {
-  'invalid-input': { http: 400, exit: 2, retry: false, meaning: 'a request, action or tool call whose input failed validation; `field` names the wrong field when one is' },
+  'invalid-input': {
+    http: 400,
+    exit: 2,
+    retry: false,
+    meaning: 'a request, action or tool call whose input failed validation; `field` names the wrong field when one is',
+  },
   'not-found': { http: 404, exit: 2, retry: false, meaning: 'an id (session, task, question, file, message) that does not exist or is no longer active' },
   'unknown-conversation': { http: 404, exit: 2, retry: false, meaning: 'an inbound message for a conversation with no binding and no default agent group' },
   'unknown-group': { http: 404, exit: 2, retry: false, meaning: 'an agent group id or name that the central DB does not hold' },
@@ -20,14 +25,29 @@ export const ERROR_CODES = {
   conflict: { http: 409, exit: 2, retry: false, meaning: 'the thing changed under the request (an old launch epoch, an existing object)' },
   'too-large': { http: 413, exit: 2, retry: false, meaning: 'a body, file or result over its size limit; the message says the limit' },
   'outside-workspace': { http: 400, exit: 2, retry: false, meaning: 'a path that resolves outside the session folder, or through a link' },
-  quarantined: { http: 503, exit: 2, retry: false, meaning: 'the session folder is unsafe to open (a linked or unreadable session.db); left alone until an administrator moves it aside' },
+  quarantined: {
+    http: 503,
+    exit: 2,
+    retry: false,
+    meaning: 'the session folder is unsafe to open (a linked or unreadable session.db); left alone until an administrator moves it aside',
+  },
   'over-budget': { http: 429, exit: 2, retry: true, meaning: 'the agent group reached a budget; the message says which limit and when it resets' },
-  'not-ready': { http: 503, exit: 2, retry: true, meaning: 'the agent group has no model-runtime generation to serve; asking again helps once its configuration or credentials change' },
+  'not-ready': {
+    http: 503,
+    exit: 2,
+    retry: true,
+    meaning: 'the agent group has no model-runtime generation to serve; asking again helps once its configuration or credentials change',
+  },
   'disk-full': { http: 507, exit: 2, retry: true, meaning: "the host's disk is full: nothing was stored; `retryAfterS` says when to try again" },
   busy: { http: 503, exit: 2, retry: true, meaning: 'a limit on work at once was reached (runners, connections, a lock held elsewhere)' },
   timeout: { http: 504, exit: 2, retry: true, meaning: 'no answer in time (a question, a server, a launch)' },
   cancelled: { http: 503, exit: 2, retry: true, meaning: 'the call was cancelled, or the process is shutting down' },
-  unavailable: { http: 503, exit: 2, retry: true, meaning: 'something Pincer depends on cannot be reached (a model server, a container engine, a cluster, a served session)' },
+  unavailable: {
+    http: 503,
+    exit: 2,
+    retry: true,
+    meaning: 'something Pincer depends on cannot be reached (a model server, a container engine, a cluster, a served session)',
+  },
   delivery: { http: 502, exit: 2, retry: true, meaning: 'a channel could not deliver a message (retried by delivery, then recorded as its delivery error)' },
   internal: { http: 500, exit: 1, retry: false, meaning: 'a bug: what happened is in the log' },
 } as const satisfies Record<string, { http: number; exit: number; retry: boolean; meaning: string }>;

@@ -104,7 +104,8 @@ function describeOversized(bytes: number, head: string, tail: string): Oversized
   let id: RequestId | undefined;
   try {
     id = idText === undefined ? undefined : (JSON.parse(idText) as RequestId);
-  } catch { // an id that is not JSON: the reply goes without one
+  } catch {
+    // an id that is not JSON: the reply goes without one
     id = undefined;
   }
   const method = METHOD.exec(head)?.[1] ?? METHOD.exec(tail)?.[1];

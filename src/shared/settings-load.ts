@@ -32,7 +32,10 @@ export function settingOrDefault<N extends SettingName>(env: Env, name: N): Sett
 }
 
 /** Several settings at once, parsed by the registry's parsers: `{ ok, value }` or the issues in one line. */
-export function readSettings<const N extends SettingName>(env: Env, names: readonly N[]): { ok: true; value: z.output<ReturnType<typeof settingsSchema<N>>> } | { ok: false; error: string } {
+export function readSettings<const N extends SettingName>(
+  env: Env,
+  names: readonly N[],
+): { ok: true; value: z.output<ReturnType<typeof settingsSchema<N>>> } | { ok: false; error: string } {
   const parsed = settingsSchema(names).safeParse(env);
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeSettingIssues(parsed.error) };
 }

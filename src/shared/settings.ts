@@ -74,10 +74,19 @@ const names = () =>
   z
     .string()
     .default('')
-    .transform((list) => list.split(',').map((name) => name.trim()).filter(Boolean));
+    .transform((list) =>
+      list
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    );
 /** A Kubernetes quantity: `500m`, `1`, `256Mi`, `1Gi`. */
 const quantity = () => z.string().regex(/^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'a Kubernetes quantity like 500m, 256Mi or 1Gi');
-const dnsName = () => z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name').max(63);
+const dnsName = () =>
+  z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name')
+    .max(63);
 /** `key=value,key=value` (node selectors). */
 const pairs = () =>
   z
@@ -124,10 +133,19 @@ const REGISTRY = {
   PINCER_DELIVERY_ATTEMPTS: host(() => positiveInt(5), 'delivery attempts per outbound row'),
   PINCER_DELIVERY_RETRY_MS: host(() => positiveInt(500), 'delivery back-off base'),
   // sessions on Kubernetes (PINCER_RUNNER=kubernetes): the host's; a pod never sees them
-  PINCER_K8S_NAMESPACE: host(() => dnsName().optional(), 'where session objects go', { defaultWords: "the host pod's namespace, else the kubeconfig context's" }),
+  PINCER_K8S_NAMESPACE: host(() => dnsName().optional(), 'where session objects go', {
+    defaultWords: "the host pod's namespace, else the kubeconfig context's",
+  }),
   PINCER_K8S_IMAGE: host(() => nonEmpty(), 'the image of the session pods (required)'),
   PINCER_K8S_IMAGE_PULL_POLICY: host(() => z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'), 'the pods’ image pull policy'),
-  PINCER_K8S_IMAGE_PULL_SECRETS: host(() => z.string().regex(/^[a-z0-9.,-]+$/, 'secret names separated by commas').optional(), 'pull secret names, comma-separated'),
+  PINCER_K8S_IMAGE_PULL_SECRETS: host(
+    () =>
+      z
+        .string()
+        .regex(/^[a-z0-9.,-]+$/, 'secret names separated by commas')
+        .optional(),
+    'pull secret names, comma-separated',
+  ),
   PINCER_K8S_COMMAND: host(() => z.string().min(1).default('pincer'), 'the executable in the image that is `pincer`'),
   PINCER_K8S_STORAGE_CLASS: host(() => nonEmpty(), 'storage class of session claims', { defaultWords: "the cluster's default" }),
   PINCER_K8S_STORAGE_SIZE: host(() => quantity().default('1Gi'), 'size of each session claim'),
@@ -150,11 +168,33 @@ const REGISTRY = {
   // where runners are started
   PINCER_RUNNER: launcher(() => z.enum(RUNNER_KINDS).default('auto'), 'the runner kind: auto, process, docker, bwrap, session-serve, kubernetes'),
   PINCER_CONTAINER_IMAGE: launcher(() => z.string().regex(IMAGE_NAME, 'a docker image name').default('pincer-node'), 'the Docker runner image'),
-  PINCER_CONTAINER_MEMORY: launcher(() => z.string().regex(/^\d+[bkmg]?$/i, 'like 512m or 2g').default('2g'), 'memory limit of a sandboxed runner'),
-  PINCER_CONTAINER_CPUS: launcher(() => z.string().regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5').default('1'), 'CPU limit of a Docker runner'),
+  PINCER_CONTAINER_MEMORY: launcher(
+    () =>
+      z
+        .string()
+        .regex(/^\d+[bkmg]?$/i, 'like 512m or 2g')
+        .default('2g'),
+    'memory limit of a sandboxed runner',
+  ),
+  PINCER_CONTAINER_CPUS: launcher(
+    () =>
+      z
+        .string()
+        .regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5')
+        .default('1'),
+    'CPU limit of a Docker runner',
+  ),
   PINCER_CONTAINER_PIDS: launcher(() => z.coerce.number().int().positive().default(512), 'process limit of a sandboxed runner'),
   PINCER_CONTAINER_NETWORK: launcher(() => z.string().min(1).default('none'), 'the Docker network of a runner'),
-  PINCER_CONTAINER_USER: launcher(() => z.string().regex(/^\d+(:\d+)?$/, 'uid or uid:gid').optional(), 'uid[:gid] of a Docker runner', { defaultWords: "the session folder's owner" }),
+  PINCER_CONTAINER_USER: launcher(
+    () =>
+      z
+        .string()
+        .regex(/^\d+(:\d+)?$/, 'uid or uid:gid')
+        .optional(),
+    'uid[:gid] of a Docker runner',
+    { defaultWords: "the session folder's owner" },
+  ),
   PINCER_CONTAINER_ENV: launcher(() => names(), 'extra variable names passed to every runner (e.g. HTTPS_PROXY)'),
   PINCER_UNSANDBOXED_SCRIPTS: launcher(() => z.enum(['', '0', '1']).default(''), '1: task scripts run in a plain process runner too (refused there otherwise)'),
   PINCER_BWRAP_NETWORK: launcher(() => z.enum(['none', 'host']).default('none'), 'none: only loopback in a bubblewrap runner; host: the host network'),
@@ -165,11 +205,18 @@ const REGISTRY = {
   DOCKER_TLS_VERIFY: launcher(() => text(), 'the docker CLI TLS verification'),
   // both
   // unset or empty: no policy here (the runner then takes config.json's; `auto` where there is none)
-  AGENT_PROVIDER: both(() => z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()), 'the provider (the host sets each group’s for its runners)', { defaultWords: 'auto' }),
+  AGENT_PROVIDER: both(
+    () => z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+    'the provider (the host sets each group’s for its runners)',
+    { defaultWords: 'auto' },
+  ),
   PINCER_MODEL: both(() => text(), '<provider>/<model> of the built-in provider'),
   TZ: both(() => text(), 'time zone (the host sets each group’s for its runners)', { defaultWords: 'system zone' }),
   // any case; an unknown level logs at info (a typo must not silence the log)
-  PINCER_LOG_LEVEL: both(() => z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(['debug', 'info', 'warn', 'error']).catch('info')), 'debug, info, warn, error'),
+  PINCER_LOG_LEVEL: both(
+    () => z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(['debug', 'info', 'warn', 'error']).catch('info')),
+    'debug, info, warn, error',
+  ),
   PINCER_BUSY_TIMEOUT_MS: both(() => positiveInt(10_000), 'wait for another process’s lock on a session DB (at least 5000)'),
   PINCER_STOP_GRACE_MS: both(() => positiveInt(3000), 'grace of a runner being stopped'),
   PINCER_ATTACHMENT_ALLOW_HOSTS: both(() => z.string().default(''), 'where attachment URLs may point besides public addresses'),
@@ -281,7 +328,8 @@ function parserOf(name: string, d: Definition): z.ZodType {
 /** The default as the docs write it: the parser's own, else the words given. */
 function defaultOf(name: string, d: Definition): string {
   const parsed = parserOf(name, d).safeParse(undefined);
-  if (parsed.success && parsed.data !== undefined && !(Array.isArray(parsed.data) && parsed.data.length === 0) && parsed.data !== '') return String(parsed.data);
+  if (parsed.success && parsed.data !== undefined && !(Array.isArray(parsed.data) && parsed.data.length === 0) && parsed.data !== '')
+    return String(parsed.data);
   return d.defaultWords ?? '';
 }
 
@@ -300,7 +348,21 @@ export const SETTINGS: readonly Setting[] = Object.entries(REGISTRY).map(([name,
 }));
 
 /** What every process needs to run at all (a sandbox sets its own PATH and HOME). */
-export const SYSTEM_VARIABLES: readonly string[] = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'TMPDIR', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR'];
+export const SYSTEM_VARIABLES: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TERM',
+  'TMPDIR',
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+];
 
 const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]));
 

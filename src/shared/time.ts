@@ -39,7 +39,8 @@ export function isValidTimeZone(timeZone: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone });
     return true;
-  } catch { // Intl refuses the name: not a time zone
+  } catch {
+    // Intl refuses the name: not a time zone
     return false;
   }
 }
@@ -49,7 +50,26 @@ export function isValidTimeZone(timeZone: string): boolean {
  * runner (docs/performance.md). Zones that are UTC by another name (tzdb "backward"), and the process's own zone (TZ,
  * which the host sets for every runner), are read from Date's own fields instead; other zones use Intl.
  */
-const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'UCT', 'Etc/UCT', 'Universal', 'Etc/Universal', 'Zulu', 'Etc/Zulu', 'GMT', 'Etc/GMT', 'GMT0', 'Etc/GMT0', 'GMT+0', 'Etc/GMT+0', 'GMT-0', 'Etc/GMT-0', 'Greenwich', 'Etc/Greenwich']);
+const UTC_ZONES = new Set([
+  'UTC',
+  'Etc/UTC',
+  'UCT',
+  'Etc/UCT',
+  'Universal',
+  'Etc/Universal',
+  'Zulu',
+  'Etc/Zulu',
+  'GMT',
+  'Etc/GMT',
+  'GMT0',
+  'Etc/GMT0',
+  'GMT+0',
+  'Etc/GMT+0',
+  'GMT-0',
+  'Etc/GMT-0',
+  'Greenwich',
+  'Etc/Greenwich',
+]);
 
 /**
  * Whether `timeZone` is TZ and V8 understood it, so Date's local fields are that zone's wall clock. V8 reads a TZ it
@@ -71,10 +91,24 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 /** The wall-clock fields of `date` in `timeZone` (24-hour), from one cached formatter per zone. */
 function wallClock(date: Date, timeZone: string): Record<'year' | 'month' | 'day' | 'hour' | 'minute' | 'second', number> {
   if (UTC_ZONES.has(timeZone)) {
-    return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate(), hour: date.getUTCHours(), minute: date.getUTCMinutes(), second: date.getUTCSeconds() };
+    return {
+      year: date.getUTCFullYear(),
+      month: date.getUTCMonth() + 1,
+      day: date.getUTCDate(),
+      hour: date.getUTCHours(),
+      minute: date.getUTCMinutes(),
+      second: date.getUTCSeconds(),
+    };
   }
   if (isProcessZone(timeZone)) {
-    return { year: date.getFullYear(), month: date.getMonth() + 1, day: date.getDate(), hour: date.getHours(), minute: date.getMinutes(), second: date.getSeconds() };
+    return {
+      year: date.getFullYear(),
+      month: date.getMonth() + 1,
+      day: date.getDate(),
+      hour: date.getHours(),
+      minute: date.getMinutes(),
+      second: date.getSeconds(),
+    };
   }
   let formatter = formatters.get(timeZone);
   if (!formatter) {

@@ -46,7 +46,11 @@ export const NO_TRACING: Tracing = {
 
 /** Whether `env` turns tracing on. */
 export function tracingConfigured(env: NodeJS.ProcessEnv | Record<string, string | undefined>): boolean {
-  return Boolean(rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') || rawSetting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')) && rawSetting(env, 'OTEL_TRACES_EXPORTER') !== 'none' && rawSetting(env, 'OTEL_SDK_DISABLED') !== 'true';
+  return (
+    Boolean(rawSetting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') || rawSetting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')) &&
+    rawSetting(env, 'OTEL_TRACES_EXPORTER') !== 'none' &&
+    rawSetting(env, 'OTEL_SDK_DISABLED') !== 'true'
+  );
 }
 
 /** The OTLP/HTTP URL spans go to: the traces endpoint, else `<endpoint>/v1/traces`. */

@@ -25,7 +25,8 @@ function refill(): boolean {
     }
     offset = 0;
     return true;
-  } catch { // no /dev/urandom here: ids come from node:crypto instead
+  } catch {
+    // no /dev/urandom here: ids come from node:crypto instead
     return false;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);

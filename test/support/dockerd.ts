@@ -40,11 +40,18 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
   const daemon = spawn(
     'dockerd',
     [
-      '--data-root', path.join(dir, 'data'),
-      '--exec-root', exec,
-      '--pidfile', path.join(exec, 'dockerd.pid'),
-      '-H', `unix://${sock}`,
-      '--iptables=false', '--ip-forward=false', '--ip-masq=false', '--bridge=none',
+      '--data-root',
+      path.join(dir, 'data'),
+      '--exec-root',
+      exec,
+      '--pidfile',
+      path.join(exec, 'dockerd.pid'),
+      '-H',
+      `unix://${sock}`,
+      '--iptables=false',
+      '--ip-forward=false',
+      '--ip-masq=false',
+      '--bridge=none',
     ],
     { stdio: ['ignore', log, log] },
   );
@@ -94,6 +101,8 @@ function unmountUnder(dir: string): void {
 /** The docker CLI, for assertions in tests. */
 export function dockerCli(args: string[], cliEnv: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile('docker', args, { env: cliEnv }, (err, stdout, stderr) => (err ? reject(new Error(`docker ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
+    execFile('docker', args, { env: cliEnv }, (err, stdout, stderr) =>
+      err ? reject(new Error(`docker ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+    ),
   );
 }

@@ -30,7 +30,10 @@ export interface FakeDiscord {
   calls: DiscordCall[];
   fail(count: number, status: number, retryAfterS?: number): void;
   /** a user's message as the gateway forwarder posts it to the webhook. */
-  gatewayMessage(m: { channelId: string; userId: string; content: string; guildId?: string; mention?: boolean; id?: string }, token?: string): { body: string; headers: Record<string, string> };
+  gatewayMessage(
+    m: { channelId: string; userId: string; content: string; guildId?: string; mention?: boolean; id?: string },
+    token?: string,
+  ): { body: string; headers: Record<string, string> };
   /** a signed button-press interaction on a message the bot posted (`privateKey` to forge with another key). */
   pressButton(posted: DiscordCall, buttonIndex: number, userId: string, forge?: boolean): { body: string; headers: Record<string, string> };
   posted(): DiscordCall[];
@@ -66,7 +69,12 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
       const failure = method !== 'GET' && !path.endsWith('/typing') ? failures.take() : undefined;
       if (failure) {
         record(failure.status);
-        if (failure.status === 429) return answer(429, { message: 'You are being rate limited.', retry_after: failure.retryAfterS, global: false }, { 'Retry-After': String(failure.retryAfterS) });
+        if (failure.status === 429)
+          return answer(
+            429,
+            { message: 'You are being rate limited.', retry_after: failure.retryAfterS, global: false },
+            { 'Retry-After': String(failure.retryAfterS) },
+          );
         return answer(failure.status, { message: 'Internal Server Error', code: 0 });
       }
       const message = (channelId: string, id = snowflake()): Record<string, unknown> => ({

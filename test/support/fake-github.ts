@@ -25,7 +25,10 @@ export interface FakeGitHub {
   calls: GitHubCall[];
   fail(count: number, status: number, retryAfterS?: number): void;
   /** an issue_comment webhook for a user's comment on `owner/repo#number` (signed with `secret` if given). */
-  comment(c: { repo: string; number: number; user: string; userId: number; body: string; commentId?: number }, secret?: string): { body: string; headers: Record<string, string> };
+  comment(
+    c: { repo: string; number: number; user: string; userId: number; body: string; commentId?: number },
+    secret?: string,
+  ): { body: string; headers: Record<string, string> };
   comments(): GitHubCall[];
   waitForComment(what: string, predicate: (call: GitHubCall) => boolean, timeoutMs?: number): Promise<GitHubCall>;
   close(): Promise<void>;
@@ -58,10 +61,21 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       const failure = method !== 'GET' ? failures.take() : undefined;
       if (failure) {
         record(failure.status);
-        return answer(failure.status, { message: failure.status === 429 ? 'API rate limit exceeded' : 'Server Error' }, failure.status === 429 ? { 'Retry-After': String(failure.retryAfterS) } : {});
+        return answer(
+          failure.status,
+          { message: failure.status === 429 ? 'API rate limit exceeded' : 'Server Error' },
+          failure.status === 429 ? { 'Retry-After': String(failure.retryAfterS) } : {},
+        );
       }
       const now = new Date().toISOString();
-      const comment = (id: number, commentBody: unknown): Record<string, unknown> => ({ id, body: commentBody, user: { id: bot.id, login: bot.login, type: 'User' }, created_at: now, updated_at: now, html_url: `https://github.com/x/y#issuecomment-${id}` });
+      const comment = (id: number, commentBody: unknown): Record<string, unknown> => ({
+        id,
+        body: commentBody,
+        user: { id: bot.id, login: bot.login, type: 'User' },
+        created_at: now,
+        updated_at: now,
+        html_url: `https://github.com/x/y#issuecomment-${id}`,
+      });
       let match: RegExpExecArray | null;
       if (method === 'GET' && pathname === '/user') {
         record(200);
@@ -99,7 +113,14 @@ export async function startFakeGitHub(): Promise<FakeGitHub> {
       const payload = {
         action: 'created',
         issue: { number: c.number, title: 'An issue', state: 'open', user: { id: c.userId, login: c.user, type: 'User' } },
-        comment: { id: c.commentId ?? nextId++, body: c.body, user: { id: c.userId, login: c.user, type: 'User' }, created_at: now, updated_at: now, html_url: 'https://github.com/x' },
+        comment: {
+          id: c.commentId ?? nextId++,
+          body: c.body,
+          user: { id: c.userId, login: c.user, type: 'User' },
+          created_at: now,
+          updated_at: now,
+          html_url: 'https://github.com/x',
+        },
         repository: { id: 1, name, full_name: c.repo, owner: { id: 2, login: owner, type: 'User' } },
         sender: { id: c.userId, login: c.user, type: 'User' },
       };

@@ -21,8 +21,18 @@ export const FAKE_TOKEN = 'fake-kube-token-0123456789';
 export const NAMESPACE = 'pincer-test';
 
 // The fake reads and writes arbitrary Kubernetes JSON (pod specs and statuses): typed loosely on purpose.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Obj = { apiVersion?: string; kind?: string; metadata: Meta; spec?: any; status?: any; data?: Record<string, string>; stringData?: Record<string, string>; [k: string]: unknown };
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Obj = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: Meta;
+  spec?: any;
+  status?: any;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  [k: string]: unknown;
+};
+/* eslint-enable @typescript-eslint/no-explicit-any */
 interface Meta {
   name: string;
   namespace?: string;
@@ -68,7 +78,11 @@ export class FakeKube {
   /** what the kubelet did, in order: `started <pod>`, `force-detached <pod>`, `exited <pod>`. */
   readonly timeline: string[] = [];
   readonly claimsDir: string;
-  private readonly objects = new Map<string, Map<string, Obj>>([['pods', new Map()], ['persistentvolumeclaims', new Map()], ['secrets', new Map()]]);
+  private readonly objects = new Map<string, Map<string, Obj>>([
+    ['pods', new Map()],
+    ['persistentvolumeclaims', new Map()],
+    ['secrets', new Map()],
+  ]);
   private readonly events: Obj[] = [];
   private readonly runs = new Map<string, PodRun>();
   /** claim → the node it is attached to, and the pods using it there. */
@@ -190,7 +204,18 @@ export class FakeKube {
     if (!match) return status(res, 404, 'NotFound', `the server could not find the requested resource (${url.pathname})`);
     const [, namespace, plural, name, sub] = match as unknown as [string, string, string, string | undefined, string | undefined];
     const resource = sub ? `${plural}/${sub}` : plural;
-    const verb = req.method === 'POST' ? 'create' : req.method === 'DELETE' ? 'delete' : req.method === 'GET' ? (name ? 'get' : url.searchParams.get('watch') === 'true' ? 'watch' : 'list') : (req.method ?? '').toLowerCase();
+    const verb =
+      req.method === 'POST'
+        ? 'create'
+        : req.method === 'DELETE'
+          ? 'delete'
+          : req.method === 'GET'
+            ? name
+              ? 'get'
+              : url.searchParams.get('watch') === 'true'
+                ? 'watch'
+                : 'list'
+            : (req.method ?? '').toLowerCase();
     this.calls.push({ verb, resource });
     const body = req.method === 'POST' ? (JSON.parse((await readBody(req)).toString('utf8') || '{}') as Obj) : null;
     const injected = this.failures.find((f) => f.count > 0 && (f.verb === '*' || f.verb === verb) && (f.resource === '*' || f.resource === resource));
@@ -200,7 +225,13 @@ export class FakeKube {
       return status(res, injected.status, reason, `${plural} ${name ?? ''} is ${reason.toLowerCase()}: injected by the test`);
     }
     if (namespace !== NAMESPACE) return status(res, 403, 'Forbidden', `namespace ${namespace} is not this test's`);
-    if (plural === 'events') return replyJson(res, 200, { apiVersion: 'v1', kind: 'EventList', metadata: { resourceVersion: String(this.version) }, items: this.events.filter((e) => matchesFields(e, url.searchParams.get('fieldSelector'))) });
+    if (plural === 'events')
+      return replyJson(res, 200, {
+        apiVersion: 'v1',
+        kind: 'EventList',
+        metadata: { resourceVersion: String(this.version) },
+        items: this.events.filter((e) => matchesFields(e, url.searchParams.get('fieldSelector'))),
+      });
     const store = this.objects.get(plural);
     if (!store) return status(res, 404, 'NotFound', `no resource ${plural}`);
     if (sub === 'log') {
@@ -215,7 +246,8 @@ export class FakeKube {
     const kind = plural === 'pods' ? 'Pod' : plural === 'secrets' ? 'Secret' : 'PersistentVolumeClaim';
     if (verb === 'create') {
       const created = body!;
-      if (!created.metadata?.name || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(created.metadata.name)) return status(res, 422, 'Invalid', `${kind} "${created.metadata?.name}" is invalid: metadata.name: a lowercase RFC 1123 subdomain`);
+      if (!created.metadata?.name || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(created.metadata.name))
+        return status(res, 422, 'Invalid', `${kind} "${created.metadata?.name}" is invalid: metadata.name: a lowercase RFC 1123 subdomain`);
       if (store.has(created.metadata.name)) return status(res, 409, 'AlreadyExists', `${plural} "${created.metadata.name}" already exists`);
       created.metadata = { ...created.metadata, namespace, uid: randomUUID(), creationTimestamp: new Date().toISOString() };
       if (plural === 'secrets' && created.stringData) {
@@ -240,7 +272,11 @@ export class FakeKube {
     if (!found) return status(res, 404, 'NotFound', `${plural} "${name}" not found`);
     if (verb === 'get') return replyJson(res, 200, found);
     if (verb === 'delete') {
-      if (plural === 'pods') this.deletePod(found, url.searchParams.has('gracePeriodSeconds') ? Number(url.searchParams.get('gracePeriodSeconds')) : (found.spec?.terminationGracePeriodSeconds ?? 30));
+      if (plural === 'pods')
+        this.deletePod(
+          found,
+          url.searchParams.has('gracePeriodSeconds') ? Number(url.searchParams.get('gracePeriodSeconds')) : (found.spec?.terminationGracePeriodSeconds ?? 30),
+        );
       else {
         store.delete(name!);
         if (plural === 'persistentvolumeclaims') fs.rmSync(path.join(this.claimsDir, name!), { recursive: true, force: true });
@@ -256,12 +292,23 @@ export class FakeKube {
   }
 
   private event(pod: Obj, reason: string, message: string, type = 'Warning'): void {
-    const existing = this.events.find((e) => (e.involvedObject as Meta & { name: string }).name === pod.metadata.name && e.reason === reason && e.message === message);
+    const existing = this.events.find(
+      (e) => (e.involvedObject as Meta & { name: string }).name === pod.metadata.name && e.reason === reason && e.message === message,
+    );
     if (existing) {
       existing.count = (existing.count as number) + 1;
       return;
     }
-    this.events.push({ apiVersion: 'v1', kind: 'Event', metadata: { name: `${pod.metadata.name}.${randomUUID().slice(0, 8)}`, uid: randomUUID() }, involvedObject: { kind: 'Pod', name: pod.metadata.name, namespace: NAMESPACE }, reason, message, type, count: 1 });
+    this.events.push({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${pod.metadata.name}.${randomUUID().slice(0, 8)}`, uid: randomUUID() },
+      involvedObject: { kind: 'Pod', name: pod.metadata.name, namespace: NAMESPACE },
+      reason,
+      message,
+      type,
+      count: 1,
+    });
   }
 
   // ---- the kubelet ----
@@ -277,13 +324,23 @@ export class FakeKube {
     const run: PodRun = { pod, node, ip, child: null, log: '', exited: false, attached: false, timers: [] };
     this.runs.set(pod.metadata.name, run);
     pod.spec.nodeName = node;
-    pod.status = { phase: 'Pending', podIP: ip, podIPs: [{ ip }], conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: 'False' }] };
+    pod.status = {
+      phase: 'Pending',
+      podIP: ip,
+      podIPs: [{ ip }],
+      conditions: [
+        { type: 'PodScheduled', status: 'True' },
+        { type: 'Ready', status: 'False' },
+      ],
+    };
     this.touch(pod);
     this.attach(run);
   }
 
   private claimsOf(pod: Obj): string[] {
-    return ((pod.spec.volumes ?? []) as { persistentVolumeClaim?: { claimName: string } }[]).flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
+    return ((pod.spec.volumes ?? []) as { persistentVolumeClaim?: { claimName: string } }[]).flatMap((v) =>
+      v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [],
+    );
   }
 
   /** Attach the pod's ReadWriteOnce claims to its node, waiting while one is attached to another. */
@@ -298,7 +355,11 @@ export class FakeKube {
       }
       const at = this.attachments.get(claim);
       if (at && at.node !== run.node && at.pods.size > 0) {
-        this.event(run.pod, 'FailedAttachVolume', `Multi-Attach error for volume "pvc-${claim}" Volume is already exclusively attached to one node and can't be attached to another`);
+        this.event(
+          run.pod,
+          'FailedAttachVolume',
+          `Multi-Attach error for volume "pvc-${claim}" Volume is already exclusively attached to one node and can't be attached to another`,
+        );
         run.timers.push(setTimeout(() => this.attach(run), 100));
         return;
       }
@@ -323,7 +384,9 @@ export class FakeKube {
     if (pod.metadata.deletionTimestamp) return;
     const container = pod.spec.containers[0];
     if (this.options.badImages.includes(container.image)) {
-      pod.status.containerStatuses = [{ name: container.name, ready: false, state: { waiting: { reason: 'ErrImagePull', message: `failed to pull image "${container.image}": not found` } } }];
+      pod.status.containerStatuses = [
+        { name: container.name, ready: false, state: { waiting: { reason: 'ErrImagePull', message: `failed to pull image "${container.image}": not found` } } },
+      ];
       this.event(pod, 'Failed', `Failed to pull image "${container.image}"`);
       this.touch(pod);
       return;
@@ -366,7 +429,12 @@ export class FakeKube {
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
-    pod.status = { ...pod.status, phase: 'Running', startTime: new Date().toISOString(), containerStatuses: [{ name: container.name, ready: false, state: { running: { startedAt: new Date().toISOString() } } }] };
+    pod.status = {
+      ...pod.status,
+      phase: 'Running',
+      startTime: new Date().toISOString(),
+      containerStatuses: [{ name: container.name, ready: false, state: { running: { startedAt: new Date().toISOString() } } }],
+    };
     this.touch(pod);
     child.once('exit', (code, signal) => this.onExit(run, code ?? (signal ? 137 : 1)));
     this.probe(run);
@@ -402,7 +470,12 @@ export class FakeKube {
     for (const timer of run.timers) clearTimeout(timer);
     const { pod } = run;
     if (!this.down.has(run.node)) {
-      pod.status = { ...pod.status, phase: code === 0 ? 'Succeeded' : 'Failed', conditions: (pod.status.conditions as object[]).map((c) => ({ ...c, ...((c as { type: string }).type === 'Ready' ? { status: 'False' } : {}) })), containerStatuses: [{ name: 'session', ready: false, state: { terminated: { exitCode: code } } }] };
+      pod.status = {
+        ...pod.status,
+        phase: code === 0 ? 'Succeeded' : 'Failed',
+        conditions: (pod.status.conditions as object[]).map((c) => ({ ...c, ...((c as { type: string }).type === 'Ready' ? { status: 'False' } : {}) })),
+        containerStatuses: [{ name: 'session', ready: false, state: { terminated: { exitCode: code } } }],
+      };
       this.touch(pod);
       this.release(run);
     }

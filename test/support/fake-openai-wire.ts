@@ -10,10 +10,7 @@ import { randomUUID } from 'node:crypto';
  * OpenCode: `<server>_<tool>`), or one call of a function by its exact name (the built-in runtime: `bash`,
  * `mcp__pincer__send_message`).
  */
-export type ModelOutput =
-  | { text: string }
-  | { tool: string; server: string; args: Record<string, unknown> }
-  | { call: string; args: Record<string, unknown> };
+export type ModelOutput = { text: string } | { tool: string; server: string; args: Record<string, unknown> } | { call: string; args: Record<string, unknown> };
 
 /** The token counts a reply reports: `input` includes `cached` (as both APIs count them). */
 export interface WireUsage {
@@ -50,9 +47,25 @@ export function responsesBody(responseId: string, output: ModelOutput, tokens: W
     chunks += sse('response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
     chunks += sse('response.output_text.delta', { type: 'response.output_text.delta', item_id: id, output_index: 0, content_index: 0, delta: output.text });
   } else if ('call' in output) {
-    item = { type: 'function_call', id: `fc_${randomUUID()}`, call_id: `call_${randomUUID()}`, name: output.call, arguments: JSON.stringify(output.args), status: 'completed' };
-    chunks += sse('response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, arguments: '', status: 'in_progress' } });
-    chunks += sse('response.function_call_arguments.delta', { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: 0, delta: item.arguments });
+    item = {
+      type: 'function_call',
+      id: `fc_${randomUUID()}`,
+      call_id: `call_${randomUUID()}`,
+      name: output.call,
+      arguments: JSON.stringify(output.args),
+      status: 'completed',
+    };
+    chunks += sse('response.output_item.added', {
+      type: 'response.output_item.added',
+      output_index: 0,
+      item: { ...item, arguments: '', status: 'in_progress' },
+    });
+    chunks += sse('response.function_call_arguments.delta', {
+      type: 'response.function_call_arguments.delta',
+      item_id: item.id,
+      output_index: 0,
+      delta: item.arguments,
+    });
   } else {
     // Codex exposes MCP tools as functions named by the tool, in the namespace `mcp__<server>`.
     item = {
@@ -95,14 +108,19 @@ export function chatBody(id: string, model: string, output: ModelOutput, tokens:
     chunks += chatChunk(id, model, { delta: { tool_calls: [call] }, finish_reason: null });
     finish = 'tool_calls';
   }
-  chunks += chatChunk(id, model, { delta: {}, finish_reason: finish }, {
-    usage: {
-      prompt_tokens: tokens.input,
-      completion_tokens: tokens.output,
-      total_tokens: tokens.input + tokens.output,
-      prompt_tokens_details: { cached_tokens: tokens.cached },
+  chunks += chatChunk(
+    id,
+    model,
+    { delta: {}, finish_reason: finish },
+    {
+      usage: {
+        prompt_tokens: tokens.input,
+        completion_tokens: tokens.output,
+        total_tokens: tokens.input + tokens.output,
+        prompt_tokens_details: { cached_tokens: tokens.cached },
+      },
     },
-  });
+  );
   return chunks + 'data: [DONE]\n\n';
 }
 

@@ -90,7 +90,17 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const systemTexts = [...messageTexts(body, 'system'), ...messageTexts(body, 'developer')];
       const title = api === 'chat' && isTitleRequest(body, systemTexts);
       const reply: FakeReply | 'title' = title ? 'title' : (queue.shift() ?? fallback);
-      const request: RecordedRequest = { api, path, headers: req.headers, body, title, userTexts: messageTexts(body, 'user'), systemTexts, reply, at: Date.now() };
+      const request: RecordedRequest = {
+        api,
+        path,
+        headers: req.headers,
+        body,
+        title,
+        userTexts: messageTexts(body, 'user'),
+        systemTexts,
+        reply,
+        at: Date.now(),
+      };
       requests.push(request);
       answer(request, res);
     });

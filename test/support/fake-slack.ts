@@ -27,7 +27,11 @@ export interface FakeSlack {
   /** the next `count` calls of `method` ('*': any) fail: 429 with Retry-After seconds, or an HTTP 5xx. */
   fail(method: string, count: number, status: number, retryAfterS?: number): void;
   /** an Events API request for a user's message, signed (or signed with `secret` to forge one). */
-  messageEvent(message: { channel: string; user: string; text: string; ts?: string; mention?: boolean; eventId?: string }): { body: string; headers: Record<string, string>; ts: string };
+  messageEvent(message: { channel: string; user: string; text: string; ts?: string; mention?: boolean; eventId?: string }): {
+    body: string;
+    headers: Record<string, string>;
+    ts: string;
+  };
   /** a block_actions interactivity request pressing a button of a message the bot posted. */
   pressButton(posted: SlackCall, buttonIndex: number, user: string): { body: string; headers: Record<string, string> };
   /** sign a body as Slack would (a wrong `secret` forges a bad signature). */
@@ -47,11 +51,29 @@ export async function startFakeSlack(): Promise<FakeSlack> {
 
   const methods: Record<string, (body: Record<string, unknown>) => Record<string, unknown>> = {
     'auth.test': () => ({ url: 'https://test.slack.com/', team: 'Test', user: 'pincer', team_id: 'T1', user_id: 'UBOT', bot_id: 'BBOT' }),
-    'users.info': (body) => ({ user: { id: body.user, name: `user-${String(body.user)}`, real_name: `User ${String(body.user)}`, profile: { display_name: `user-${String(body.user)}`, real_name: `User ${String(body.user)}` } } }),
+    'users.info': (body) => ({
+      user: {
+        id: body.user,
+        name: `user-${String(body.user)}`,
+        real_name: `User ${String(body.user)}`,
+        profile: { display_name: `user-${String(body.user)}`, real_name: `User ${String(body.user)}` },
+      },
+    }),
     'conversations.info': (body) => ({ channel: { id: body.channel, name: 'general', is_im: String(body.channel).startsWith('D') } }),
     'chat.postMessage': (body) => {
       const ts = nextTs();
-      return { channel: body.channel, ts, message: { type: 'message', user: 'UBOT', bot_id: 'BBOT', ts, text: body.text ?? body.markdown_text, ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}) } };
+      return {
+        channel: body.channel,
+        ts,
+        message: {
+          type: 'message',
+          user: 'UBOT',
+          bot_id: 'BBOT',
+          ts,
+          text: body.text ?? body.markdown_text,
+          ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}),
+        },
+      };
     },
     'chat.update': (body) => ({ channel: body.channel, ts: body.ts, text: body.text ?? body.markdown_text }),
     'reactions.add': () => ({}),
@@ -123,11 +145,22 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         event_ts: ts,
         team: 'T1',
       };
-      const body = JSON.stringify({ token: 'legacy', team_id: 'T1', api_app_id: 'A1', type: 'event_callback', event_id: message.eventId ?? `Ev${ts.replace('.', '')}`, event_time: Math.floor(Date.now() / 1000), event });
+      const body = JSON.stringify({
+        token: 'legacy',
+        team_id: 'T1',
+        api_app_id: 'A1',
+        type: 'event_callback',
+        event_id: message.eventId ?? `Ev${ts.replace('.', '')}`,
+        event_time: Math.floor(Date.now() / 1000),
+        event,
+      });
       return { body, headers: { 'content-type': 'application/json', ...sign(body) }, ts };
     },
     pressButton(posted, buttonIndex, user) {
-      const blocks = (typeof posted.body.blocks === 'string' ? JSON.parse(posted.body.blocks) : posted.body.blocks) as { type: string; elements?: { type: string; action_id: string; value?: string; text: { text: string } }[] }[];
+      const blocks = (typeof posted.body.blocks === 'string' ? JSON.parse(posted.body.blocks) : posted.body.blocks) as {
+        type: string;
+        elements?: { type: string; action_id: string; value?: string; text: { text: string } }[];
+      }[];
       const button = blocks.flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : [])).filter((e) => e.type === 'button')[buttonIndex];
       if (!button) throw new Error(`no button ${buttonIndex}`);
       const ts = String(posted.result?.ts);
@@ -140,7 +173,16 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         trigger_id: 'trigger-1',
         channel: { id: posted.body.channel, name: 'general' },
         message: { type: 'message', ts, ...(posted.body.thread_ts ? { thread_ts: posted.body.thread_ts } : {}), text: posted.body.text },
-        actions: [{ type: 'button', action_id: button.action_id, block_id: 'b1', value: button.value, text: { type: 'plain_text', text: button.text.text }, action_ts: String(Date.now() / 1000) }],
+        actions: [
+          {
+            type: 'button',
+            action_id: button.action_id,
+            block_id: 'b1',
+            value: button.value,
+            text: { type: 'plain_text', text: button.text.text },
+            action_ts: String(Date.now() / 1000),
+          },
+        ],
       };
       const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
       return { body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...sign(body) } };

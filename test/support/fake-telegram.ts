@@ -24,7 +24,15 @@ export interface FakeTelegram {
   bot: { id: number; username: string };
   calls: TelegramCall[];
   /** a user writes to the bot; returns the update id and message id. */
-  userSends(message: { chatId: number; text: string; userId?: number; firstName?: string; chatType?: 'private' | 'group'; entities?: unknown[]; document?: { name: string; data: Buffer; mimeType?: string } }): { updateId: number; messageId: number };
+  userSends(message: {
+    chatId: number;
+    text: string;
+    userId?: number;
+    firstName?: string;
+    chatType?: 'private' | 'group';
+    entities?: unknown[];
+    document?: { name: string; data: Buffer; mimeType?: string };
+  }): { updateId: number; messageId: number };
   /** the same update again with a new update id (Telegram delivering a message twice). */
   redeliver(updateId: number): void;
   /** a user presses an inline button of a message the bot sent. */
@@ -78,7 +86,11 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
     setMessageReaction: () => true,
     sendMessage: (body) => botMessage(Number(body.chat_id), { text: body.text, ...(body.reply_markup ? { reply_markup: body.reply_markup } : {}) }),
     editMessageText: (body) => botMessage(Number(body.chat_id), { message_id: Number(body.message_id), text: body.text, edit_date: now() }),
-    sendDocument: (body) => botMessage(Number(body.chat_id), { document: { file_id: 'doc', file_unique_id: 'doc', file_name: String(body.document_name ?? 'file') }, caption: body.caption }),
+    sendDocument: (body) =>
+      botMessage(Number(body.chat_id), {
+        document: { file_id: 'doc', file_unique_id: 'doc', file_name: String(body.document_name ?? 'file') },
+        caption: body.caption,
+      }),
     getFile: (body) => {
       const file = files.get(String(body.file_id));
       if (!file) throw new ApiError(400, 'Bad Request: invalid file_id');
@@ -181,13 +193,22 @@ export async function startFakeTelegram(token = '123456:TEST-token'): Promise<Fa
       if (message.document) {
         const fileId = `file-${messageId}`;
         files.set(fileId, { data: message.document.data, size: message.document.data.length });
-        document = { file_id: fileId, file_unique_id: fileId, file_name: message.document.name, mime_type: message.document.mimeType, file_size: message.document.data.length };
+        document = {
+          file_id: fileId,
+          file_unique_id: fileId,
+          file_name: message.document.name,
+          mime_type: message.document.mimeType,
+          file_size: message.document.data.length,
+        };
       }
       const updateId = push({
         message: {
           message_id: messageId,
           date: now(),
-          chat: chatType === 'private' ? { id: message.chatId, type: 'private', first_name: message.firstName ?? 'Ada' } : { id: message.chatId, type: 'group', title: 'Test group' },
+          chat:
+            chatType === 'private'
+              ? { id: message.chatId, type: 'private', first_name: message.firstName ?? 'Ada' }
+              : { id: message.chatId, type: 'group', title: 'Test group' },
           from: { id: userId, is_bot: false, first_name: message.firstName ?? 'Ada', username: `user${userId}` },
           ...(document ? { caption: message.text, document } : { text: message.text }),
           ...(message.entities ? { entities: message.entities } : {}),

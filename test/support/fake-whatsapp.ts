@@ -28,7 +28,10 @@ export interface FakeWhatsApp {
   calls: GraphCall[];
   fail(count: number, status: number): void;
   /** a user's text message as a signed webhook request (or signed with `secret`, to forge one). */
-  userSends(message: { from: string; text: string; id?: string; name?: string }, secret?: string): { body: string; headers: Record<string, string>; id: string };
+  userSends(
+    message: { from: string; text: string; id?: string; name?: string },
+    secret?: string,
+  ): { body: string; headers: Record<string, string>; id: string };
   /** the user taps a reply button of an interactive message the bot sent. */
   tapButton(sent: GraphCall, buttonIndex: number, from: string): { body: string; headers: Record<string, string> };
   sent(): GraphCall[];
@@ -63,7 +66,10 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
       if (failure) {
         record(failure.status);
         return answer(failure.status, {
-          error: failure.status === 429 ? { message: 'Rate limit hit', type: 'OAuthException', code: 130429 } : { message: 'An unexpected error has occurred.', type: 'OAuthException', code: 2 },
+          error:
+            failure.status === 429
+              ? { message: 'Rate limit hit', type: 'OAuthException', code: 130429 }
+              : { message: 'An unexpected error has occurred.', type: 'OAuthException', code: 2 },
         });
       }
       const result = { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id: `wamid.out${nextId++}` }] };
@@ -74,7 +80,10 @@ export async function startFakeWhatsApp(): Promise<FakeWhatsApp> {
 
   const signed = (payload: unknown, secret = appSecret): { body: string; headers: Record<string, string> } => {
     const body = JSON.stringify(payload);
-    return { body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` } };
+    return {
+      body,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
+    };
   };
   const notification = (from: string, name: string, message: Record<string, unknown>): unknown => ({
     object: 'whatsapp_business_account',

@@ -21,7 +21,12 @@ export interface HostHandle {
   stderr(): string;
   /** pids of every runner this host started (from its log). */
   runnerPids(): number[];
-  request(method: string, urlPath: string, body?: unknown, options?: { token?: string | null; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; body: Record<string, unknown> }>;
+  request(
+    method: string,
+    urlPath: string,
+    body?: unknown,
+    options?: { token?: string | null; raw?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
   /** open the SSE stream of a conversation (live, or after `lastEventId`); events collect in `events`. */
   stream(conversation: string, options?: { lastEventId?: string; paused?: boolean }): SseStream;
   /** the session folder of a session id (from the central DB's layout). */

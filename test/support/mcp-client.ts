@@ -82,7 +82,6 @@ export async function closeAllMcpClients(): Promise<number> {
   return left.length;
 }
 
-
 /**
  * Make `runner_state` say that a runner has the inbound row `id` in flight, with that row's routing — what the real
  * runner writes when it picks a batch — so tools called now copy it.

@@ -29,7 +29,12 @@ export function largePng(bytes: number): Buffer {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([hex('89504e470d0a1a0a'), pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(raw, { level: 0 })), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    hex('89504e470d0a1a0a'),
+    pngChunk('IHDR', header),
+    pngChunk('IDAT', deflateSync(raw, { level: 0 })),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

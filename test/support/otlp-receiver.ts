@@ -68,7 +68,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 }
 
 function read(body: { resourceSpans?: unknown[] }, into: ReceivedSpan[]): void {
-  for (const resourceSpans of (body.resourceSpans ?? []) as { resource?: { attributes?: { key: string; value: AnyValue }[] }; scopeSpans?: { spans?: Record<string, unknown>[] }[] }[]) {
+  for (const resourceSpans of (body.resourceSpans ?? []) as {
+    resource?: { attributes?: { key: string; value: AnyValue }[] };
+    scopeSpans?: { spans?: Record<string, unknown>[] }[];
+  }[]) {
     const resource = attributes(resourceSpans.resource?.attributes);
     for (const scope of resourceSpans.scopeSpans ?? []) {
       for (const span of scope.spans ?? []) {

@@ -18,7 +18,9 @@ export async function platformSessions(host: HostHandle, channelType: string): P
 }
 
 export async function sessionFor(host: HostHandle, channelType: string, platformId: string): Promise<PlatformSession> {
-  return waitFor(`a ${channelType} session for ${platformId}`, async () => (await platformSessions(host, channelType)).find((s) => s.platformId === platformId));
+  return waitFor(`a ${channelType} session for ${platformId}`, async () =>
+    (await platformSessions(host, channelType)).find((s) => s.platformId === platformId),
+  );
 }
 
 export function inboundOf(host: HostHandle, sessionId: string): InboundRow[] {

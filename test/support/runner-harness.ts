@@ -12,7 +12,10 @@ export const BUILT_CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', imp
  * Run a short `pincer …` command (the compiled CLI) to its end without blocking the test's event loop, so HTTP
  * connections the test holds stay serviced meanwhile (spawnSync would let a keep-alive socket go stale unnoticed).
  */
-export function runCli(args: string[], env: Record<string, string | undefined> = { PATH: process.env.PATH }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = { PATH: process.env.PATH },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BUILT_CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -51,10 +51,15 @@ export function openTerminal(argv: string[], env: Record<string, string>): Termi
     },
     screen: () => tmux('capture-pane', '-p', '-J', '-S', '-', '-t', name).replace(/\n+$/, ''),
     styledScreen: () => tmux('capture-pane', '-p', '-e', '-J', '-S', '-', '-t', name).replace(/\n+$/, ''),
-    waitFor: (what, test, timeoutMs = 30_000) => waitFor(what, () => {
-      const screen = terminal.screen();
-      return test(screen) ? screen : undefined;
-    }, { timeoutMs, intervalMs: 50 }),
+    waitFor: (what, test, timeoutMs = 30_000) =>
+      waitFor(
+        what,
+        () => {
+          const screen = terminal.screen();
+          return test(screen) ? screen : undefined;
+        },
+        { timeoutMs, intervalMs: 50 },
+      ),
     exitCode: () => {
       const match = /\[exit (\d+)\]/.exec(terminal.screen());
       return match ? Number(match[1]) : undefined;

@@ -44,4 +44,3 @@ export function sessionFilesWithSecret(session: TestSession): string[] {
     .map((entry) => path.join(entry.parentPath, entry.name))
     .filter((file) => fs.readFileSync(file).includes(SECRET));
 }
-

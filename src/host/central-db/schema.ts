@@ -259,7 +259,7 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 11,
-    description: 'MCP servers an agent asked for (add_mcp_server), each with the admin\'s decision (src/host/mcp-server-requests.ts)',
+    description: "MCP servers an agent asked for (add_mcp_server), each with the admin's decision (src/host/mcp-server-requests.ts)",
     up(db) {
       db.exec(`
         CREATE TABLE IF NOT EXISTS mcp_server_requests (

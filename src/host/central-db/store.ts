@@ -143,10 +143,7 @@ export class CentralStore {
       prepared(this.db, 'UPDATE sessions SET mcp_servers = ? WHERE id = ?').run(json, target.sessionId);
       return;
     }
-    prepared(this.db, 'UPDATE agent_groups SET mcp_servers = ?, config_generation = config_generation + 1 WHERE id = ?').run(
-      json,
-      target.agentGroupId,
-    );
+    prepared(this.db, 'UPDATE agent_groups SET mcp_servers = ?, config_generation = config_generation + 1 WHERE id = ?').run(json, target.agentGroupId);
   }
 
   setTriggerRules(agentGroupId: string, rules: TriggerRules): void {
@@ -189,18 +186,18 @@ export class CentralStore {
   }
 
   getBinding(channelType: string, platformId: string): Binding | undefined {
-    const row = prepared(this.db, 'SELECT agent_group_id FROM bindings WHERE channel_type = ? AND platform_id = ?').get(
-      channelType,
-      platformId,
-    ) as { agent_group_id: string } | undefined;
+    const row = prepared(this.db, 'SELECT agent_group_id FROM bindings WHERE channel_type = ? AND platform_id = ?').get(channelType, platformId) as
+      { agent_group_id: string } | undefined;
     return row && { channelType, platformId, agentGroupId: row.agent_group_id };
   }
 
   findSession(agentGroupId: string, channelType: string, platformId: string, threadKey: string): SessionRecord | undefined {
-    const row = prepared(
-      this.db,
-      'SELECT * FROM sessions WHERE agent_group_id = ? AND channel_type = ? AND platform_id = ? AND thread_key = ?',
-    ).get(agentGroupId, channelType, platformId, threadKey) as SessionRow | undefined;
+    const row = prepared(this.db, 'SELECT * FROM sessions WHERE agent_group_id = ? AND channel_type = ? AND platform_id = ? AND thread_key = ?').get(
+      agentGroupId,
+      channelType,
+      platformId,
+      threadKey,
+    ) as SessionRow | undefined;
     return row && toSession(row, this.home);
   }
 
@@ -251,7 +248,8 @@ export class CentralStore {
 
   /** A served session's launch state: its current epoch (0: never launched) and when it next has something due. */
   launchStateOf(sessionId: string): { epoch: number; nextWakeAt: string | null } {
-    const row = prepared(this.db, 'SELECT epoch, next_wake_at FROM sessions WHERE id = ?').get(sessionId) as { epoch: number; next_wake_at: string | null } | undefined;
+    const row = prepared(this.db, 'SELECT epoch, next_wake_at FROM sessions WHERE id = ?').get(sessionId) as
+      { epoch: number; next_wake_at: string | null } | undefined;
     return { epoch: row?.epoch ?? 0, nextWakeAt: row?.next_wake_at ?? null };
   }
 
@@ -274,8 +272,7 @@ export class CentralStore {
 
   getQuestion(questionId: string): PendingQuestion | undefined {
     const row = prepared(this.db, 'SELECT * FROM questions WHERE question_id = ?').get(questionId) as
-      | { question_id: string; session_id: string; channel_type: string; platform_id: string; thread_id: string | null; answered_at: string | null }
-      | undefined;
+      { question_id: string; session_id: string; channel_type: string; platform_id: string; thread_id: string | null; answered_at: string | null } | undefined;
     return (
       row && {
         questionId: row.question_id,
@@ -290,10 +287,7 @@ export class CentralStore {
 
   /** Mark a question answered; false when it already was (a question takes one answer). */
   markQuestionAnswered(questionId: string): boolean {
-    const result = prepared(this.db, 'UPDATE questions SET answered_at = ? WHERE question_id = ? AND answered_at IS NULL').run(
-      isoNow(),
-      questionId,
-    );
+    const result = prepared(this.db, 'UPDATE questions SET answered_at = ? WHERE question_id = ? AND answered_at IS NULL').run(isoNow(), questionId);
     return result.changes === 1;
   }
 
@@ -316,7 +310,16 @@ export class CentralStore {
       `SELECT s.*, NOT EXISTS (SELECT 1 FROM inbound_senders l WHERE l.session_id = s.session_id AND l.rowid > s.rowid) AS latest
        FROM inbound_senders s WHERE s.session_id = ? AND s.message_id = ?`,
     ).get(sessionId, messageId) as
-      | { session_id: string; message_id: string; sender_id: string | null; channel_type: string; platform_id: string; thread_id: string | null; created_at: string; latest: number }
+      | {
+          session_id: string;
+          message_id: string;
+          sender_id: string | null;
+          channel_type: string;
+          platform_id: string;
+          thread_id: string | null;
+          created_at: string;
+          latest: number;
+        }
       | undefined;
     return (
       row && {
@@ -333,9 +336,11 @@ export class CentralStore {
   }
 
   private toGroup(row: GroupRow): AgentGroup {
-    const admins = (prepared(this.db, 'SELECT user_id FROM agent_group_admins WHERE agent_group_id = ? ORDER BY user_id').all(row.id) as {
-      user_id: string;
-    }[]).map((r) => r.user_id);
+    const admins = (
+      prepared(this.db, 'SELECT user_id FROM agent_group_admins WHERE agent_group_id = ? ORDER BY user_id').all(row.id) as {
+        user_id: string;
+      }[]
+    ).map((r) => r.user_id);
     return {
       id: row.id,
       name: row.name,
@@ -357,7 +362,8 @@ function parseJsonOrNull(text: string | null): unknown {
   if (text === null) return null;
   try {
     return JSON.parse(text);
-  } catch { // a damaged column reads as absent; the row is kept
+  } catch {
+    // a damaged column reads as absent; the row is kept
     return null;
   }
 }

@@ -107,7 +107,9 @@ export class TerminalChannel implements ChannelAdapter {
         break;
       case 'question':
         this.openQuestion = { questionId: p.questionId, options: p.options };
-        this.write(`agent asks: ${p.title}\n  ${p.question}\n${p.options.map((o, i) => `  ${i + 1}. ${o.label}`).join('\n')}\n  (answer with a number or a label)`);
+        this.write(
+          `agent asks: ${p.title}\n  ${p.question}\n${p.options.map((o, i) => `  ${i + 1}. ${o.label}`).join('\n')}\n  (answer with a number or a label)`,
+        );
         break;
       case 'notice':
         this.write(`pincer: ${p.text}`);
@@ -201,7 +203,12 @@ export class TerminalChannel implements ChannelAdapter {
     );
     if (saved?.error) return this.write(`pincer: cannot attach ${given}: ${String(saved.error)}; nothing was sent`);
     const { sender } = this.options;
-    await host.acceptInbound({ id, conversation: this.conversation, kind: 'chat', content: { text: parsed[3] ?? '', sender, senderId: sender, attachments: [saved] } });
+    await host.acceptInbound({
+      id,
+      conversation: this.conversation,
+      kind: 'chat',
+      content: { text: parsed[3] ?? '', sender, senderId: sender, attachments: [saved] },
+    });
     this.write(`pincer: sent ${name} (${mb(stat.size)})`);
   }
 

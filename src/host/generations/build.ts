@@ -5,7 +5,6 @@ import type { HostCredentials, ModelGeneration } from './types.js';
 import { readSetting } from '../../shared/settings-load.js';
 import { PincerError } from '../../shared/errors.js';
 
-
 export interface BuildInput {
   group: AgentGroup;
   /** the number the generation gets if it is published */

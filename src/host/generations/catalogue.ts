@@ -107,7 +107,15 @@ function selectionEnv(credentials: HostCredentials): Record<string, string | und
 }
 
 function selectionFor(policy: string, route: ModelRoute, env: Record<string, string | undefined>, memo: SelectionMemo): Selection {
-  const key = [policy, route.provider, route.api, route.official ?? route.baseUrl, route.authored, route.keyOptional, routeApiKey(route, env) !== undefined].join('|');
+  const key = [
+    policy,
+    route.provider,
+    route.api,
+    route.official ?? route.baseUrl,
+    route.authored,
+    route.keyOptional,
+    routeApiKey(route, env) !== undefined,
+  ].join('|');
   let selection = memo.get(key);
   if (!selection) {
     selection = selectProviderFor({ session: policy, model: { id: route.ref } }, env);

@@ -106,7 +106,8 @@ export class GenerationPublisher {
   admit(group: AgentGroup): ModelGeneration {
     const credentials = this.credentials;
     const slot = this.slots.get(group.id);
-    if (!credentials) throw new PincerError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
+    if (!credentials)
+      throw new PincerError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
     const inputs = inputsOf(group, credentials);
     if (slot?.published?.inputs === inputs) return slot.published;
     if (slot?.failure?.inputs !== inputs) this.publishGroup(group, this.selections());
@@ -167,7 +168,9 @@ export class GenerationPublisher {
     // The one place a generation is published: one assignment, after the whole build succeeded.
     slot.published = generation;
     slot.failure = undefined;
-    this.deps.log.info(`model runtime: agent group ${group.name} generation ${generation.number} (${generation.catalogue.filter((m) => m.available).length} of ${generation.catalogue.length} models available; ${generation.inputs})`);
+    this.deps.log.info(
+      `model runtime: agent group ${group.name} generation ${generation.number} (${generation.catalogue.filter((m) => m.available).length} of ${generation.catalogue.length} models available; ${generation.inputs})`,
+    );
     try {
       this.deps.onPublish?.(generation);
     } catch (err) {
@@ -206,7 +209,11 @@ export function viewOf(group: AgentGroup, generation: ModelGeneration | undefine
     lastFailure: failure,
     credentials: generation ? [...generation.credentials.sources].map(([name, source]) => ({ name, source })) : [],
     model: generation?.model ?? null,
-    selection: !selection ? null : selection.ok ? { ok: true, provider: selection.provider, reason: selection.reason } : { ok: false, code: selection.code, message: selection.message },
+    selection: !selection
+      ? null
+      : selection.ok
+        ? { ok: true, provider: selection.provider, reason: selection.reason }
+        : { ok: false, code: selection.code, message: selection.message },
     models: generation ? generation.catalogue.map((model) => ({ ...model })) : [],
   };
 }

@@ -15,7 +15,9 @@ export class KubernetesError extends PincerError {
     message: string,
     options?: ErrorOptions,
   ) {
-    super(reason === 'invalid' ? 'invalid-input' : reason === 'server' || reason === 'unreachable' ? 'unavailable' : reason, message, { cause: options?.cause });
+    super(reason === 'invalid' ? 'invalid-input' : reason === 'server' || reason === 'unreachable' ? 'unavailable' : reason, message, {
+      cause: options?.cause,
+    });
     this.name = 'KubernetesError';
   }
 
@@ -138,12 +140,24 @@ export class SessionCluster {
     }
     const said = statusMessage((err as { body?: unknown }).body) ?? `HTTP ${status}`;
     if (status === 403) {
-      return new KubernetesError('forbidden', `the Kubernetes API server refused to ${asked} (403: ${said}); the host's service account needs the Role in deploy/kubernetes/role.yaml`, { cause: err });
+      return new KubernetesError(
+        'forbidden',
+        `the Kubernetes API server refused to ${asked} (403: ${said}); the host's service account needs the Role in deploy/kubernetes/role.yaml`,
+        { cause: err },
+      );
     }
-    if (status === 401) return new KubernetesError('unauthorized', `the Kubernetes API server did not accept the host's credentials (${asked}, 401); check KUBECONFIG or the service account token`, { cause: err });
+    if (status === 401)
+      return new KubernetesError(
+        'unauthorized',
+        `the Kubernetes API server did not accept the host's credentials (${asked}, 401); check KUBECONFIG or the service account token`,
+        { cause: err },
+      );
     if (status === 404) return new KubernetesError('not-found', `${what} not found in namespace ${this.namespace}`, { cause: err });
     if (status === 409) return new KubernetesError('conflict', `${what} exists already (${said})`, { cause: err });
-    if (status === 422 || status === 400) return new KubernetesError('invalid', `the Kubernetes API server rejected ${asked} (${status}: ${said}); check the PINCER_K8S_* settings`, { cause: err });
+    if (status === 422 || status === 400)
+      return new KubernetesError('invalid', `the Kubernetes API server rejected ${asked} (${status}: ${said}); check the PINCER_K8S_* settings`, {
+        cause: err,
+      });
     return new KubernetesError('server', `the Kubernetes API server failed to ${asked} (${status}: ${said}); retrying`, { cause: err });
   }
 }
@@ -154,7 +168,8 @@ function statusMessage(body: unknown): string | undefined {
   if (typeof body === 'string') {
     try {
       parsed = JSON.parse(body);
-    } catch { // not JSON: the raw body (cut) is the best detail there is
+    } catch {
+      // not JSON: the raw body (cut) is the best detail there is
       return body.slice(0, 300) || undefined;
     }
   }

@@ -29,7 +29,14 @@ export class LaunchError extends PincerError {
 }
 
 /** Container waiting reasons that retrying the same pod spec will not fix. */
-const STUCK_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
+const STUCK_REASONS = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+]);
 /** Event reasons worth telling the log about while a pod starts (the volume is still attached elsewhere, …). */
 const REPORTED_EVENTS = new Set(['FailedAttachVolume', 'FailedMount', 'FailedScheduling']);
 const POLL_MS = 200;
@@ -133,12 +140,18 @@ async function waitUntilServing(ctx: LaunchContext, name: string): Promise<strin
     const container = pod.status?.containerStatuses?.[0];
     const waiting = container?.state?.waiting;
     if (waiting?.reason && STUCK_REASONS.has(waiting.reason)) {
-      throw new LaunchError(`pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`, true);
+      throw new LaunchError(
+        `pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`,
+        true,
+      );
     }
     if (phase === 'Failed' || phase === 'Succeeded') {
       const tail = await cluster.podLog(name, 5).catch(() => ''); // no log to show: the exit code alone is reported
       const code = container?.state?.terminated?.exitCode;
-      throw new LaunchError(`pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`, false);
+      throw new LaunchError(
+        `pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`,
+        false,
+      );
     }
     if (isReady(pod) && pod.status?.podIP) return pod.status.podIP;
     last = `${phase}${waiting?.reason ? `, ${waiting.reason}` : ''}`;

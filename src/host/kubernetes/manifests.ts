@@ -36,7 +36,10 @@ export interface SessionObjects {
 
 /** A DNS-1123 name part from a session id (ids are `s-<hex>`; anything else is folded to be safe). */
 export function nameOf(sessionId: string): string {
-  const folded = sessionId.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '');
+  const folded = sessionId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '');
   return folded.slice(0, 40) || 'session';
 }
 
@@ -68,7 +71,11 @@ export function buildClaim(settings: KubernetesSettings, session: SessionObjects
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     // No owner reference: the claim is the session's folder and outlives every launch; it goes only with the session.
-    metadata: { name: claimName(session.sessionId), labels: labelsOf(session.sessionId, 'session'), annotations: { 'pincer.dev/session-id': session.sessionId } },
+    metadata: {
+      name: claimName(session.sessionId),
+      labels: labelsOf(session.sessionId, 'session'),
+      annotations: { 'pincer.dev/session-id': session.sessionId },
+    },
     spec: {
       accessModes: [settings.accessMode],
       resources: { requests: { storage: settings.storageSize } },
@@ -121,7 +128,12 @@ export function buildPod(settings: KubernetesSettings, session: SessionObjects, 
         seccompProfile: { type: 'RuntimeDefault' },
       },
       // A pod on a node that stops answering is let go after 30 s instead of 5 min (the host starts a new launch anyway).
-      tolerations: ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: NODE_TOLERATION_SECONDS })),
+      tolerations: ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({
+        key,
+        operator: 'Exists',
+        effect: 'NoExecute',
+        tolerationSeconds: NODE_TOLERATION_SECONDS,
+      })),
       ...(settings.runtimeClass ? { runtimeClassName: settings.runtimeClass } : {}),
       ...(Object.keys(settings.nodeSelector).length > 0 ? { nodeSelector: settings.nodeSelector } : {}),
       ...(settings.imagePullSecrets.length > 0 ? { imagePullSecrets: settings.imagePullSecrets.map((n) => ({ name: n })) } : {}),
@@ -133,16 +145,20 @@ export function buildPod(settings: KubernetesSettings, session: SessionObjects, 
           command: [settings.command],
           // Paths only: the bearer and settings come from the Secret's file, never the command line.
           args: [
-            'session-serve', POD_PATHS.session,
-            '--launch-file', POD_PATHS.launchFile,
-            '--listen', `$(POD_IP):${port}`,
-            '--agent-dir', POD_PATHS.agent,
-            '--global-dir', POD_PATHS.global,
-            '--log-file', POD_PATHS.logFile,
+            'session-serve',
+            POD_PATHS.session,
+            '--launch-file',
+            POD_PATHS.launchFile,
+            '--listen',
+            `$(POD_IP):${port}`,
+            '--agent-dir',
+            POD_PATHS.agent,
+            '--global-dir',
+            POD_PATHS.global,
+            '--log-file',
+            POD_PATHS.logFile,
           ],
-          env: [
-            { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-          ],
+          env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
           ports: [{ name: 'endpoint', containerPort: port, protocol: 'TCP' }],
           readinessProbe: { httpGet: { path: '/v1/health', port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 2 },
           resources: { requests: { ...settings.resources.requests }, limits: { ...settings.resources.limits } },

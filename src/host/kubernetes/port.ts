@@ -84,7 +84,19 @@ export class KubernetesSessionPort implements SessionPort {
 
   constructor(private readonly options: KubernetesSessionOptions) {
     this.backoff = new Backoff(options.config.runners.backoffBaseMs, options.config.runners.backoffMaxMs);
-    this.known = { runner: null, runnerPid: null, provider: null, open: 0, pending: 0, undelivered: 0, lastError: null, nextDueAt: options.nextWakeAt, providerSessionId: null, epoch: 0, incarnation: 0 };
+    this.known = {
+      runner: null,
+      runnerPid: null,
+      provider: null,
+      open: 0,
+      pending: 0,
+      undelivered: 0,
+      lastError: null,
+      nextDueAt: options.nextWakeAt,
+      providerSessionId: null,
+      epoch: 0,
+      incarnation: 0,
+    };
     this.ctx = {
       cluster: options.cluster,
       settings: options.settings,
@@ -248,7 +260,9 @@ export class KubernetesSessionPort implements SessionPort {
         // Retrying cannot fix it: not before the longest back-off, and the chat is told once per distinct error.
         const delayMs = permanent ? this.options.config.runners.backoffMaxMs : failed.delayMs;
         this.nextStartAt = Date.now() + delayMs;
-        this.options.log.warn(`session ${this.sessionId}: pod could not be started (${failed.failures} in a row, next try in ${delayMs} ms): ${errorMessage(err)}`);
+        this.options.log.warn(
+          `session ${this.sessionId}: pod could not be started (${failed.failures} in a row, next try in ${delayMs} ms): ${errorMessage(err)}`,
+        );
         if (permanent ? failed.newError : failed.failures % FAILURE_NOTICE_AT === 0) this.options.onLaunchFailures(failed.failures, errorMessage(err));
         throw new SessionPortError('unavailable', `session ${this.sessionId} could not be started: ${errorMessage(err)}`, { cause: err });
       },
@@ -324,13 +338,17 @@ export class KubernetesSessionPort implements SessionPort {
     this.current = null;
     this.wanted = true; // whatever it had open is answered by the next launch
     this.stopHeartbeat();
-    this.options.log.warn(`session ${this.sessionId}: pod ${launch.name} (epoch ${launch.epoch}) lost (${why}); deleting it with grace 0 and starting a new launch`);
+    this.options.log.warn(
+      `session ${this.sessionId}: pod ${launch.name} (epoch ${launch.epoch}) lost (${why}); deleting it with grace 0 and starting a new launch`,
+    );
     const previous = this.ending;
     this.ending = (async () => {
       await previous.catch(() => undefined); // the previous ending logged its own failure
       await launch.port.close();
       this.options.credentials?.revoke(this.sessionId);
-      await endLaunch(this.ctx, launch.name, 0).catch((err: unknown) => this.options.log.warn(`session ${this.sessionId}: deleting pod ${launch.name}: ${errorMessage(err)}`));
+      await endLaunch(this.ctx, launch.name, 0).catch((err: unknown) =>
+        this.options.log.warn(`session ${this.sessionId}: deleting pod ${launch.name}: ${errorMessage(err)}`),
+      );
     })();
     for (const wake of this.wakers) wake();
   }
@@ -347,17 +365,27 @@ export class KubernetesSessionPort implements SessionPort {
     try {
       await previous.catch(() => undefined); // the previous ending logged its own failure
       result = await launch.port.drain();
-      this.known = { ...this.known, runner: null, runnerPid: null, nextDueAt: result.nextDueAt, providerSessionId: result.providerSessionId ?? this.known.providerSessionId };
+      this.known = {
+        ...this.known,
+        runner: null,
+        runnerPid: null,
+        nextDueAt: result.nextDueAt,
+        providerSessionId: result.providerSessionId ?? this.known.providerSessionId,
+      };
     } catch (err) {
       this.options.log.warn(`session ${this.sessionId}: draining pod ${launch.name}: ${errorMessage(err)}`);
       this.wanted = true; // it did not say what it had open: the next launch looks
     } finally {
       await launch.port.close();
       this.options.credentials?.revoke(this.sessionId);
-      await endLaunch(this.ctx, launch.name).catch((err: unknown) => this.options.log.warn(`session ${this.sessionId}: deleting pod ${launch.name}: ${errorMessage(err)}`));
+      await endLaunch(this.ctx, launch.name).catch((err: unknown) =>
+        this.options.log.warn(`session ${this.sessionId}: deleting pod ${launch.name}: ${errorMessage(err)}`),
+      );
       resolveEnded();
     }
-    this.options.log.info(`session ${this.sessionId}: pod ${launch.name} drained and deleted (${why}); claim kept${result.nextDueAt ? `, next due ${result.nextDueAt}` : ''}`);
+    this.options.log.info(
+      `session ${this.sessionId}: pod ${launch.name} drained and deleted (${why}); claim kept${result.nextDueAt ? `, next due ${result.nextDueAt}` : ''}`,
+    );
     this.scheduleWake(result.nextDueAt);
     return result;
   }
@@ -367,13 +395,21 @@ export class KubernetesSessionPort implements SessionPort {
     const { state } = snapshot;
     const now = Date.now();
     const dueSoon = state.nextDueAt !== null && Date.parse(state.nextDueAt) - now < this.options.settings.idleMs;
-    const quiet = state.open === 0 && state.undelivered === 0 && state.runner?.state !== 'busy' && snapshot.outbound.length === 0 && snapshot.events.length === 0 && !dueSoon;
+    const quiet =
+      state.open === 0 &&
+      state.undelivered === 0 &&
+      state.runner?.state !== 'busy' &&
+      snapshot.outbound.length === 0 &&
+      snapshot.events.length === 0 &&
+      !dueSoon;
     if (!quiet || this.inFlight > 0 || this.starting) {
       this.lastActiveAt = now;
       return;
     }
     if (this.current && now - this.lastActiveAt >= this.options.settings.idleMs) {
-      void this.scaleToZero(`idle for ${now - this.lastActiveAt} ms`).catch((err: unknown) => this.options.log.warn(`session ${this.sessionId}: ${errorMessage(err)}`));
+      void this.scaleToZero(`idle for ${now - this.lastActiveAt} ms`).catch((err: unknown) =>
+        this.options.log.warn(`session ${this.sessionId}: ${errorMessage(err)}`),
+      );
     }
   }
 
@@ -383,13 +419,16 @@ export class KubernetesSessionPort implements SessionPort {
     if (!at || this.closed) return;
     const delay = Math.max(0, Date.parse(at) - Date.now());
     if (!Number.isFinite(delay)) return;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      if (Date.parse(at) > Date.now()) return this.scheduleWake(at); // the timer's limit was shorter than the wait
-      this.options.log.info(`session ${this.sessionId}: something falls due at ${at}; starting its pod`);
-      this.wanted = true;
-      for (const wake of this.wakers) wake();
-    }, Math.min(delay, MAX_TIMER_MS));
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = null;
+        if (Date.parse(at) > Date.now()) return this.scheduleWake(at); // the timer's limit was shorter than the wait
+        this.options.log.info(`session ${this.sessionId}: something falls due at ${at}; starting its pod`);
+        this.wanted = true;
+        for (const wake of this.wakers) wake();
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
     this.wakeTimer.unref();
   }
 

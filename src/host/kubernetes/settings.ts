@@ -74,7 +74,8 @@ export function loadKubernetesSettings(env: NodeJS.ProcessEnv): KubernetesSettin
   const e = parsed.data;
   if (!e.PINCER_K8S_IMAGE) throw new Error('PINCER_RUNNER=kubernetes needs PINCER_K8S_IMAGE (the runner image, built by `pincer container image`)');
   const firstKubeconfig = e.KUBECONFIG?.split(':').find(Boolean);
-  if (!firstKubeconfig && !e.KUBERNETES_SERVICE_HOST) throw new Error('PINCER_RUNNER=kubernetes needs a cluster: set KUBECONFIG, or run the host in a pod (in-cluster service account)');
+  if (!firstKubeconfig && !e.KUBERNETES_SERVICE_HOST)
+    throw new Error('PINCER_RUNNER=kubernetes needs a cluster: set KUBECONFIG, or run the host in a pod (in-cluster service account)');
   return {
     access: firstKubeconfig ? { kubeconfig: firstKubeconfig } : { inCluster: true },
     namespace: e.PINCER_K8S_NAMESPACE ?? inClusterNamespace(),

@@ -12,10 +12,7 @@ export type PlatformName = (typeof PLATFORM_NAMES)[number];
 /** How a platform's events reach the host. */
 export type InboundMode = 'polling' | 'webhook' | 'socket';
 
-export type PlatformStatus =
-  | { state: 'off' }
-  | { state: 'incomplete'; missing: string }
-  | { state: 'on'; inbound: InboundMode; detail: string };
+export type PlatformStatus = { state: 'off' } | { state: 'incomplete'; missing: string } | { state: 'on'; inbound: InboundMode; detail: string };
 
 export interface PlatformSpec {
   name: PlatformName;
@@ -103,11 +100,16 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     enable: 'DISCORD_BOT_TOKEN, DISCORD_PUBLIC_KEY and DISCORD_APPLICATION_ID',
     variables: ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID', 'DISCORD_API_URL', 'DISCORD_MENTION_ROLE_IDS'],
     status: (env) =>
-      byVariables(env, ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'], ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'], () => ({
-        state: 'on',
-        inbound: 'webhook',
-        detail: 'interactions webhook (Ed25519 signature checked)',
-      })),
+      byVariables(
+        env,
+        ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'],
+        ['DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'],
+        () => ({
+          state: 'on',
+          inbound: 'webhook',
+          detail: 'interactions webhook (Ed25519 signature checked)',
+        }),
+      ),
     async create(_env, logger) {
       const { createDiscordAdapter } = await import('@chat-adapter/discord');
       return createDiscordAdapter({ logger });
@@ -135,7 +137,15 @@ export const PLATFORMS: readonly PlatformSpec[] = [
     typing: false,
     textLimit: 65_536,
     enable: 'GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or GITHUB_APP_ID and GITHUB_PRIVATE_KEY)',
-    variables: ['GITHUB_WEBHOOK_SECRET', 'GITHUB_TOKEN', 'GITHUB_APP_ID', 'GITHUB_PRIVATE_KEY', 'GITHUB_INSTALLATION_ID', 'GITHUB_API_URL', 'GITHUB_BOT_USERNAME'],
+    variables: [
+      'GITHUB_WEBHOOK_SECRET',
+      'GITHUB_TOKEN',
+      'GITHUB_APP_ID',
+      'GITHUB_PRIVATE_KEY',
+      'GITHUB_INSTALLATION_ID',
+      'GITHUB_API_URL',
+      'GITHUB_BOT_USERNAME',
+    ],
     status(env) {
       // GITHUB_TOKEN alone is common in shells and CI; the webhook secret is what says "answer on GitHub".
       if (!set(env, 'GITHUB_WEBHOOK_SECRET')) return { state: 'off' };

@@ -109,13 +109,15 @@ export class PlatformChannel implements ChannelAdapter {
         case 'notice':
           return await this.postText(adapter, message, threadId, payload.text, payload.type === 'chat' ? payload.files : []);
         case 'edit': {
-          if (!payload.targetPlatformMessageId) throw new ChannelDeliveryError(`message ${payload.messageId} has no ${this.type} message to edit`, { permanent: true });
+          if (!payload.targetPlatformMessageId)
+            throw new ChannelDeliveryError(`message ${payload.messageId} has no ${this.type} message to edit`, { permanent: true });
           const [first] = this.chunks(adapter, payload.text);
           const sent = await adapter.editMessage(threadId, payload.targetPlatformMessageId, { markdown: first ?? payload.text });
           return { platformMessageId: sent.id };
         }
         case 'reaction':
-          if (!payload.targetPlatformMessageId) throw new ChannelDeliveryError(`message ${payload.messageId} has no ${this.type} message to react to`, { permanent: true });
+          if (!payload.targetPlatformMessageId)
+            throw new ChannelDeliveryError(`message ${payload.messageId} has no ${this.type} message to react to`, { permanent: true });
           await adapter.addReaction(threadId, payload.targetPlatformMessageId, payload.emoji);
           return {};
         case 'question': {
@@ -129,7 +131,9 @@ export class PlatformChannel implements ChannelAdapter {
         case 'card': {
           const card = toCard(payload.card);
           const fallbackText = payload.fallbackText ?? (card ? undefined : JSON.stringify(payload.card));
-          const sent = card ? await adapter.postMessage(threadId, { card, ...(fallbackText ? { fallbackText } : {}) }) : await adapter.postMessage(threadId, { markdown: fallbackText! });
+          const sent = card
+            ? await adapter.postMessage(threadId, { card, ...(fallbackText ? { fallbackText } : {}) })
+            : await adapter.postMessage(threadId, { markdown: fallbackText! });
           return { platformMessageId: sent.id };
         }
       }
@@ -157,7 +161,13 @@ export class PlatformChannel implements ChannelAdapter {
   // ---- outbound ----
 
   /** Text split at the platform's limit, then each file as its own message; a retry continues after the last part sent. */
-  private async postText(adapter: Adapter, message: OutboundDelivery, threadId: string, text: string, files: { name: string; path: string }[]): Promise<DeliveryReceipt> {
+  private async postText(
+    adapter: Adapter,
+    message: OutboundDelivery,
+    threadId: string,
+    text: string,
+    files: { name: string; path: string }[],
+  ): Promise<DeliveryReceipt> {
     const parts: AdapterPostableMessage[] = [
       ...this.chunks(adapter, text).map((markdown) => ({ markdown })),
       ...files.map((file) => ({ markdown: '', files: [{ data: readOutboxFile(file.path), filename: file.name }] })),
@@ -231,7 +241,13 @@ export class PlatformChannel implements ChannelAdapter {
   }
 
   /** A question button was pressed: its option becomes the question's answer, and the question shows what was chosen. */
-  private async answer(event: { actionId: string; value?: string; threadId: string; messageId: string; user: { userId: string; userName: string; fullName: string } }): Promise<void> {
+  private async answer(event: {
+    actionId: string;
+    value?: string;
+    threadId: string;
+    messageId: string;
+    user: { userId: string; userName: string; fullName: string };
+  }): Promise<void> {
     const adapter = this.adapter!;
     const parsed = parseAnswerValue(event.value);
     const entry = parsed ? await this.state!.get<QuestionEntry>(`pincer:question:${parsed.key}`) : null;
@@ -319,7 +335,8 @@ export class PlatformChannel implements ChannelAdapter {
     try {
       await this.ready;
       return this.chat !== null;
-    } catch { // a start that failed was logged when it failed: not ready
+    } catch {
+      // a start that failed was logged when it failed: not ready
       return false;
     }
   }
@@ -367,7 +384,8 @@ function describeArg(arg: unknown): string {
   if (arg instanceof Error) return arg.message;
   try {
     return JSON.stringify(arg);
-  } catch { // a circular value: its string form is logged instead
+  } catch {
+    // a circular value: its string form is logged instead
     return String(arg);
   }
 }

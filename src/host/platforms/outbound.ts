@@ -48,7 +48,12 @@ export function toCard(card: unknown): CardElement | null {
   const links = parsed.data.actions ?? [];
   if (links.length > 0) children.push({ type: 'actions', children: links.map((l) => ({ type: 'link-button', label: l.label, url: l.url })) });
   if (!parsed.data.title && children.length === 0) return null;
-  return { type: 'card', ...(parsed.data.title ? { title: parsed.data.title } : {}), ...(parsed.data.subtitle ? { subtitle: parsed.data.subtitle } : {}), children };
+  return {
+    type: 'card',
+    ...(parsed.data.title ? { title: parsed.data.title } : {}),
+    ...(parsed.data.subtitle ? { subtitle: parsed.data.subtitle } : {}),
+    children,
+  };
 }
 
 /** A question as a card: its text and one button per option, each carrying a short key (Telegram allows 64 bytes). */
@@ -58,7 +63,10 @@ export function questionCard(question: { title: string; question: string; option
     title: question.title,
     children: [
       { type: 'text', content: question.question },
-      { type: 'actions', children: question.options.map((option, index) => ({ type: 'button', id: ANSWER_ACTION, label: option.label, value: `${key}:${index}` })) },
+      {
+        type: 'actions',
+        children: question.options.map((option, index) => ({ type: 'button', id: ANSWER_ACTION, label: option.label, value: `${key}:${index}` })),
+      },
     ],
   };
 }

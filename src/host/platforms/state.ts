@@ -81,8 +81,7 @@ export class SqliteStateAdapter implements StateAdapter {
   async get<T = unknown>(key: string): Promise<T | null> {
     this.check();
     const row = prepared(this.db, 'SELECT value FROM chat_cache WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)').get(key, Date.now()) as
-      | { value: string }
-      | undefined;
+      { value: string } | undefined;
     return row ? (JSON.parse(row.value) as T) : null;
   }
 
@@ -129,10 +128,11 @@ export class SqliteStateAdapter implements StateAdapter {
         ).run(key, key, JSON.stringify(value ?? null), expiresAt);
         prepared(this.db, 'UPDATE chat_lists SET expires_at = ? WHERE key = ?').run(expiresAt, key);
         if (options.maxLength !== undefined) {
-          prepared(
-            this.db,
-            'DELETE FROM chat_lists WHERE key = ? AND seq NOT IN (SELECT seq FROM chat_lists WHERE key = ? ORDER BY seq DESC LIMIT ?)',
-          ).run(key, key, Math.max(0, options.maxLength));
+          prepared(this.db, 'DELETE FROM chat_lists WHERE key = ? AND seq NOT IN (SELECT seq FROM chat_lists WHERE key = ? ORDER BY seq DESC LIMIT ?)').run(
+            key,
+            key,
+            Math.max(0, options.maxLength),
+          );
         }
       })
       .immediate();
@@ -168,9 +168,10 @@ export class SqliteStateAdapter implements StateAdapter {
 
   async dequeue(threadId: string): Promise<QueueEntry | null> {
     this.check();
-    const row = prepared(this.db, 'DELETE FROM chat_queues WHERE rowid = (SELECT rowid FROM chat_queues WHERE thread_id = ? ORDER BY seq LIMIT 1) RETURNING entry').get(
-      threadId,
-    ) as { entry: string } | undefined;
+    const row = prepared(
+      this.db,
+      'DELETE FROM chat_queues WHERE rowid = (SELECT rowid FROM chat_queues WHERE thread_id = ? ORDER BY seq LIMIT 1) RETURNING entry',
+    ).get(threadId) as { entry: string } | undefined;
     return row ? (JSON.parse(row.entry) as QueueEntry) : null;
   }
 

@@ -220,7 +220,10 @@ export class SessionEngine {
     }
     if (exit.crashes === CRASH_NOTICE_AT) {
       const log = lastLogLine(this.deps.launch.logFile);
-      this.notice(NO_ROUTING, `The agent could not be started (${exit.crashes} failures in a row, last exit ${exit.code}${log ? `: ${log}` : ''}); retrying with back-off.`);
+      this.notice(
+        NO_ROUTING,
+        `The agent could not be started (${exit.crashes} failures in a row, last exit ${exit.code}${log ? `: ${log}` : ''}); retrying with back-off.`,
+      );
     }
     this.slot.waker.notify();
   }
@@ -264,7 +267,8 @@ function lastLogLine(file: string): string {
   try {
     // The last line without its time stamp: it is shown in the chat.
     return (fs.readFileSync(file, 'utf8').trim().split('\n').slice(-1)[0] ?? '').replace(/^\S+Z (?=\[)/, '');
-  } catch { // no log yet: no last line to show
+  } catch {
+    // no log yet: no last line to show
     return '';
   }
 }

@@ -21,15 +21,7 @@ import { changeTask, listTasks, type TaskCommand } from '../../db/tasks.js';
 import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from '../untrusted-files.js';
 import type { SessionEngine } from './engine.js';
 import { PincerError } from '../../shared/errors.js';
-import {
-  type Admission,
-  type DrainResult,
-  type InboxRow,
-  type OutboundResult,
-  type SessionPort,
-  type SessionSnapshot,
-  type SessionState,
-} from './port.js';
+import { type Admission, type DrainResult, type InboxRow, type OutboundResult, type SessionPort, type SessionSnapshot, type SessionState } from './port.js';
 
 const CLOSED_STATE: SessionState = {
   runner: null,
@@ -185,7 +177,8 @@ export class LocalSessionPort implements SessionPort {
     let text: string;
     try {
       text = fs.readFileSync(this.engine.logFile, 'utf8');
-    } catch { // no log yet: no lines
+    } catch {
+      // no log yet: no lines
       return [];
     }
     return text.trimEnd().split('\n').slice(-lines);

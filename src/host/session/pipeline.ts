@@ -154,7 +154,11 @@ export class SessionPipeline {
     this.held += 1;
     if (this.held === 1 || this.held === HOLD_NOTICE_AT) this.deps.log.warn(`session ${this.id}: runner start held (${this.held} in a row): ${why}`);
     if (this.held === HOLD_NOTICE_AT) {
-      await this.deps.delivery.notify({ session: this.session }, conversationOf({ session: this.session }, NO_ROUTING), `The agent cannot start yet: ${why}. Your messages wait; retrying with back-off.`);
+      await this.deps.delivery.notify(
+        { session: this.session },
+        conversationOf({ session: this.session }, NO_ROUTING),
+        `The agent cannot start yet: ${why}. Your messages wait; retrying with back-off.`,
+      );
     }
     return Math.min(HOLD_RETRY_BASE_MS * 2 ** Math.min(this.held - 1, 5), FAILURE_BACKOFF_MAX_MS);
   }
@@ -220,7 +224,11 @@ export class SessionPipeline {
     const busy = live?.state === 'busy';
     if (busy === (this.typingIn !== null)) return;
     const conversation = busy
-      ? conversationOf(handle, { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null })
+      ? conversationOf(handle, {
+          channel_type: live.routing?.channelType ?? null,
+          platform_id: live.routing?.platformId ?? null,
+          thread_id: live.routing?.threadId ?? null,
+        })
       : this.typingIn!;
     this.typingIn = busy ? conversation : null;
     await this.deps.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
@@ -247,9 +255,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

@@ -152,11 +152,18 @@ export class RemoteSessionPort implements SessionPort {
       const res = await fetch(url, {
         ...init,
         signal: controller.signal,
-        headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${this.target.token}`, [EPOCH_HEADER]: String(this.target.epoch) },
+        headers: {
+          ...(init.headers as Record<string, string> | undefined),
+          authorization: `Bearer ${this.target.token}`,
+          [EPOCH_HEADER]: String(this.target.epoch),
+        },
       });
       const epoch = Number(res.headers.get(EPOCH_HEADER));
       if (res.status === 409 || (Number.isFinite(epoch) && epoch > 0 && epoch !== this.target.epoch)) {
-        throw new SessionPortError('fenced', `session ${this.sessionId}: another launch owns it (epoch ${res.headers.get(EPOCH_HEADER)}, ours ${this.target.epoch})`);
+        throw new SessionPortError(
+          'fenced',
+          `session ${this.sessionId}: another launch owns it (epoch ${res.headers.get(EPOCH_HEADER)}, ours ${this.target.epoch})`,
+        );
       }
       return res;
     } catch (err) {

@@ -36,7 +36,9 @@ export const REFUSED_FILESYSTEMS: ReadonlyMap<number, string> = new Map([
 export function unsafeFilesystem(folder: string, refused: ReadonlyMap<number, string> = REFUSED_FILESYSTEMS): string | undefined {
   const type = fs.statfsSync(folder).type;
   const name = refused.get(type);
-  return name ? `${folder} is on ${name} (statfs type 0x${type.toString(16)}): SQLite's write-ahead log is not safe there; put sessions on a local disk or a block volume` : undefined;
+  return name
+    ? `${folder} is on ${name} (statfs type 0x${type.toString(16)}): SQLite's write-ahead log is not safe there; put sessions on a local disk or a block volume`
+    : undefined;
 }
 
 export interface ServedSession {
@@ -86,7 +88,8 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
     let body: unknown;
     try {
       body = await c.req.json();
-    } catch { // the reply says the body is not JSON
+    } catch {
+      // the reply says the body is not JSON
       return c.json({ error: 'the body is not JSON', code: 'invalid-input' }, 400);
     }
     const args = CALLS[method].safeParse((body as { args?: unknown } | null)?.args);

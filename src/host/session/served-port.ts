@@ -99,7 +99,12 @@ export class ServedSessionPort implements SessionPort {
   }
   sync(afterVersion: number, afterSeq: number, waitMs: number, signal?: AbortSignal): Promise<SessionSnapshot> {
     // A new launch counts its versions from 0: ask a new process for everything it has.
-    return this.use((p, fresh) => p.sync(fresh ? 0 : afterVersion, afterSeq, waitMs, signal), (p) => p !== this.syncedWith, (p) => (this.syncedWith = p), signal);
+    return this.use(
+      (p, fresh) => p.sync(fresh ? 0 : afterVersion, afterSeq, waitMs, signal),
+      (p) => p !== this.syncedWith,
+      (p) => (this.syncedWith = p),
+      signal,
+    );
   }
   state(): Promise<SessionState> {
     return this.use((p) => p.state());
@@ -173,7 +178,9 @@ export class ServedSessionPort implements SessionPort {
     } catch (err) {
       // A wait the caller ended (the host stops) says nothing about the launch.
       if (isSessionPortError(err) && !signal?.aborted && !this.closed && this.current === launch) {
-        this.options.log.warn(`session ${this.sessionId}: session-serve (pid ${launch.child.pid}, epoch ${launch.port.epoch}) ${err.reason}: ${err.message}; relaunching`);
+        this.options.log.warn(
+          `session ${this.sessionId}: session-serve (pid ${launch.child.pid}, epoch ${launch.port.epoch}) ${err.reason}: ${err.message}; relaunching`,
+        );
         this.current = null;
         this.ending = stopChild(launch, 2000);
       }
@@ -199,7 +206,9 @@ export class ServedSessionPort implements SessionPort {
         this.starting = null;
         const { delayMs, failures } = this.backoff.fail(errorMessage(err));
         this.nextStartAt = Date.now() + delayMs;
-        this.options.log.warn(`session ${this.sessionId}: session-serve could not be launched (${failures} in a row, next try in ${delayMs} ms): ${errorMessage(err)}`);
+        this.options.log.warn(
+          `session ${this.sessionId}: session-serve could not be launched (${failures} in a row, next try in ${delayMs} ms): ${errorMessage(err)}`,
+        );
         if (failures % FAILURE_NOTICE_AT === 0) this.options.onLaunchFailures(failures, errorMessage(err));
         throw new SessionPortError('unavailable', `session ${this.sessionId} could not be launched: ${errorMessage(err)}`, { cause: err });
       },
@@ -251,7 +260,8 @@ export class ServedSessionPort implements SessionPort {
 /** What a session-serve process inherits: its PATH, home and locale; everything else comes in the launch document. */
 function serveEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const name of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'PINCER_LOG_LEVEL', 'PINCER_SESSION_REFUSE_FS']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  for (const name of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'PINCER_LOG_LEVEL', 'PINCER_SESSION_REFUSE_FS'])
+    if (process.env[name] !== undefined) env[name] = process.env[name];
   return env;
 }
 
@@ -259,7 +269,8 @@ function readyLine(child: ChildProcess, timeoutMs: number): Promise<ReadyLine> {
   return new Promise((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
     const timer = setTimeout(() => done(new Error(`no ready line within ${timeoutMs} ms`)), timeoutMs);
-    const onExit = (code: number | null, signal: string | null): void => done(new Error(`exited (${code ?? signal}) before it served; see the session's runner log`));
+    const onExit = (code: number | null, signal: string | null): void =>
+      done(new Error(`exited (${code ?? signal}) before it served; see the session's runner log`));
     const done = (err: Error | null, ready?: ReadyLine): void => {
       clearTimeout(timer);
       child.off('exit', onExit);
@@ -275,7 +286,8 @@ function readyLine(child: ChildProcess, timeoutMs: number): Promise<ReadyLine> {
         const parsed = JSON.parse(line) as ReadyLine;
         if (parsed.ready !== true || typeof parsed.url !== 'string') throw new Error('not a ready line');
         done(null, parsed);
-      } catch { // the error names the line that was not a ready line
+      } catch {
+        // the error names the line that was not a ready line
         done(new Error(`printed "${line.slice(0, 200)}" instead of its ready line`));
       }
     });

@@ -22,9 +22,7 @@ export interface Budget {
   updatedAt: string;
 }
 
-export type BudgetVerdict =
-  | { over: false }
-  | { over: true; budget: Budget; spent: number; resetsAt: string; notice: string };
+export type BudgetVerdict = { over: false } | { over: true; budget: Budget; spent: number; resetsAt: string; notice: string };
 
 export class Budgets {
   constructor(

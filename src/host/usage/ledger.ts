@@ -41,7 +41,8 @@ export class UsageLedger {
 
   /** Copy the session's new usage rows into the ledger; returns the turns copied. */
   async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>): Promise<CollectedTurn[]> {
-    const cursor = (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(session.id) as { last_id: number } | undefined)?.last_id ?? 0;
+    const cursor =
+      (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(session.id) as { last_id: number } | undefined)?.last_id ?? 0;
     const rows = (await read(cursor)).slice(0, BATCH);
     if (rows.length === 0) return [];
     const insert = prepared(
@@ -150,7 +151,8 @@ function parseByModel(raw: string | null): ModelUsage[] | undefined | null {
   try {
     const parsed = z.array(modelUsageSchema).max(100).safeParse(JSON.parse(raw));
     return parsed.success ? parsed.data : null;
-  } catch { // agent-written usage that is not JSON is ignored, as invalid usage is
+  } catch {
+    // agent-written usage that is not JSON is ignored, as invalid usage is
     return null;
   }
 }

@@ -61,7 +61,10 @@ export class PriceTable {
     const parsed = PriceFile.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new PincerError('config', `${file}: ${issue?.path.join('.') || 'file'}: ${issue?.message} (expected {"model-prefix": {"input": USD per million, "output": …}})`);
+      throw new PincerError(
+        'config',
+        `${file}: ${issue?.path.join('.') || 'file'}: ${issue?.message} (expected {"model-prefix": {"input": USD per million, "output": …}})`,
+      );
     }
     return new PriceTable(parsed.data);
   }

@@ -75,7 +75,8 @@ export function parseSince(text: string, now = new Date()): string {
   const relative = /^(\d+)\s*([mhdw])$/.exec(text.trim());
   if (relative) return new Date(now.getTime() - Number(relative[1]) * UNIT_MS[relative[2]!]!).toISOString();
   const ms = /^\d{4}-\d{2}-\d{2}/.test(text.trim()) ? Date.parse(text.trim()) : NaN;
-  if (Number.isNaN(ms)) throw new PincerError('invalid-input', `since: "${text}" is not a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)`, { field: 'since' });
+  if (Number.isNaN(ms))
+    throw new PincerError('invalid-input', `since: "${text}" is not a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)`, { field: 'since' });
   return new Date(ms).toISOString();
 }
 

@@ -67,10 +67,7 @@ export function findSessionTranscript(env: Record<string, string | undefined>, s
 
 export function loadClaudeSettings(env: Record<string, string | undefined>, model: string | undefined): ClaudeSettings {
   if (!hasClaudeCredentials(env)) {
-    throw new ProviderError(
-      'unavailable',
-      `provider "claude" needs credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (or use --provider mock)`,
-    );
+    throw new ProviderError('unavailable', `provider "claude" needs credentials: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (or use --provider mock)`);
   }
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {

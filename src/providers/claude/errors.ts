@@ -15,17 +15,7 @@ import { PincerError, type ErrorCode } from '../../shared/errors.js';
  * - `execution`: Claude Code ended the turn with an error of its own (max turns, budget, resume refused).
  * - `unknown`: anything else. Retryable.
  */
-export type ClaudeErrorCode =
-  | 'auth'
-  | 'quota'
-  | 'overloaded'
-  | 'server'
-  | 'transport'
-  | 'timeout'
-  | 'invalid_request'
-  | 'crash'
-  | 'execution'
-  | 'unknown';
+export type ClaudeErrorCode = 'auth' | 'quota' | 'overloaded' | 'server' | 'transport' | 'timeout' | 'invalid_request' | 'crash' | 'execution' | 'unknown';
 
 const RETRYABLE: Record<ClaudeErrorCode, boolean> = {
   auth: false,

@@ -81,7 +81,11 @@ export class ClaudeEventTranslator {
     if (message.subtype === 'api_retry') {
       const code = classifyApiError(message.error, message.error_status);
       const what = message.error_status === null ? `no answer from ${this.apiUrl ?? 'the model API'}` : `HTTP ${message.error_status}`;
-      return [errorEvent(new ClaudeProviderError(code, `model API request failed (${what}, ${message.error}); attempt ${message.attempt} of ${message.max_retries + 1}`))];
+      return [
+        errorEvent(
+          new ClaudeProviderError(code, `model API request failed (${what}, ${message.error}); attempt ${message.attempt} of ${message.max_retries + 1}`),
+        ),
+      ];
     }
     if (message.subtype === 'compact_boundary') {
       this.log.info(`conversation compacted (${message.compact_metadata.trigger}, ${message.compact_metadata.pre_tokens} tokens before)`);

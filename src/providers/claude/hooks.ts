@@ -62,11 +62,7 @@ export function preCompactHook(agentDir: string, timeZone: string, log: Logger):
   };
 }
 
-export function claudeHooks(
-  cwd: string,
-  env: Record<string, string | undefined>,
-  log: Logger,
-): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
+export function claudeHooks(cwd: string, env: Record<string, string | undefined>, log: Logger): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
   return {
     PreCompact: [{ hooks: [preCompactHook(cwd, timeZoneOf(env), log)] }],
     PreToolUse: [{ matcher: 'Bash|Monitor', hooks: [sanitizeBashHook(secretVariableNames(env))] }],

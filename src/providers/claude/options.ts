@@ -8,8 +8,23 @@ import { claudeSpawner } from './spawn.js';
 
 /** The tools the agent may use without asking (the allow-list of docs/providers.md), plus every tool of each MCP server given. */
 export const CLAUDE_TOOL_ALLOWLIST = [
-  'Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep', 'NotebookEdit', 'WebSearch', 'WebFetch',
-  'Task', 'TaskOutput', 'TaskStop', 'TodoWrite', 'ToolSearch', 'Skill', 'SendMessage', 'Monitor',
+  'Bash',
+  'Read',
+  'Write',
+  'Edit',
+  'Glob',
+  'Grep',
+  'NotebookEdit',
+  'WebSearch',
+  'WebFetch',
+  'Task',
+  'TaskOutput',
+  'TaskStop',
+  'TodoWrite',
+  'ToolSearch',
+  'Skill',
+  'SendMessage',
+  'Monitor',
 ] as const;
 
 /**
@@ -22,12 +37,7 @@ export const CLAUDE_DISALLOWED_TOOLS = ['AskUserQuestion', 'CronCreate', 'CronDe
  * The SDK options of one query: resume point, Claude Code's system prompt with the runner's
  * appended, the MCP servers, extra directories, the environment, the tool allow-list, bypassed permissions, hooks.
  */
-export function claudeOptions(
-  input: QueryInput,
-  settings: ClaudeSettings,
-  log: Logger,
-  onStderr: (data: string) => void,
-): Options {
+export function claudeOptions(input: QueryInput, settings: ClaudeSettings, log: Logger, onStderr: (data: string) => void): Options {
   const mcpServers = toClaudeMcpServers(input.mcpServers, mcpClientSettings(input.env).callMs);
   return {
     cwd: input.cwd,

@@ -10,10 +10,7 @@ import type { SpawnedProcess, SpawnOptions } from '@anthropic-ai/claude-agent-sd
  * therefore started through `setpriv --pdeathsig KILL`, so the kernel kills it the moment the runner dies.
  * Elsewhere, or without setpriv (util-linux), it is started directly, as the SDK would.
  */
-export function claudeSpawner(
-  env: Record<string, string | undefined>,
-  onStderr: (data: string) => void,
-): (options: SpawnOptions) => SpawnedProcess {
+export function claudeSpawner(env: Record<string, string | undefined>, onStderr: (data: string) => void): (options: SpawnOptions) => SpawnedProcess {
   const setpriv = process.platform === 'linux' ? findOnPath('setpriv', env.PATH) : undefined;
   return ({ command, args, cwd, env: childEnv, signal }) => {
     const [file, argv] = setpriv ? [setpriv, ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];

@@ -51,7 +51,8 @@ export function parseTranscript(jsonl: string): ParsedTranscript {
     let raw: unknown;
     try {
       raw = JSON.parse(line);
-    } catch { // a torn last line of the transcript is skipped
+    } catch {
+      // a torn last line of the transcript is skipped
       continue;
     }
     const parsed = EntrySchema.safeParse(raw);
@@ -73,7 +74,10 @@ function toTurn(entry: Entry): Turn | undefined {
   }
   const { content } = entry.message;
   const parts = typeof content === 'string' ? [content] : content.map(blockText);
-  const text = parts.filter((part) => part.trim().length > 0).join('\n\n').trim();
+  const text = parts
+    .filter((part) => part.trim().length > 0)
+    .join('\n\n')
+    .trim();
   return text ? { role: entry.type, text, at: entry.timestamp } : undefined;
 }
 
@@ -105,7 +109,8 @@ export function isOnResumeChain(jsonl: string, uuid: string): boolean {
     let entry: { uuid?: unknown; parentUuid?: unknown; isSidechain?: unknown };
     try {
       entry = JSON.parse(line) as typeof entry;
-    } catch { // a torn last line of the transcript is skipped
+    } catch {
+      // a torn last line of the transcript is skipped
       continue;
     }
     if (typeof entry.uuid !== 'string' || entry.isSidechain === true) continue;
@@ -122,7 +127,12 @@ export function isOnResumeChain(jsonl: string, uuid: string): boolean {
 export function summarySource(transcript: ParsedTranscript): string {
   if (transcript.title) return transcript.title;
   const first = transcript.turns.find((turn) => turn.role === 'user')?.text ?? '';
-  return first.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim() || 'conversation';
+  return (
+    first
+      .replace(/<[^>]*>/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim() || 'conversation'
+  );
 }
 
 /**

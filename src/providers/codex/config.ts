@@ -155,7 +155,12 @@ type CodexMcpServer = Record<string, string | number | boolean | string[] | Reco
  * servers want different values in one variable name, which the CLI's one environment cannot hold (the second is
  * left out rather than given the first's secret).
  */
-function codexMcpServer(server: McpServerConfig, timing: { startMs: number; callMs: number }, index: number, secretEnv: Record<string, string>): CodexMcpServer | undefined {
+function codexMcpServer(
+  server: McpServerConfig,
+  timing: { startMs: number; callMs: number },
+  index: number,
+  secretEnv: Record<string, string>,
+): CodexMcpServer | undefined {
   const common = { default_tools_approval_mode: 'approve' };
   const secret = new Set(server.secretKeys ?? []);
   const plain = (values: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(values).filter(([key]) => !secret.has(key)));
@@ -246,7 +251,9 @@ export function codexHasCredentials(env: Record<string, string | undefined>): bo
  * and routes with their own headers stay on the built-in runtime.
  */
 export function codexSupportsRoute(route: ModelRoute): boolean {
-  return route.provider === 'openai' && route.api === 'openai-responses' && (route.official === 'openai-platform' || route.official === 'chatgpt') && !route.authored;
+  return (
+    route.provider === 'openai' && route.api === 'openai-responses' && (route.official === 'openai-platform' || route.official === 'chatgpt') && !route.authored
+  );
 }
 
 /** `auto` picks Codex when an OpenAI key is configured. */

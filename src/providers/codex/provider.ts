@@ -130,4 +130,3 @@ export class CodexProvider implements AgentProvider {
     return new CodexTurn(deadline);
   }
 }
-

@@ -146,7 +146,7 @@ export function openCodeEnv(settings: OpenCodeSettings, cwd: string, config: Con
 }
 
 export const OPENCODE_CREDENTIALS_HINT =
-  'set OPENCODE_MODEL (provider/model, e.g. anthropic/claude-sonnet-4-5, with that provider\'s key) or OPENCODE_BASE_URL and OPENCODE_MODEL for a local server';
+  "set OPENCODE_MODEL (provider/model, e.g. anthropic/claude-sonnet-4-5, with that provider's key) or OPENCODE_BASE_URL and OPENCODE_MODEL for a local server";
 
 /** `auto` picks OpenCode when a model for it is configured; chosen explicitly, it needs one too (else its server retries forever). */
 export function openCodeUsableWith(env: Record<string, string | undefined>): boolean {

@@ -11,7 +11,8 @@ export function reapStaleServer(stateDir: string, warn: (message: string) => voi
   let pid: number;
   try {
     pid = Number(fs.readFileSync(file, 'utf8').trim());
-  } catch { // no pid file: nothing left from an earlier run
+  } catch {
+    // no pid file: nothing left from an earlier run
     return file;
   }
   if (Number.isInteger(pid) && pid > 1 && isOpenCodeServer(pid)) {
@@ -34,7 +35,8 @@ function isOpenCodeServer(pid: number): boolean {
   try {
     const command = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     return command.includes('opencode') && command.includes('serve');
-  } catch { // no such process: not a leftover server
+  } catch {
+    // no such process: not a leftover server
     return false;
   }
 }

@@ -152,10 +152,20 @@ export class OpenCodeProvider implements AgentProvider {
         } else if (happening.kind === 'deadline') {
           await client.session.abort({ path: { id: sessionId } }).catch(() => undefined); // the server may be gone already: the abort is best effort
           const cause = events.lastRetry ? ` (${events.lastRetry})` : '';
-          yield { type: 'error', message: `no answer from the model server within ${deadline.timeoutMs} ms${cause}`, retryable: true, classification: 'transport' };
+          yield {
+            type: 'error',
+            message: `no answer from the model server within ${deadline.timeoutMs} ms${cause}`,
+            retryable: true,
+            classification: 'transport',
+          };
           return;
         } else if (happening.kind === 'stream-end') {
-          yield { type: 'error', message: `lost the opencode server's event stream${happening.error ? `: ${happening.error}` : ''}`, retryable: true, classification: 'opencode' };
+          yield {
+            type: 'error',
+            message: `lost the opencode server's event stream${happening.error ? `: ${happening.error}` : ''}`,
+            retryable: true,
+            classification: 'opencode',
+          };
           return;
         } else if (happening.kind === 'event') {
           const found = events.read(happening.event);
@@ -228,7 +238,8 @@ export class OpenCodeProvider implements AgentProvider {
     for (const [name, config] of openCodeLateServers(input)) {
       const added = await client.mcp.add({ body: { name, config } }).catch((err: unknown) => ({ error: errorMessage(err) }));
       // never the error body: it may echo the configuration, secrets and all
-      if (added.error) this.log.warn(`MCP server ${name} could not be added: ${typeof added.error === 'string' ? added.error : 'OpenCode refused its configuration'}`);
+      if (added.error)
+        this.log.warn(`MCP server ${name} could not be added: ${typeof added.error === 'string' ? added.error : 'OpenCode refused its configuration'}`);
     }
     // The first prompt would otherwise load the provider plugins and connect the MCP servers (seconds): do it now.
     await Promise.all([client.config.providers(), client.mcp.status()]).catch((err: unknown) => {
@@ -283,4 +294,3 @@ async function isIdle(client: OpencodeClient, sessionId: string): Promise<boolea
   const mine = status.data?.[sessionId];
   return !mine || mine.type === 'idle';
 }
-

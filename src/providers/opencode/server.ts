@@ -31,7 +31,8 @@ export function resolveOpenCodeBinary(configured: string | undefined): string {
   let packageJson: string;
   try {
     packageJson = require.resolve('opencode-ai/package.json');
-  } catch { // not installed as a package: the binary on PATH is tried
+  } catch {
+    // not installed as a package: the binary on PATH is tried
     return 'opencode';
   }
   const manifest = JSON.parse(fs.readFileSync(packageJson, 'utf8')) as { bin?: Record<string, string> };

@@ -22,7 +22,10 @@ export interface CompactionSettings {
   instructions?: string;
 }
 
-export function compactionSettings(contextWindow: number, group: { compactionInstructions?: string; pruneToolResultsTokens?: number } = {}): CompactionSettings {
+export function compactionSettings(
+  contextWindow: number,
+  group: { compactionInstructions?: string; pruneToolResultsTokens?: number } = {},
+): CompactionSettings {
   return {
     contextWindow,
     reserveTokens: Math.min(16_384, Math.floor(contextWindow * 0.2)),
@@ -84,8 +87,19 @@ export function createCompactor(deps: CompactorDeps): Compactor {
     async transform(messages, signal) {
       const current = view(messages);
       const { contextWindow, reserveTokens, keepRecentTokens, pruneBudgetTokens, instructions } = deps.settings;
-      const input: CompactionPlanInput = { messages: current as PlanMessage[], contextWindow, reserveTokens, keepRecentTokens, pruneBudgetTokens, ...(instructions ? { instructions } : {}) };
-      const plan = await deps.plan(input, current.reduce((n, m) => n + sizeOf(m), 0), signal);
+      const input: CompactionPlanInput = {
+        messages: current as PlanMessage[],
+        contextWindow,
+        reserveTokens,
+        keepRecentTokens,
+        pruneBudgetTokens,
+        ...(instructions ? { instructions } : {}),
+      };
+      const plan = await deps.plan(
+        input,
+        current.reduce((n, m) => n + sizeOf(m), 0),
+        signal,
+      );
       const pruned = applyPrunes(current, plan);
       if (plan.prune.length) {
         const line = `context pruning: ${plan.prune.length} old tool results replaced by stubs (~${plan.tokens} → ~${plan.tokensAfterPrune} tokens)`;
@@ -100,7 +114,9 @@ export function createCompactor(deps: CompactorDeps): Compactor {
       }
       const { cut, request } = plan.compact;
       if (last && pruned[0] === last.summary && cut <= 1) {
-        deps.log(`compaction guard: nothing new to compact since the last compaction (~${plan.tokensAfterPrune} tokens, window ${contextWindow}); left as it is`);
+        deps.log(
+          `compaction guard: nothing new to compact since the last compaction (~${plan.tokensAfterPrune} tokens, window ${contextWindow}); left as it is`,
+        );
         return pruned;
       }
       if (failedAt !== undefined && current.length <= failedAt) return pruned;
@@ -114,7 +130,9 @@ export function createCompactor(deps: CompactorDeps): Compactor {
         // The agent's own list is the same as the loop's at this point (every message_end is processed first).
         deps.state.messages = view(deps.state.messages);
         deps.persist(summary, kept.length);
-        deps.log(`compacted ${cut} messages (~${plan.tokensAfterPrune} tokens, window ${contextWindow}) into a summary${archived ? `; archived to ${archived}` : ''}`);
+        deps.log(
+          `compacted ${cut} messages (~${plan.tokensAfterPrune} tokens, window ${contextWindow}) into a summary${archived ? `; archived to ${archived}` : ''}`,
+        );
         return [summaryMsg, ...pruned.slice(cut)];
       } catch (err) {
         if (signal?.aborted) return pruned;
@@ -138,11 +156,22 @@ function applyPrunes(messages: AgentMessage[], plan: CompactionPlan): AgentMessa
   return out;
 }
 
-async function summarise(requestText: string, model: Model<Api>, options: { apiKey: string | undefined; maxRetries: number; timeoutMs: number; signal?: AbortSignal }): Promise<string> {
+async function summarise(
+  requestText: string,
+  model: Model<Api>,
+  options: { apiKey: string | undefined; maxRetries: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<string> {
   const request: Message = { role: 'user', content: [{ type: 'text', text: requestText }], timestamp: Date.now() };
-  const answer: AssistantMessage = await completeSimple(model, { systemPrompt: 'You summarise conversations.', messages: [request] }, { ...options, maxTokens: 4096 });
+  const answer: AssistantMessage = await completeSimple(
+    model,
+    { systemPrompt: 'You summarise conversations.', messages: [request] },
+    { ...options, maxTokens: 4096 },
+  );
   if (answer.stopReason === 'error' || answer.stopReason === 'aborted') throw new Error(answer.errorMessage ?? answer.stopReason);
-  const text = answer.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('\n').trim();
+  const text = answer.content
+    .flatMap((c) => (c.type === 'text' ? [c.text] : []))
+    .join('\n')
+    .trim();
   if (!text) throw new Error('the model returned an empty summary');
   return text;
 }

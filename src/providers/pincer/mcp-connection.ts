@@ -124,7 +124,9 @@ export class McpServerConnection {
     const wait = BACKOFF_MS[Math.min(this.drops - 1, BACKOFF_MS.length - 1)] ?? 0;
     const left = this.droppedAt + wait - Date.now();
     if (left > 0) {
-      throw new Error(`the MCP server ${this.name} stopped ${this.drops} times and is restarted in ${Math.ceil(left / 1000)} s; try again then or do without it`);
+      throw new Error(
+        `the MCP server ${this.name} stopped ${this.drops} times and is restarted in ${Math.ceil(left / 1000)} s; try again then or do without it`,
+      );
     }
     try {
       await this.start();

@@ -42,11 +42,7 @@ export class McpConnections {
 
   private constructor(private readonly options: McpToolsOptions) {}
 
-  static async connect(
-    servers: Record<string, McpServerConfig>,
-    linked: Record<string, LinkedMcpServer>,
-    options: McpToolsOptions,
-  ): Promise<McpConnections> {
+  static async connect(servers: Record<string, McpServerConfig>, linked: Record<string, LinkedMcpServer>, options: McpToolsOptions): Promise<McpConnections> {
     const connections = new McpConnections(options);
     const { log, settings } = options;
     let timer: NodeJS.Timeout | undefined;

@@ -76,7 +76,10 @@ function lookup(route: ModelRoute): Model<Api> | undefined {
   return getModel(provider, route.model as never) as Model<Api> | undefined;
 }
 
-function headersOf(entries: { models?: Record<string, ModelSettings>; modelProviders?: Record<string, ModelSettings> }, route: ModelRoute): Record<string, string> {
+function headersOf(
+  entries: { models?: Record<string, ModelSettings>; modelProviders?: Record<string, ModelSettings> },
+  route: ModelRoute,
+): Record<string, string> {
   return { ...entries.modelProviders?.[route.provider]?.headers, ...entries.models?.[route.ref]?.headers };
 }
 

@@ -58,7 +58,10 @@ export class PincerProvider implements AgentProvider {
   private readonly planner: FilePlanner = poolPlanner(this.filePool);
   private readonly fileQueue = new MutationQueue();
   /** compaction planning (token estimation, pruning, the cut, the summary request) runs on this one */
-  private readonly compactionPool = new WorkerTaskPool<CompactionTasks>({ name: 'compaction', tasks: new URL('../../runtime/tasks/compaction-plan.js', import.meta.url) });
+  private readonly compactionPool = new WorkerTaskPool<CompactionTasks>({
+    name: 'compaction',
+    tasks: new URL('../../runtime/tasks/compaction-plan.js', import.meta.url),
+  });
   /** code mode's sandboxed programs (QuickJS) run on this one, a slice at a time; their tool calls run here */
   private readonly codePool = new WorkerTaskPool<CodeTasks>({ name: 'code', tasks: new URL('../../runtime/tasks/code-mode.js', import.meta.url) });
   private readonly programs: Programs = new Map();
@@ -122,7 +125,12 @@ export class PincerProvider implements AgentProvider {
         // A user's MCP server left out (did not start in time, or failed): the chat is told once, the turn goes on.
         for (const text of (await this.mcp)?.takeNotices() ?? []) run.events.push({ type: 'notice', text });
       } catch (err) {
-        run.events.push({ type: 'error', message: `the built-in runtime could not start its tools: ${errorMessage(err)}`, retryable: true, classification: 'pincer' });
+        run.events.push({
+          type: 'error',
+          message: `the built-in runtime could not start its tools: ${errorMessage(err)}`,
+          retryable: true,
+          classification: 'pincer',
+        });
         run.events.end();
         return;
       }
@@ -203,7 +211,8 @@ export class PincerProvider implements AgentProvider {
       });
       this.mcp = connecting;
       // a failed start is not kept: the next query tries again
-      connecting.catch(() => { // the turn that awaited it reports the failure
+      connecting.catch(() => {
+        // the turn that awaited it reports the failure
         if (this.mcp === connecting) this.mcp = undefined;
       });
     }

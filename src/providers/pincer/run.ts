@@ -92,7 +92,8 @@ export class PincerRun {
         next = text === null ? null : userMessage(text);
       }
     } catch (err) {
-      if (!this.aborted) this.events.push({ type: 'error', message: `the built-in runtime failed: ${String(err)}`, retryable: false, classification: 'pincer' });
+      if (!this.aborted)
+        this.events.push({ type: 'error', message: `the built-in runtime failed: ${String(err)}`, retryable: false, classification: 'pincer' });
     } finally {
       unsubscribe();
       this.deadline.stop();
@@ -128,7 +129,12 @@ export class PincerRun {
     addUsage(this.usage, message, this.usageSource.priced);
     if (message.stopReason === 'aborted') {
       if (this.timedOut && !this.failure) {
-        this.failure = { type: 'error', message: `no answer from the model server within ${this.deadline.timeoutMs} ms`, retryable: true, classification: 'transport' };
+        this.failure = {
+          type: 'error',
+          message: `no answer from the model server within ${this.deadline.timeoutMs} ms`,
+          retryable: true,
+          classification: 'transport',
+        };
       }
       return;
     }
@@ -137,11 +143,16 @@ export class PincerRun {
       return;
     }
     if (message.content.some((block) => block.type === 'toolCall')) return;
-    const text = message.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n').trim();
+    const text = message.content
+      .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+      .join('\n')
+      .trim();
     const usage = { ...this.usage, durationMs: Date.now() - this.usage.durationMs };
     this.usage = this.emptyUsage();
     this.log.info(
-      `answer: ${usage.inputTokens} in / ${usage.outputTokens} out tokens` + (usage.costUsd ? `, $${usage.costUsd.toFixed(4)}` : '') + ` in ${usage.durationMs} ms`,
+      `answer: ${usage.inputTokens} in / ${usage.outputTokens} out tokens` +
+        (usage.costUsd ? `, $${usage.costUsd.toFixed(4)}` : '') +
+        ` in ${usage.durationMs} ms`,
     );
     this.events.push({ type: 'result', text: text || null, resumeAt: message.responseId, usage });
   }

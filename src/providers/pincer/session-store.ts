@@ -57,7 +57,8 @@ export class SessionStore {
       let parsed;
       try {
         parsed = Line.safeParse(JSON.parse(raw));
-      } catch { // a torn line of the session file is skipped
+      } catch {
+        // a torn line of the session file is skipped
         parsed = undefined;
       }
       if (!parsed?.success) {

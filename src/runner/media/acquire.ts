@@ -53,7 +53,8 @@ function fromLocalPath(localPath: string, root: string): Acquired {
   try {
     realRoot = fs.realpathSync(root);
     real = fs.realpathSync(path.resolve(root, localPath));
-  } catch { // the reason says what is missing
+  } catch {
+    // the reason says what is missing
     return { ok: false, reason: `its localPath does not exist: ${localPath}` };
   }
   if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
@@ -77,7 +78,8 @@ async function fromUrl(url: string, options: UrlOptions): Promise<Acquired> {
   let current: URL;
   try {
     current = new URL(url);
-  } catch { // the reason says what is wrong
+  } catch {
+    // the reason says what is wrong
     return { ok: false, reason: 'its url is not a URL' };
   }
   const signal = AbortSignal.timeout(options.timeoutMs);

@@ -48,19 +48,61 @@ const SETTING = 'PINCER_ATTACHMENT_ALLOW_HOSTS';
 
 /** The ranges refused by default, each with the words the refusal uses (built on first use, as node:net is loaded). */
 let refusedRanges: ReadonlyArray<[label: string, ranges: BlockList]> | undefined;
-const refused = (): ReadonlyArray<[label: string, ranges: BlockList]> => (refusedRanges ??= [
-  ['a loopback', ranges([['127.0.0.0', 8], ['::1', 128]])],
-  // fec0::/10: the deprecated site-local range, still routed inside some networks
-  ['a private', ranges([['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7], ['fec0::', 10]])],
-  ['a link-local', ranges([['169.254.0.0', 16], ['fe80::', 10]])],
-  ['an unspecified', ranges([['0.0.0.0', 8], ['::', 128]])],
-  ['a shared (carrier-grade NAT)', ranges([['100.64.0.0', 10]])],
-  ['a multicast or broadcast', ranges([['224.0.0.0', 4], ['255.255.255.255', 32], ['ff00::', 8]])],
-  // never a public server: protocol assignments (NAT64 discovery), benchmarking (used for internal networks), class E
-  ['a reserved', ranges([['192.0.0.0', 24], ['198.18.0.0', 15], ['240.0.0.0', 4]])],
-  // Teredo hides the client's IPv4 address (inverted) in its last bits and leads through a relay: never a file server
-  ['a Teredo tunnel', ranges([['2001::', 32]])],
-]);
+const refused = (): ReadonlyArray<[label: string, ranges: BlockList]> =>
+  (refusedRanges ??= [
+    [
+      'a loopback',
+      ranges([
+        ['127.0.0.0', 8],
+        ['::1', 128],
+      ]),
+    ],
+    // fec0::/10: the deprecated site-local range, still routed inside some networks
+    [
+      'a private',
+      ranges([
+        ['10.0.0.0', 8],
+        ['172.16.0.0', 12],
+        ['192.168.0.0', 16],
+        ['fc00::', 7],
+        ['fec0::', 10],
+      ]),
+    ],
+    [
+      'a link-local',
+      ranges([
+        ['169.254.0.0', 16],
+        ['fe80::', 10],
+      ]),
+    ],
+    [
+      'an unspecified',
+      ranges([
+        ['0.0.0.0', 8],
+        ['::', 128],
+      ]),
+    ],
+    ['a shared (carrier-grade NAT)', ranges([['100.64.0.0', 10]])],
+    [
+      'a multicast or broadcast',
+      ranges([
+        ['224.0.0.0', 4],
+        ['255.255.255.255', 32],
+        ['ff00::', 8],
+      ]),
+    ],
+    // never a public server: protocol assignments (NAT64 discovery), benchmarking (used for internal networks), class E
+    [
+      'a reserved',
+      ranges([
+        ['192.0.0.0', 24],
+        ['198.18.0.0', 15],
+        ['240.0.0.0', 4],
+      ]),
+    ],
+    // Teredo hides the client's IPv4 address (inverted) in its last bits and leads through a relay: never a file server
+    ['a Teredo tunnel', ranges([['2001::', 32]])],
+  ]);
 
 function ranges(list: Array<[string, number]>): BlockList {
   const block = new (net().BlockList)();
@@ -73,7 +115,10 @@ export function parseAllowHosts(value: string): DownloadAllowList {
   const names = new Set<string>();
   let addresses: BlockList | undefined;
   let any = false;
-  for (const raw of value.split(',').map((entry) => entry.trim()).filter(Boolean)) {
+  for (const raw of value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)) {
     if (raw === '*') {
       any = true;
       continue;
@@ -134,10 +179,11 @@ export function refusedAddress(address: string, allow: DownloadAllowList): strin
 
 /** IPv6 ranges that carry an IPv4 address, and at which 16-bit group it starts. */
 let embeddingRanges: ReadonlyArray<[label: string, ranges: BlockList, group: number]> | undefined;
-const embedding = (): ReadonlyArray<[label: string, ranges: BlockList, group: number]> => (embeddingRanges ??= [
-  ['NAT64', ranges([['64:ff9b::', 96]]), 6],
-  ['6to4', ranges([['2002::', 16]]), 1],
-]);
+const embedding = (): ReadonlyArray<[label: string, ranges: BlockList, group: number]> =>
+  (embeddingRanges ??= [
+    ['NAT64', ranges([['64:ff9b::', 96]]), 6],
+    ['6to4', ranges([['2002::', 16]]), 1],
+  ]);
 
 /** The IPv4 address in the two 16-bit groups of `address` starting at `group`. */
 function ipv4At(address: string, group: number): string {

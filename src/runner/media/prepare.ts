@@ -4,14 +4,7 @@ import type { Attachment } from '../../db/content.js';
 import type { ContentBlock } from '../../providers/types.js';
 import { acquireBytes, mb } from './acquire.js';
 import { safeFileName, uniqueName, withExtension } from './names.js';
-import {
-  MAX_BYTES,
-  MAX_NATIVE_BYTES,
-  NATIVE_IMAGE_MIME,
-  type MediaKind,
-  type MediaOptions,
-  type SavedAttachment,
-} from './types.js';
+import { MAX_BYTES, MAX_NATIVE_BYTES, NATIVE_IMAGE_MIME, type MediaKind, type MediaOptions, type SavedAttachment } from './types.js';
 
 /**
  * Inbound media: every attachment is saved under `downloads/<message-id>/<safe-name>` with its type
@@ -83,7 +76,10 @@ async function saveAttachment(attachment: Attachment, dir: string, options: Medi
     fs.writeFileSync(file, bytes, { flag: 'wx' });
   }
   const native =
-    (kind === 'image' && options.nativeMedia.includes('image') && (NATIVE_IMAGE_MIME as readonly string[]).includes(mime) && bytes.length <= MAX_NATIVE_BYTES.image) ||
+    (kind === 'image' &&
+      options.nativeMedia.includes('image') &&
+      (NATIVE_IMAGE_MIME as readonly string[]).includes(mime) &&
+      bytes.length <= MAX_NATIVE_BYTES.image) ||
     (kind === 'pdf' && options.nativeMedia.includes('pdf') && bytes.length <= MAX_NATIVE_BYTES.pdf);
   return { ok: true, name: finalName, path: file, kind, mime, size: bytes.length, native };
 }

@@ -41,5 +41,4 @@ export interface MediaOptions {
 
 /** One attachment's outcome: saved (with its path and detected type) or not, with the reason. */
 export type SavedAttachment =
-  | { ok: true; name: string; path: string; kind: MediaKind; mime: string; size: number; native: boolean }
-  | { ok: false; name: string; reason: string };
+  { ok: true; name: string; path: string; kind: MediaKind; mime: string; size: number; native: boolean } | { ok: false; name: string; reason: string };

@@ -44,7 +44,11 @@ export function loadResources(root: string, reservedCommands: readonly string[] 
     themeSource = 'convention';
     themePaths = [path.join(root, 'themes')];
   }
-  const themes = uniqueByName(themePaths.flatMap((p) => themesAt(p, diagnostics)), 'theme', diagnostics);
+  const themes = uniqueByName(
+    themePaths.flatMap((p) => themesAt(p, diagnostics)),
+    'theme',
+    diagnostics,
+  );
 
   const extensions = extensionsIn(root, manifest?.extensions, diagnostics);
   return {
@@ -53,7 +57,11 @@ export function loadResources(root: string, reservedCommands: readonly string[] 
     themes,
     theme: chooseTheme(manifest?.theme, themes, diagnostics),
     extensions: extensions.found,
-    skills: uniqueByName(skillPaths.flatMap((p) => skillsAt(p, diagnostics)), 'skill', diagnostics),
+    skills: uniqueByName(
+      skillPaths.flatMap((p) => skillsAt(p, diagnostics)),
+      'skill',
+      diagnostics,
+    ),
     prompts: uniqueByName(
       promptPaths.flatMap((p) => promptsAt(p, diagnostics)),
       'prompt',
@@ -170,12 +178,7 @@ function promptsAt(target: string, diagnostics: ResourceDiagnostic[]): PromptRes
 }
 
 /** Keep the first of each name; report the others (and reserved names) as collisions. */
-function uniqueByName<T extends { name: string; file: string }>(
-  items: T[],
-  kind: string,
-  diagnostics: ResourceDiagnostic[],
-  reserved: string[] = [],
-): T[] {
+function uniqueByName<T extends { name: string; file: string }>(items: T[], kind: string, diagnostics: ResourceDiagnostic[], reserved: string[] = []): T[] {
   const kept = new Map<string, T>();
   for (const item of items) {
     const first = kept.get(item.name);
@@ -204,7 +207,8 @@ function readText(file: string, diagnostics: ResourceDiagnostic[]): string | und
 function isDirectory(file: string): boolean {
   try {
     return fs.statSync(file).isDirectory();
-  } catch { // missing or unreadable: not a folder
+  } catch {
+    // missing or unreadable: not a folder
     return false;
   }
 }

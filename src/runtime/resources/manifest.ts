@@ -65,7 +65,10 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
   }
   for (const key of Object.keys(manifest.data)) {
     if (!KNOWN_KEYS.has(key)) {
-      diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, themes, theme, runtime)` });
+      diagnostics.push({
+        code: 'invalid-manifest',
+        message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, themes, theme, runtime)`,
+      });
     }
   }
   let runtime: RuntimeSettings | undefined;
@@ -74,7 +77,14 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
     if (parsed.success) runtime = parsed.data;
     else diagnostics.push({ code: 'invalid-manifest', message: `${file}: "pincer.runtime": ${describeIssues(parsed.error)}` });
   }
-  return { skills: manifest.data.skills, prompts: manifest.data.prompts, extensions: manifest.data.extensions, themes: manifest.data.themes, theme: manifest.data.theme, runtime };
+  return {
+    skills: manifest.data.skills,
+    prompts: manifest.data.prompts,
+    extensions: manifest.data.extensions,
+    themes: manifest.data.themes,
+    theme: manifest.data.theme,
+    runtime,
+  };
 }
 
 /** The group's runtime settings (empty when none or invalid; problems go to `diagnostics`). */

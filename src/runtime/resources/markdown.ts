@@ -21,5 +21,8 @@ export function parseMarkdownFile(text: string): MarkdownFile {
 /** The first paragraph of a body, on one line, without a leading heading marker. */
 export function firstParagraph(body: string): string {
   const paragraph = body.split(/\r?\n\s*\r?\n/).find((p) => p.trim().length > 0) ?? '';
-  return paragraph.replace(/^#+\s*/, '').replace(/\s+/g, ' ').trim();
+  return paragraph
+    .replace(/^#+\s*/, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 }

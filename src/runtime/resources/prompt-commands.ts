@@ -16,11 +16,7 @@ export function expandPrompt(prompt: PromptResource, args: string): string {
 export function skillsSection(skills: readonly SkillResource[]): string | undefined {
   if (skills.length === 0) return undefined;
   const lines = skills.map((skill) => `- ${skill.name}: ${skill.description} (instructions: ${skill.file})`);
-  return [
-    '## Skills',
-    'These skills are installed. When a task matches a skill, read its instructions file first and follow it.',
-    ...lines,
-  ].join('\n');
+  return ['## Skills', 'These skills are installed. When a task matches a skill, read its instructions file first and follow it.', ...lines].join('\n');
 }
 
 /** One log line: what was loaded from where. */
@@ -31,7 +27,9 @@ export function describeResources(resources: LoadedResources): string {
     `resources: ${skills.length} skill${skills.length === 1 ? '' : 's'}${names(skills)} from ${sources.skills}, ` +
     `${prompts.length} prompt${prompts.length === 1 ? '' : 's'}${names(prompts, '/')} from ${sources.prompts}` +
     (extensions.length ? `, ${extensions.length} extension${extensions.length === 1 ? '' : 's'}${names(extensions)} from ${sources.extensions}` : '') +
-    (themes.length || theme.name !== 'dark' ? `, ${themes.length} theme${themes.length === 1 ? '' : 's'}${names(themes)} from ${sources.themes}, theme ${theme.name}` : '') +
+    (themes.length || theme.name !== 'dark'
+      ? `, ${themes.length} theme${themes.length === 1 ? '' : 's'}${names(themes)} from ${sources.themes}, theme ${theme.name}`
+      : '') +
     (resources.diagnostics.length ? `, ${resources.diagnostics.length} problem${resources.diagnostics.length === 1 ? '' : 's'}` : '')
   );
 }

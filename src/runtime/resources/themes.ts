@@ -37,13 +37,31 @@ export const BUILTIN_THEMES: readonly ThemeResource[] = [
     name: 'dark',
     description: 'light text on a dark background',
     file: '(built in)',
-    colours: { agent: '#8be9fd', user: '#f8f8f2', tool: '#bd93f9', notice: '#6272a4', error: '#ff5555', accent: '#50fa7b', background: '#1e1f29', text: '#f8f8f2' },
+    colours: {
+      agent: '#8be9fd',
+      user: '#f8f8f2',
+      tool: '#bd93f9',
+      notice: '#6272a4',
+      error: '#ff5555',
+      accent: '#50fa7b',
+      background: '#1e1f29',
+      text: '#f8f8f2',
+    },
   },
   {
     name: 'light',
     description: 'dark text on a light background',
     file: '(built in)',
-    colours: { agent: '#005f87', user: '#1c1c1c', tool: '#5f00af', notice: '#6c6c6c', error: '#af0000', accent: '#0063c6', background: '#ffffff', text: '#1c1c1c' },
+    colours: {
+      agent: '#005f87',
+      user: '#1c1c1c',
+      tool: '#5f00af',
+      notice: '#6c6c6c',
+      error: '#af0000',
+      accent: '#0063c6',
+      background: '#ffffff',
+      text: '#1c1c1c',
+    },
   },
 ];
 
@@ -95,6 +113,9 @@ export function chooseTheme(wanted: string | undefined, own: readonly ThemeResou
   if (wanted === undefined) return all.find((t) => t.name === 'dark')!;
   const found = all.find((t) => t.name === wanted);
   if (found) return found;
-  diagnostics.push({ code: 'invalid-theme', message: `theme "${wanted}" is not a theme of this package or a built-in one (known: ${all.map((t) => t.name).join(', ')}); using dark` });
+  diagnostics.push({
+    code: 'invalid-theme',
+    message: `theme "${wanted}" is not a theme of this package or a built-in one (known: ${all.map((t) => t.name).join(', ')}); using dark`,
+  });
   return all.find((t) => t.name === 'dark')!;
 }

@@ -206,11 +206,17 @@ class Guest {
 
   private stopped(message: string, interrupted: boolean): ProgramSlice {
     const output = this.outputText();
-    if (interrupted) return { status: 'error', error: `the program ran longer than its limit of ${this.input.limits.sliceMs} ms of computing and was stopped`, output };
+    if (interrupted)
+      return { status: 'error', error: `the program ran longer than its limit of ${this.input.limits.sliceMs} ms of computing and was stopped`, output };
     if (/^InternalError: out of memory/.test(message) || message === 'out of memory') {
-      return { status: 'error', error: `the program used more than its memory limit of ${Math.round(this.input.limits.memoryBytes / 1048576)} MB and was stopped`, output };
+      return {
+        status: 'error',
+        error: `the program used more than its memory limit of ${Math.round(this.input.limits.memoryBytes / 1048576)} MB and was stopped`,
+        output,
+      };
     }
-    if (/^InternalError: stack overflow/.test(message)) return { status: 'error', error: `the program recursed too deeply (stack overflow)\n${message}`, output };
+    if (/^InternalError: stack overflow/.test(message))
+      return { status: 'error', error: `the program recursed too deeply (stack overflow)\n${message}`, output };
     return { status: 'error', error: message, output };
   }
 

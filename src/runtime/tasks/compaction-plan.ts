@@ -147,7 +147,9 @@ const STUB_PREFIX = '[old tool result pruned to save context:';
 
 function summaryRequest(messages: PlanMessage[], instructions: string | undefined): string {
   const conversation = messages.map((m) => `[${m.role}]\n${clip(messageText(m), 4000)}`).join('\n\n');
-  const extra = instructions?.trim() ? `\n\nThe group asks every summary to follow these instructions too:\n<instructions>${escapeXml(instructions.trim())}</instructions>` : '';
+  const extra = instructions?.trim()
+    ? `\n\nThe group asks every summary to follow these instructions too:\n<instructions>${escapeXml(instructions.trim())}</instructions>`
+    : '';
   return `<conversation>\n${conversation}\n</conversation>\n\n${SUMMARY_INSTRUCTIONS}${extra}`;
 }
 

@@ -7,7 +7,8 @@
 export type MatchKind = 'exact' | 'normalised';
 
 /** What a normalised match had to look past, named in the receipt. */
-export type Normalisation = 'line endings (CRLF vs LF)' | 'curly vs straight quotes' | 'non-breaking or other Unicode spaces' | 'trailing whitespace' | 'Unicode normal form (NFC)';
+export type Normalisation =
+  'line endings (CRLF vs LF)' | 'curly vs straight quotes' | 'non-breaking or other Unicode spaces' | 'trailing whitespace' | 'Unicode normal form (NFC)';
 
 export interface Match {
   start: number;
@@ -18,7 +19,18 @@ export interface Match {
 
 export type MatchResult = { found: Match } | { missing: true } | { ambiguous: number[] };
 
-const QUOTES: Record<string, string> = { '\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'", '\u2032': "'", '\u201c': '"', '\u201d': '"', '\u201e': '"', '\u201f': '"', '\u2033': '"' };
+const QUOTES: Record<string, string> = {
+  '\u2018': "'",
+  '\u2019': "'",
+  '\u201a': "'",
+  '\u201b': "'",
+  '\u2032': "'",
+  '\u201c': '"',
+  '\u201d': '"',
+  '\u201e': '"',
+  '\u201f': '"',
+  '\u2033': '"',
+};
 const SPACES = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff]/;
 const TRAILING = /[ \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff]+$/;
 

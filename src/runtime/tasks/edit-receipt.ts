@@ -33,10 +33,19 @@ export interface Receipts {
 
 export function receiptsFor(displayPath: string, before: string, after: string, limits: ReceiptLimits): Receipts {
   const lines = (t: string): number => (t === '' ? 0 : t.split('\n').length - (t.endsWith('\n') ? 1 : 0));
-  const patch = structuredPatch(`a/${displayPath}`, `b/${displayPath}`, before, after, undefined, undefined, { context: 3, maxEditLength: limits.maxEditLength });
+  const patch = structuredPatch(`a/${displayPath}`, `b/${displayPath}`, before, after, undefined, undefined, {
+    context: 3,
+    maxEditLength: limits.maxEditLength,
+  });
   if (!patch) {
     const summarised = `the diff was not computed: more than ${limits.maxEditLength} lines changed`;
-    return { display: `${displayPath}: ${lines(before)} → ${lines(after)} lines (${summarised})`, unified: undefined, summarised, added: lines(after), removed: lines(before) };
+    return {
+      display: `${displayPath}: ${lines(before)} → ${lines(after)} lines (${summarised})`,
+      unified: undefined,
+      summarised,
+      added: lines(after),
+      removed: lines(before),
+    };
   }
   let added = 0;
   let removed = 0;

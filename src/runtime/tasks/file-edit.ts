@@ -59,7 +59,10 @@ export function planEdit(input: EditPlanInput): EditPlan {
     if (edit.oldText === '') return { ok: false, error: `${which}oldText is empty` };
     const result = findMatch(before, edit.oldText, lazily);
     if ('ambiguous' in result) {
-      return { ok: false, error: `${which}oldText occurs ${result.ambiguous.length} times in ${path} (lines ${[...new Set(result.ambiguous)].join(', ')}); include more context so it matches once` };
+      return {
+        ok: false,
+        error: `${which}oldText occurs ${result.ambiguous.length} times in ${path} (lines ${[...new Set(result.ambiguous)].join(', ')}); include more context so it matches once`,
+      };
     }
     if ('missing' in result) return { ok: false, error: `${which}oldText not found in ${path} (not even after normalising quotes, spaces and line endings)` };
     const match = result.found;

@@ -5,16 +5,7 @@ import { sharedCpuAdmission } from './admission.js';
 import { publishTaskEvent } from './diagnostics.js';
 import { WorkerTaskError, isWorkerTaskError } from './errors.js';
 import { moduleExists, runnableModuleUrl } from './module-url.js';
-import type {
-  CpuAdmissionLike,
-  CpuPermit,
-  PreparedInput,
-  RunOptions,
-  TaskMap,
-  TaskOutcome,
-  TaskReplyMessage,
-  WorkerPoolOptions,
-} from './types.js';
+import type { CpuAdmissionLike, CpuPermit, PreparedInput, RunOptions, TaskMap, TaskOutcome, TaskReplyMessage, WorkerPoolOptions } from './types.js';
 
 /**
  * A bounded pool of worker threads. Admission counts queued, preparing and running tasks against
@@ -142,16 +133,26 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
       return this.error('failed', task, `task "${task}": inputBytes must be a number ≥ 0, got ${options.inputBytes}`);
     }
     if (this.pendingTasks + 1 > this.maxPendingTasks) {
-      return this.error('overloaded', task, `worker pool "${this.name}" is overloaded: ${this.pendingTasks} tasks pending (maxPendingTasks ${this.maxPendingTasks})`, {
-        name: 'maxPendingTasks',
-        value: this.maxPendingTasks,
-      });
+      return this.error(
+        'overloaded',
+        task,
+        `worker pool "${this.name}" is overloaded: ${this.pendingTasks} tasks pending (maxPendingTasks ${this.maxPendingTasks})`,
+        {
+          name: 'maxPendingTasks',
+          value: this.maxPendingTasks,
+        },
+      );
     }
     if (this.pendingBytes + options.inputBytes > this.maxPendingBytes) {
-      return this.error('overloaded', task, `worker pool "${this.name}" is overloaded: ${this.pendingBytes} + ${options.inputBytes} input bytes pending (maxPendingBytes ${this.maxPendingBytes})`, {
-        name: 'maxPendingBytes',
-        value: this.maxPendingBytes,
-      });
+      return this.error(
+        'overloaded',
+        task,
+        `worker pool "${this.name}" is overloaded: ${this.pendingBytes} + ${options.inputBytes} input bytes pending (maxPendingBytes ${this.maxPendingBytes})`,
+        {
+          name: 'maxPendingBytes',
+          value: this.maxPendingBytes,
+        },
+      );
     }
     this.pendingTasks++;
     this.pendingBytes += options.inputBytes;
@@ -195,13 +196,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
     }
   }
 
-  private runOnWorker(
-    task: string,
-    prepared: PreparedInput<unknown>,
-    signal: AbortSignal,
-    timeoutMs: number | undefined,
-    timing: Timing,
-  ): Promise<unknown> {
+  private runOnWorker(task: string, prepared: PreparedInput<unknown>, signal: AbortSignal, timeoutMs: number | undefined, timing: Timing): Promise<unknown> {
     const started = performance.now();
     let slot = this.idle.pop();
     if (slot) {
@@ -235,9 +230,7 @@ export class WorkerTaskPool<Tasks extends TaskMap> {
       };
       const onAbort = (): void => stop(signal.reason);
       const timer =
-        timeoutMs === undefined
-          ? undefined
-          : setTimeout(() => stop(this.error('timeout', task, `task "${task}" timed out after ${timeoutMs} ms`)), timeoutMs);
+        timeoutMs === undefined ? undefined : setTimeout(() => stop(this.error('timeout', task, `task "${task}" timed out after ${timeoutMs} ms`)), timeoutMs);
       signal.addEventListener('abort', onAbort, { once: true });
       current.onReply = (reply) => {
         if (reply.id !== id || !finish()) return;

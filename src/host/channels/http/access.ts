@@ -79,10 +79,13 @@ export class AccessStore {
       throw new PincerError('invalid-input', 'a token needs --conversation ID (one or more) or --admin', { field: 'conversations' });
     }
     if (input.admin && input.conversations.length > 0) {
-      throw new PincerError('invalid-input', 'an --admin token reaches every conversation: give --admin or --conversation, not both', { field: 'conversations' });
+      throw new PincerError('invalid-input', 'an --admin token reaches every conversation: give --admin or --conversation, not both', {
+        field: 'conversations',
+      });
     }
     const existing = this.findToken(input.name);
-    if (existing && !existing.revokedAt) throw new PincerError('invalid-input', `a token named "${input.name}" exists already (pincer token list)`, { field: 'name' });
+    if (existing && !existing.revokedAt)
+      throw new PincerError('invalid-input', `a token named "${input.name}" exists already (pincer token list)`, { field: 'name' });
     // A revoked token's name may be used again; the old row goes.
     if (existing) prepared(this.db, 'DELETE FROM http_tokens WHERE id = ?').run(existing.id);
     const token = `pincer_${randomBytes(24).toString('base64url')}`;
@@ -104,7 +107,8 @@ export class AccessStore {
 
   /** Revoke by name or id; false when there is no such live token. Its browser sessions end with it. */
   revokeToken(nameOrId: string): boolean {
-    const row = prepared(this.db, 'SELECT * FROM http_tokens WHERE (name = ? OR id = ?) AND revoked_at IS NULL').get(nameOrId, nameOrId) as TokenRow | undefined;
+    const row = prepared(this.db, 'SELECT * FROM http_tokens WHERE (name = ? OR id = ?) AND revoked_at IS NULL').get(nameOrId, nameOrId) as
+      TokenRow | undefined;
     if (!row) return false;
     this.db.transaction(() => {
       prepared(this.db, 'UPDATE http_tokens SET revoked_at = ? WHERE id = ?').run(isoNow(), row.id);
@@ -135,8 +139,7 @@ export class AccessStore {
   /** The token hash behind a live browser session. */
   browserSessionToken(sessionId: string, now = Date.now()): string | undefined {
     const row = prepared(this.db, 'SELECT token_hash, expires_at FROM http_browser_sessions WHERE id_hash = ?').get(hashSecret(sessionId)) as
-      | { token_hash: string; expires_at: string }
-      | undefined;
+      { token_hash: string; expires_at: string } | undefined;
     return row && Date.parse(row.expires_at) > now ? row.token_hash : undefined;
   }
 
@@ -148,7 +151,8 @@ export class AccessStore {
   setWebhook(hook: Omit<WebhookConfig, 'createdAt'>): WebhookConfig {
     const badName = webhookSourceProblem(hook.name);
     if (badName) throw new PincerError('invalid-input', badName, { field: 'name' });
-    if (!WEBHOOK_SCHEMES.includes(hook.scheme)) throw new PincerError('invalid-input', `webhook scheme "${hook.scheme}" (known: ${WEBHOOK_SCHEMES.join(', ')})`, { field: 'scheme' });
+    if (!WEBHOOK_SCHEMES.includes(hook.scheme))
+      throw new PincerError('invalid-input', `webhook scheme "${hook.scheme}" (known: ${WEBHOOK_SCHEMES.join(', ')})`, { field: 'scheme' });
     if (hook.secret.length < 8) throw new PincerError('invalid-input', 'webhook secret: at least 8 characters', { field: 'secret' });
     if (hook.conversation !== null && !/^[A-Za-z0-9._:@-]{1,128}$/.test(hook.conversation)) {
       throw new PincerError('invalid-input', `conversation id "${hook.conversation}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, { field: 'conversation' });

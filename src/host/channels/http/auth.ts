@@ -101,7 +101,8 @@ export function sameOrigin(c: Context): boolean {
   if (!origin) return true;
   try {
     return new URL(origin).host === c.req.header('host');
-  } catch { // a malformed Origin is not this host's origin
+  } catch {
+    // a malformed Origin is not this host's origin
     return false;
   }
 }

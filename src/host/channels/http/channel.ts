@@ -33,7 +33,9 @@ export class HttpChannel implements ChannelAdapter {
     const server = createAdaptorServer({ fetch: this.app(host).fetch }) as http.Server;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (err) => reject(new PincerError('config', `http channel cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)));
+      server.once('error', (err) =>
+        reject(new PincerError('config', `http channel cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`)),
+      );
       server.listen(this.options.port, this.options.host, () => resolve());
     });
     this.sse.start();

@@ -14,7 +14,12 @@ export function hostHeaderCheck(bindHost: string, extraNames: readonly string[])
   return async (c, next) => {
     const name = hostName(c.req.header('host') ?? '');
     if (name !== undefined && (isIP(name) !== 0 || allowed.has(name) || name.endsWith('.localhost'))) return next();
-    return c.json({ error: `this server does not answer to the host name "${name ?? ''}" (allowed: IP addresses, localhost${extraNames.length ? `, ${extraNames.join(', ')}` : ''}; set PINCER_HTTP_HOSTNAMES for more)` }, 421);
+    return c.json(
+      {
+        error: `this server does not answer to the host name "${name ?? ''}" (allowed: IP addresses, localhost${extraNames.length ? `, ${extraNames.join(', ')}` : ''}; set PINCER_HTTP_HOSTNAMES for more)`,
+      },
+      421,
+    );
   };
 }
 

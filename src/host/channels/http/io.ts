@@ -53,7 +53,8 @@ function jsonDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (ch === 0x22) inString = false;
     } else if (ch === 0x22) inString = true;
     else if (ch === 0x7b || ch === 0x5b) max = Math.max(max, ++depth);
@@ -78,7 +79,8 @@ export function validate<T>(schema: z.ZodType<T>, body: unknown): T {
 
 /** A conversation id from the path or query: 400 unless it is 1–128 of A-Z a-z 0-9 . _ : @ -. */
 export function conversationId(value: string): string {
-  if (!CONVERSATION_ID.test(value)) throw new PincerError('invalid-input', `conversation id "${value}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, { field: 'conversation' });
+  if (!CONVERSATION_ID.test(value))
+    throw new PincerError('invalid-input', `conversation id "${value}": use 1–128 of A-Z a-z 0-9 . _ : @ -`, { field: 'conversation' });
   return value;
 }
 

@@ -50,15 +50,13 @@ export class HttpMailbox {
   /** The newest event of a conversation (for listings). */
   lastEvent(conversation: string): { id: number; createdAt: string } | undefined {
     const row = prepared(this.db, 'SELECT id, created_at FROM http_outbox WHERE conversation = ? ORDER BY id DESC LIMIT 1').get(conversation) as
-      | { id: number; created_at: string }
-      | undefined;
+      { id: number; created_at: string } | undefined;
     return row && { id: row.id, createdAt: row.created_at };
   }
 
   get(id: number): MailboxEvent | undefined {
     const row = prepared(this.db, 'SELECT id, conversation, data FROM http_outbox WHERE id = ?').get(id) as
-      | { id: number; conversation: string; data: string }
-      | undefined;
+      { id: number; conversation: string; data: string } | undefined;
     return row && this.toEvent(row.conversation, row);
   }
 

@@ -116,7 +116,11 @@ export class SseHub {
               behind = true;
               set.delete(client!);
               this.options.log?.warn(`sse: a client of ${conversation} is ${unread} bytes behind; disconnecting it (it can resume with Last-Event-ID)`);
-              enqueue(formatControl('disconnect', { reason: `client too slow: more than ${this.maxBufferedBytes} bytes unread; reconnect with Last-Event-ID to resume` }));
+              enqueue(
+                formatControl('disconnect', {
+                  reason: `client too slow: more than ${this.maxBufferedBytes} bytes unread; reconnect with Last-Event-ID to resume`,
+                }),
+              );
               cutTimer = setTimeout(() => {
                 closed = true;
                 detach();
@@ -134,7 +138,12 @@ export class SseHub {
           }
           if (start.from !== 'live') {
             const why = start.from === 'invalid' ? `"${start.value}" is not an event id` : `event ${start.id} is newer than any this host has`;
-            enqueue(formatControl('reset', { reason: `cannot resume: ${why}; reload the history from /v1/conversations/${conversation}/events?after=0`, latestId: latest }));
+            enqueue(
+              formatControl('reset', {
+                reason: `cannot resume: ${why}; reload the history from /v1/conversations/${conversation}/events?after=0`,
+                latestId: latest,
+              }),
+            );
           }
           set.add(client);
         },

@@ -38,7 +38,8 @@ export class WebhookReplays {
       prepared(this.db, 'DELETE FROM webhook_deliveries WHERE received_at < ?').run(new Date(now - KEEP_DAYS * 86_400_000).toISOString());
       return { fresh: true, earlier: null, digest };
     }
-    const row = prepared(this.db, 'SELECT message_id FROM webhook_deliveries WHERE hook = ? AND digest = ?').get(hook, digest) as { message_id: string | null } | undefined;
+    const row = prepared(this.db, 'SELECT message_id FROM webhook_deliveries WHERE hook = ? AND digest = ?').get(hook, digest) as
+      { message_id: string | null } | undefined;
     return { fresh: false, earlier: row?.message_id ?? null, digest };
   }
 

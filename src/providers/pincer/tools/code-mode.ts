@@ -89,7 +89,8 @@ class Program {
       try {
         slice = await pool.run('runProgram', {
           input: { code: this.code, language: this.language, catalogue: this.catalogue, calls: this.calls, limits, clock: this.clock, seed: this.seed },
-          inputBytes: this.code.length + this.calls.reduce((n, c) => n + c.args.length + (c.outcome?.ok ? c.outcome.value.length : (c.outcome?.error.length ?? 0)), 0),
+          inputBytes:
+            this.code.length + this.calls.reduce((n, c) => n + c.args.length + (c.outcome?.ok ? c.outcome.value.length : (c.outcome?.error.length ?? 0)), 0),
           signal,
           // the slice's own CPU limit stops a busy program; this one stops a worker that is stuck beyond it
           timeoutMs: limits.sliceMs * 2 + 10_000,
@@ -192,7 +193,7 @@ export function codeModeTools(deps: CodeModeDeps): AgentTool[] {
     description:
       'Run a short JavaScript or TypeScript program in a sandbox (no file system, network, timers, require, process or fetch). ' +
       `Every tool of this session is reachable from it: \`await tools.<name>(args)\` calls one (it resolves to the tool's text answer and rejects with its error; use tools.call(name, args) for names that are not identifiers), ` +
-      '`tools.search(query)` lists tools whose name or description has the query\'s words, `tools.describe(name)` gives one tool\'s JSON-Schema parameters. ' +
+      "`tools.search(query)` lists tools whose name or description has the query's words, `tools.describe(name)` gives one tool's JSON-Schema parameters. " +
       'Calls run in parallel with Promise.all. Top-level await and return work; the answer is the returned value (JSON unless a string) and what console.log printed. ' +
       `Limits: ${Math.round(deps.limits.memoryBytes / 1048576)} MB memory, ${deps.limits.sliceMs} ms of computing between tool results, ${deps.limits.maxCalls} tool calls. ` +
       `A program still running after ${Math.round(deps.limits.waitMs / 1000)} s answers with a handle for wait. ` +
@@ -203,7 +204,9 @@ export function codeModeTools(deps: CodeModeDeps): AgentTool[] {
     }),
     execute: (_id, params, signal) => {
       if (deps.programs.size >= deps.limits.maxPrograms) {
-        throw new Error(`${deps.programs.size} programs are still running (at most ${deps.limits.maxPrograms}); wait for one first: ${[...deps.programs.keys()].join(', ')}`);
+        throw new Error(
+          `${deps.programs.size} programs are still running (at most ${deps.limits.maxPrograms}); wait for one first: ${[...deps.programs.keys()].join(', ')}`,
+        );
       }
       const handle = `p${nextHandle++}`;
       const program = new Program(handle, params.code, params.language ?? 'javascript', deps, catalogue);
@@ -218,13 +221,17 @@ export function codeModeTools(deps: CodeModeDeps): AgentTool[] {
     description: 'Wait for a program that exec answered with a handle; answers with its result, or with the handle again if it is still running.',
     parameters: Type.Object({
       handle: Type.String({ description: 'the handle exec gave, e.g. p1' }),
-      seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600, description: `how long to wait at most (default ${Math.round(deps.limits.waitMs / 1000)})` })),
+      seconds: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: 600, description: `how long to wait at most (default ${Math.round(deps.limits.waitMs / 1000)})` }),
+      ),
     }),
     execute: (_id, params, signal) => {
       const program = deps.programs.get(params.handle);
       if (!program) {
         const running = [...deps.programs.keys()];
-        throw new Error(`no running program "${params.handle}"` + (running.length ? ` (running: ${running.join(', ')})` : ' (none is running; its result was already given)'));
+        throw new Error(
+          `no running program "${params.handle}"` + (running.length ? ` (running: ${running.join(', ')})` : ' (none is running; its result was already given)'),
+        );
       }
       return settle(program, signal, params.seconds === undefined ? undefined : params.seconds * 1000);
     },

@@ -39,7 +39,8 @@ export class Confinement {
 function realOrSelf(dir: string): string {
   try {
     return fs.realpathSync(dir);
-  } catch { // a folder not made yet confines by its resolved path
+  } catch {
+    // a folder not made yet confines by its resolved path
     return path.resolve(dir);
   }
 }
@@ -51,7 +52,8 @@ function realThroughAncestors(absolute: string): string {
   for (;;) {
     try {
       return path.join(fs.realpathSync(current), ...rest.reverse());
-    } catch { // this part does not exist yet: its parent is resolved instead
+    } catch {
+      // this part does not exist yet: its parent is resolved instead
       const parent = path.dirname(current);
       if (parent === current) return absolute;
       rest.push(path.basename(current));

@@ -23,7 +23,8 @@ export interface FilePlanner {
 
 export function poolPlanner(pool: WorkerTaskPool<FileTasks>): FilePlanner {
   return {
-    planEdit: (input, signal) => pool.run('planEdit', { input, inputBytes: input.before.length + input.edits.reduce((n, e) => n + e.oldText.length + e.newText.length, 0), signal }),
+    planEdit: (input, signal) =>
+      pool.run('planEdit', { input, inputBytes: input.before.length + input.edits.reduce((n, e) => n + e.oldText.length + e.newText.length, 0), signal }),
     planWrite: (input, signal) => pool.run('planWrite', { input, inputBytes: (input.before?.length ?? 0) + input.after.length, signal }),
   };
 }
@@ -65,7 +66,8 @@ export function writeTool({ confinement, limits, planner, queue }: FileToolDeps)
   return defineTool({
     name: 'write',
     label: 'Write file',
-    description: 'Create or overwrite a file in the agent folder with the given content (folders are created). An overwrite answers with a diff of what changed.',
+    description:
+      'Create or overwrite a file in the agent folder with the given content (folders are created). An overwrite answers with a diff of what changed.',
     parameters: Type.Object({
       path: Type.String({ description: 'file path, relative to the agent folder' }),
       content: Type.String({ description: 'the complete new content' }),
@@ -88,7 +90,12 @@ export function writeTool({ confinement, limits, planner, queue }: FileToolDeps)
           await fs.writeFile(file, params.content);
           await verifyPersisted(file, params.content, shown);
           if (!receipts) return result(`wrote ${bytes} bytes to ${shown} (new file)`, undefined);
-          return result(`wrote ${bytes} bytes to ${shown}\n${receipts.display}`, { path: shown, display: receipts.display, unified: receipts.unified, summarised: receipts.summarised });
+          return result(`wrote ${bytes} bytes to ${shown}\n${receipts.display}`, {
+            path: shown,
+            display: receipts.display,
+            unified: receipts.unified,
+            summarised: receipts.summarised,
+          });
         }
       });
     },
@@ -106,7 +113,9 @@ export function editTool({ confinement, limits, planner, queue }: FileToolDeps):
       path: Type.String({ description: 'file path, relative to the agent folder' }),
       oldText: Type.Optional(Type.String({ description: 'the text to replace (must occur exactly once)' })),
       newText: Type.Optional(Type.String({ description: 'the replacement text' })),
-      edits: Type.Optional(Type.Array(Type.Object({ oldText: Type.String(), newText: Type.String() }), { description: 'several replacements in this file, applied all or none' })),
+      edits: Type.Optional(
+        Type.Array(Type.Object({ oldText: Type.String(), newText: Type.String() }), { description: 'several replacements in this file, applied all or none' }),
+      ),
     }),
     execute: async (_id, params, signal) => {
       const edits = replacementsOf(params);
@@ -128,7 +137,12 @@ export function editTool({ confinement, limits, planner, queue }: FileToolDeps):
           const where = plan.replacements
             .map((r) => `line ${r.line}` + (r.kind === 'normalised' ? ` (matched after normalising ${r.normalisations.join(', ') || 'whitespace'})` : ''))
             .join(', ');
-          return result(`edited ${shown} at ${where}\n${plan.display}`, { path: shown, display: plan.display, unified: plan.unified, summarised: plan.summarised });
+          return result(`edited ${shown} at ${where}\n${plan.display}`, {
+            path: shown,
+            display: plan.display,
+            unified: plan.unified,
+            summarised: plan.summarised,
+          });
         }
       });
     },
@@ -160,13 +174,15 @@ async function readIfExists(file: string, limits: ToolLimits): Promise<string | 
     throw err;
   }
   if (stat.isDirectory()) throw new Error(`${file} is a folder`);
-  if (stat.size > limits.maxWriteBytes) throw new Error(`${path.basename(file)} is ${stat.size} bytes; files over ${limits.maxWriteBytes} bytes are not edited`);
+  if (stat.size > limits.maxWriteBytes)
+    throw new Error(`${path.basename(file)} is ${stat.size} bytes; files over ${limits.maxWriteBytes} bytes are not edited`);
   return fs.readFile(file, 'utf8');
 }
 
 async function verifyPersisted(file: string, expected: string, shown: string): Promise<void> {
   const back = await fs.readFile(file);
-  if (!back.equals(Buffer.from(expected))) throw new Error(`${shown}: what was read back (${back.length} bytes) differs from what was written; check the disk and the file`);
+  if (!back.equals(Buffer.from(expected)))
+    throw new Error(`${shown}: what was read back (${back.length} bytes) differs from what was written; check the disk and the file`);
 }
 
 function result(textValue: string, details: FileReceiptDetails | undefined): AgentToolResult<FileReceiptDetails | Record<string, never>> {

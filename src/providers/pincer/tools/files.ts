@@ -27,7 +27,10 @@ export function fileTools(deps: FileToolDeps): AgentTool[] {
       const stat = await fs.stat(file);
       if (stat.isDirectory()) {
         const entries = await fs.readdir(file, { withFileTypes: true });
-        const listing = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort().join('\n');
+        const listing = entries
+          .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
+          .sort()
+          .join('\n');
         return text(truncateMiddle(listing || '(empty folder)', limits.maxOutputChars));
       }
       const lines = (await fs.readFile(file, 'utf8')).split('\n');

@@ -24,7 +24,10 @@ export const fileRoutes: HttpRouteModule = ({ api }, { mailbox, log }) => {
     } catch (err) {
       if (!isUntrustedPathError(err)) throw err;
       log.warn(`http: file ${eventId}/${index} refused: ${err.message}`);
-      throw new PincerError('not-found', `no file ${eventId}/${index} (${err.reason === 'missing' ? 'it is gone' : 'refused: not a regular file in the outbox'})`);
+      throw new PincerError(
+        'not-found',
+        `no file ${eventId}/${index} (${err.reason === 'missing' ? 'it is gone' : 'refused: not a regular file in the outbox'})`,
+      );
     }
     const body = Readable.toWeb(fs.createReadStream('', { fd })) as NodeReadableStream<Uint8Array>;
     return new Response(body as unknown as ReadableStream<Uint8Array>, {

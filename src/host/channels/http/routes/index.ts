@@ -14,4 +14,14 @@ import { webRoutes } from './web.js';
  * and one line below; an area that needs something the channel does not have (a ledger, a Chat SDK instance) is
  * passed in `HttpChannelOptions.routes` by whoever builds the channel instead.
  */
-export const BUILTIN_ROUTES: HttpRouteModule[] = [sessionRoutes, loginRoutes, conversationRoutes, taskRoutes, webhookRoutes, fileRoutes, runnerRoutes, modelRoutes, webRoutes];
+export const BUILTIN_ROUTES: HttpRouteModule[] = [
+  sessionRoutes,
+  loginRoutes,
+  conversationRoutes,
+  taskRoutes,
+  webhookRoutes,
+  fileRoutes,
+  runnerRoutes,
+  modelRoutes,
+  webRoutes,
+];

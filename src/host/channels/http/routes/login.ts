@@ -32,7 +32,9 @@ export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) =>
     const principal = auth.byToken(token);
     if (!principal) {
       throttle.fail(address);
-      throw new PincerError('unauthorized', 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', { field: 'token' });
+      throw new PincerError('unauthorized', 'wrong token: use the admin token (the http-token file of the home) or one made with `pincer token create`', {
+        field: 'token',
+      });
     }
     throttle.succeed(address);
     const session = access.openBrowserSession(hashSecret(token));
@@ -59,7 +61,8 @@ export const loginRoutes: HttpRouteModule = ({ api, open }, { auth, access }) =>
 function clientAddress(c: Context): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
-  } catch { // no socket address (an in-process request): all such requests share one throttle
+  } catch {
+    // no socket address (an in-process request): all such requests share one throttle
     return 'unknown';
   }
 }

@@ -25,7 +25,9 @@ export function mcpServerRoutes(db: Database.Database): HttpRouteModule {
     // every group at once, for the control page's MCP servers view
     api.get('/v1/mcp-servers', (c) => {
       requireAdmin(c);
-      const groups = store.listAgentGroups().map((group) => ({ group: group.name, mcpServers: group.mcpServers, requests: listMcpServerRequests(db, group.id, 20) }));
+      const groups = store
+        .listAgentGroups()
+        .map((group) => ({ group: group.name, mcpServers: group.mcpServers, requests: listMcpServerRequests(db, group.id, 20) }));
       return c.json({ groups });
     });
 

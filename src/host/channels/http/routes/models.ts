@@ -24,7 +24,10 @@ export const modelRoutes: HttpRouteModule = ({ api }, { host }) => {
     const wanted = c.req.param('group');
     const visible = await visibleGroups(c.get('principal'));
     const view = host.modelCatalogue().find((v) => (v.group === wanted || v.groupId === wanted) && (visible === 'all' || visible.has(v.group)));
-    if (!view) throw new PincerError('not-found', `no agent group "${wanted}"${visible === 'all' ? '' : ' among the groups of this token\'s conversations'}`, { field: 'group' });
+    if (!view)
+      throw new PincerError('not-found', `no agent group "${wanted}"${visible === 'all' ? '' : " among the groups of this token's conversations"}`, {
+        field: 'group',
+      });
     return c.json(view);
   });
 };

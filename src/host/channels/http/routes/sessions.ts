@@ -10,7 +10,9 @@ import type { HttpRouteModule } from '../types.js';
 export const sessionRoutes: HttpRouteModule = ({ api, open }, { host, mailbox }) => {
   open.get('/v1/health', (c) => c.json({ ok: true }));
 
-  api.get('/v1/sessions', async (c) => c.json({ sessions: (await host.listSessions()).filter((s) => canSee(c.get('principal'), s.channelType, s.platformId)) }));
+  api.get('/v1/sessions', async (c) =>
+    c.json({ sessions: (await host.listSessions()).filter((s) => canSee(c.get('principal'), s.channelType, s.platformId)) }),
+  );
 
   api.get('/v1/conversations', async (c) => {
     const byId = new Map<string, { id: string; sessions: SessionSummary[]; lastEventId: number | null; lastEventAt: string | null }>();

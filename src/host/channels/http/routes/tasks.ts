@@ -13,8 +13,9 @@ import type { HttpEnv, HttpRouteModule } from '../types.js';
  * is a 404 to it, as if it did not exist.
  */
 
-const PatchTask = TaskChangeSchema.strict()
-  .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'nothing to change: give prompt, processAfter, recurrence or script' });
+const PatchTask = TaskChangeSchema.strict().refine((body) => Object.values(body).some((v) => v !== undefined), {
+  message: 'nothing to change: give prompt, processAfter, recurrence or script',
+});
 
 export const taskRoutes: HttpRouteModule = ({ api }, { host }) => {
   /** The task, if the caller may see it; 404 otherwise. */

@@ -80,7 +80,8 @@ const requireAdmin: MiddlewareHandler<HttpEnv> = async (c, next) => {
 function remoteAddress(c: Context): string | undefined {
   try {
     return getConnInfo(c).remote.address;
-  } catch { // no socket address (an in-process request): treated as not loopback
+  } catch {
+    // no socket address (an in-process request): treated as not loopback
     return undefined;
   }
 }
@@ -90,7 +91,9 @@ export function metricsRefusal(authorization: string | undefined, address: strin
   if (token) {
     const given = Buffer.from(/^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '');
     const expected = Buffer.from(token);
-    return given.length === expected.length && timingSafeEqual(given, expected) ? null : 'missing or wrong metrics token (Authorization: Bearer <PINCER_METRICS_TOKEN>)';
+    return given.length === expected.length && timingSafeEqual(given, expected)
+      ? null
+      : 'missing or wrong metrics token (Authorization: Bearer <PINCER_METRICS_TOKEN>)';
   }
   return isLoopback(address) ? null : 'metrics are served to loopback callers only; set PINCER_METRICS_TOKEN to scrape from elsewhere';
 }

@@ -28,14 +28,24 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
     const conversation = hook.conversation ?? `webhook-${hook.name}`;
     const asked = c.req.query('conversation');
     if (asked !== undefined && asked !== conversation) {
-      throw new PincerError('invalid-input', `signed webhook "${hook.name}" goes to its configured conversation "${conversation}" (pincer webhook add --conversation)`, { field: 'conversation' });
+      throw new PincerError(
+        'invalid-input',
+        `signed webhook "${hook.name}" goes to its configured conversation "${conversation}" (pincer webhook add --conversation)`,
+        { field: 'conversation' },
+      );
     }
     const payload = parseJson(body);
-    const event = signedEventName(hook.scheme, { query: c.req.query('event'), pincer: c.req.header('x-pincer-event'), github: c.req.header('x-github-event') }, payload);
+    const event = signedEventName(
+      hook.scheme,
+      { query: c.req.query('event'), pincer: c.req.header('x-pincer-event'), github: c.req.header('x-github-event') },
+      payload,
+    );
     const deliveryId = c.req.header('x-github-delivery') ?? c.req.header('x-pincer-delivery');
     const claim = replays.claim(hook.name, body, deliveryId);
     if (!claim.fresh) {
-      log.warn(`webhook ${hook.name}: a replay of a delivery already accepted${deliveryId ? ` (it says delivery ${deliveryId.slice(0, 80)})` : ''}; nothing stored`);
+      log.warn(
+        `webhook ${hook.name}: a replay of a delivery already accepted${deliveryId ? ` (it says delivery ${deliveryId.slice(0, 80)})` : ''}; nothing stored`,
+      );
       // 200, not an error: a sender that retries a delivery whose answer it lost must stop retrying
       return c.json({ duplicate: true, id: claim.earlier, stored: false }, 200);
     }
@@ -75,18 +85,24 @@ export const webhookRoutes: HttpRouteModule = ({ api, open }, { host, access, lo
  */
 function signedEventName(scheme: WebhookScheme, given: { query?: string; pincer?: string; github?: string }, payload: unknown): string {
   if (given.query !== undefined || given.pincer !== undefined) {
-    throw new PincerError('invalid-input', 'a signed webhook takes its event from signed data, not ?event= or X-Pincer-Event (put a "type" or "event" field in the body)', { field: 'event' });
+    throw new PincerError(
+      'invalid-input',
+      'a signed webhook takes its event from signed data, not ?event= or X-Pincer-Event (put a "type" or "event" field in the body)',
+      { field: 'event' },
+    );
   }
   if (scheme === 'github') return eventName(given.github, undefined);
   const fields = payload && typeof payload === 'object' ? (payload as { type?: unknown; event?: unknown }) : {};
   const fromBody = typeof fields.type === 'string' ? fields.type : typeof fields.event === 'string' ? fields.event : undefined;
-  if (fromBody === undefined) throw new PincerError('invalid-input', 'signed webhook event missing: the signed body needs a "type" or "event" field', { field: 'event' });
+  if (fromBody === undefined)
+    throw new PincerError('invalid-input', 'signed webhook event missing: the signed body needs a "type" or "event" field', { field: 'event' });
   return eventName(fromBody, undefined);
 }
 
 /** The event's name from the request, else a Stripe-style payload's `type`; 400 when there is none. */
 function eventName(given: string | undefined, payload: unknown): string {
-  const fromPayload = payload && typeof payload === 'object' && typeof (payload as { type?: unknown }).type === 'string' ? (payload as { type: string }).type : undefined;
+  const fromPayload =
+    payload && typeof payload === 'object' && typeof (payload as { type?: unknown }).type === 'string' ? (payload as { type: string }).type : undefined;
   const event = given ?? fromPayload;
   if (!event) throw new PincerError('invalid-input', 'webhook event missing: pass ?event=NAME or an X-Pincer-Event header', { field: 'event' });
   const badEvent = webhookEventProblem(event);
