@@ -42,7 +42,7 @@ describe('the error vocabulary at each edge', () => {
     expect(reply).toEqual({ status: want.http, body: { error: `the ${code} message.`, code, field: 'x' }, headers: { 'Retry-After': '7' } });
     expect(toolErrorText(err)).toBe(`the ${code} message.`);
     expect(cliReport(err, 'see pincer --help')).toEqual({ line: `pincer: the ${code} message. (see pincer --help)`, exit: want.exit });
-    expect(chatNotice(err)).toBe(want.retry ? `the ${code} message. Send the message again later.` : `the ${code} message.`);
+    expect(chatNotice(err)).toBe(want.retry ? `the ${code} message. Please send it again later.` : `the ${code} message.`);
   });
 
   it('anything that is not a PincerError is internal everywhere, and its detail stays out of HTTP replies', () => {

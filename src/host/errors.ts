@@ -1,8 +1,11 @@
+import { chatNotice } from '../shared/error-edges.js';
+import { PincerError } from '../shared/errors.js';
+
 /** What a client is told when a message cannot be stored because the host's disk is full (HTTP 507, Retry-After). */
 export const DISK_FULL_MESSAGE = "the host's disk is full; the message was not stored";
 
 /** What a chat (a platform thread, the terminal) is told instead of silence when its message met a full disk. */
-export const DISK_FULL_NOTICE = "Your message was not stored: the host's disk is full. Please send it again later.";
+export const DISK_FULL_NOTICE = chatNotice(new PincerError('disk-full', "Your message was not stored: the host's disk is full."));
 
 /** Seconds a client should wait before it sends again after a full disk. */
 export const DISK_FULL_RETRY_AFTER_S = 30;

@@ -45,5 +45,5 @@ export function cliReport(err: unknown, hint: string): { line: string; exit: num
 /** A notice for the chat a failure concerns: the message, and what the user can do about it. */
 export function chatNotice(err: PincerError | unknown): string {
   if (!isPincerError(err)) return 'Something went wrong on the host; the administrator can find the detail in its log.';
-  return err.retryable ? `${err.message} Send the message again later.` : err.message;
+  return err.retryable ? `${err.message} Please send it again later.` : err.message;
 }
