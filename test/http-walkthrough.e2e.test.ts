@@ -62,7 +62,7 @@ describe('docs/http-api.md walkthrough', () => {
     // the limited token, the signed webhook, the failed download
     expect(lines).toContain('ann: 200');
     expect(lines).toContain('bob: 403');
-    expect(stdout).toMatch(/"error":"webhook \\"github\\": X-Hub-Signature-256 does not match the body.*nothing was stored"\} 401$/m);
+    expect(stdout).toMatch(/"error":"webhook \\"github\\": X-Hub-Signature-256 does not match the body.*nothing was stored","code":"unauthorized"\} 401$/m);
     expect(lines).toContain('no such file (curl exit 22)');
     expect(fs.existsSync(path.join(cwd, 'report.pdf'))).toBe(false);
     expect(stderr).toContain('token "ann-bridge" created for conversations ann');
