@@ -76,12 +76,17 @@ export function nextOccurrence(expression: string, zone: string, after?: Date): 
 }
 
 /**
- * A new task checked: its first run (`processAfter`, or the recurrence's next time) and its recurrence. A task needs
- * one of the two: to have the agent act now, send it a message.
+ * A new task checked: its first run (`processAfter`, or the recurrence's next time) and its recurrence. The agent's
+ * tool must say when (`runNow: false`); the HTTP API and the host's action run a task given neither at once.
  */
-export function planTask(request: TaskRequest, zone: string): { processAfter: string; recurrence: string | null; content: Record<string, unknown> } {
+export function planTask(
+  request: TaskRequest,
+  zone: string,
+  options: { runNow: boolean } = { runNow: false },
+): { processAfter: string; recurrence: string | null; content: Record<string, unknown> } {
   if (request.processAfter === undefined && request.recurrence === undefined) {
-    throw new PincerError('invalid-input', 'give processAfter (when to run), or a recurrence, or both', { field: 'processAfter' });
+    if (options.runNow) request = { ...request, processAfter: isoNow() };
+    else throw new PincerError('invalid-input', 'give processAfter (when to run), or a recurrence, or both', { field: 'processAfter' });
   }
   const first = request.recurrence === undefined ? undefined : nextOccurrence(request.recurrence, zone);
   return {

@@ -104,7 +104,7 @@ export class ActionHandlers {
   }
 
   private async scheduleTask(ctx: ActionContext): Promise<ActionAnswer> {
-    const plan = planTask(parse(TaskRequestSchema, ctx.content), ctx.group.timezone);
+    const plan = planTask(parse(TaskRequestSchema, ctx.content), ctx.group.timezone, { runNow: true });
     const written = await ctx.write({
       id: randomUUID(),
       kind: 'task',

@@ -313,7 +313,7 @@ export class Host implements HostApi {
   }
 
   scheduleTask(conversation: ConversationRef, task: TaskRequest): Promise<InboundReceipt> {
-    const plan = planTask(task, this.sessions.resolveGroup(conversation).timezone);
+    const plan = planTask(task, this.sessions.resolveGroup(conversation).timezone, { runNow: true });
     return this.acceptInbound({ conversation, kind: 'task', content: plan.content, processAfter: plan.processAfter, recurrence: plan.recurrence });
   }
 

@@ -4,7 +4,7 @@
 export async function waitFor<T>(
   what: string,
   check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  { timeoutMs = 10_000, intervalMs = 5 }: { timeoutMs?: number; intervalMs?: number } = {},
+  { timeoutMs = 30_000, intervalMs = 5 }: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
