@@ -16,7 +16,7 @@ import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
 import type { InboxRow, SessionPort } from './session/port.js';
 import type { ConversationRef, HostConfig } from './types.js';
-import { isPincerError, PincerError } from '../shared/errors.js';
+import { isPincerError } from '../shared/errors.js';
 
 /**
  * Delivery of `messages_out`: chat rows (text, files, edits, reactions, cards, questions) go to the channel
@@ -60,7 +60,7 @@ function permanentFailure(message: string): ChannelDeliveryError {
 }
 
 /** The channel is not attached now but will be (the terminal, while no `pincer chat` runs): the row waits for it. */
-const CHANNEL_ABSENT = 'the channel is not attached';
+const WAIT_FOR_CHANNEL = Symbol('the channel is not attached');
 
 /** Channels that come and go with a process; their rows wait instead of failing. */
 const ATTACHABLE_CHANNELS = new Set(['terminal']);
@@ -81,12 +81,12 @@ export class Delivery {
       if (attempt && attempt.nextAt > Date.now()) return attempt.nextAt - Date.now();
       try {
         const platformMessageId = await this.deliverRow(handle, row);
+        if (platformMessageId === WAIT_FOR_CHANNEL) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         this.deps.delivered?.(handle, row);
         this.attempts.delete(key);
         await handle.port.ack([{ id: row.id, delivered: true, platformMessageId: platformMessageId ?? null }]);
         this.deps.observer?.delivered(handle, row);
       } catch (err) {
-        if (isPincerError(err, 'unavailable') && err.message === CHANNEL_ABSENT) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         const message = errorMessage(err);
         this.deps.observer?.failed(handle, row, message);
         const count = (attempt?.count ?? 0) + 1;
@@ -121,7 +121,7 @@ export class Delivery {
     }
   }
 
-  private async deliverRow(handle: SessionHandle, row: OutboundRow): Promise<string | undefined> {
+  private async deliverRow(handle: SessionHandle, row: OutboundRow): Promise<string | undefined | typeof WAIT_FOR_CHANNEL> {
     const content = parseJson(row.content);
     if (row.kind === 'system') {
       const action = OutboundSystemSchema.safeParse(content);
@@ -152,7 +152,7 @@ export class Delivery {
     if (refused) throw permanentFailure(refused);
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
-      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) throw new PincerError('unavailable', CHANNEL_ABSENT);
+      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) return WAIT_FOR_CHANNEL;
       throw permanentFailure(`no channel "${conversation.channelType}" on this host`);
     }
     const payload = await this.payloadOf(handle, row, content);

@@ -129,6 +129,7 @@ export function registerTaskTools(server: McpServer, ctx: ToolContext): void {
 }
 
 function taskPrompt(row: InboundRow): string {
-  const prompt = typeof taskContent(row).prompt === 'string' ? (taskContent(row).prompt as string) : '(unreadable content)';
+  const { prompt: text } = taskContent(row);
+  const prompt = typeof text === 'string' ? text : '(unreadable content)';
   return prompt.length > 100 ? `${prompt.slice(0, 100)}…` : prompt;
 }

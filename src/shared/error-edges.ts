@@ -1,4 +1,4 @@
-import { ERROR_CODES, isPincerError, type ErrorCode, type PincerError } from './errors.js';
+import { ERROR_CODES, isPincerError, type ErrorCode } from './errors.js';
 import { errorMessage } from './log.js';
 
 /**
@@ -6,11 +6,6 @@ import { errorMessage } from './log.js';
  * CLI's one line and exit code, a chat notice. Anything that is not a `PincerError` is `internal` at every edge: its
  * detail goes to the log, never to a client.
  */
-
-/** The code of any thrown value (`internal` for what is not a `PincerError`). */
-export function codeOf(err: unknown): ErrorCode {
-  return isPincerError(err) ? err.code : 'internal';
-}
 
 export interface HttpErrorReply {
   status: number;
@@ -43,7 +38,7 @@ export function cliReport(err: unknown, hint: string): { line: string; exit: num
 }
 
 /** A notice for the chat a failure concerns: the message, and what the user can do about it. */
-export function chatNotice(err: PincerError | unknown): string {
+export function chatNotice(err: unknown): string {
   if (!isPincerError(err)) return 'Something went wrong on the host; the administrator can find the detail in its log.';
   return err.retryable ? `${err.message} Please send it again later.` : err.message;
 }
