@@ -96,6 +96,16 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
     );
     expect(await list(host.home)).toBe("main\t(no MCP servers besides Pincer's)\n");
 
+    // A token limited to the conversation cannot vouch for the admin it names: refused, the question stays open.
+    const scoped = (await runCli(['token', 'create', 'ops-bridge', '--conversation', 'ops', '--home', host.home])).stdout.trim();
+    const asBoss = await fetch(`http://127.0.0.1:${host.port}/v1/conversations/ops/answers`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${scoped}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ questionId, selectedOption: 'approve', userId: 'boss' }),
+    });
+    expect(asBoss.status).toBe(403);
+    expect(requestRows(host)).toMatchObject([{ name: 'memory', status: 'pending', decided_by: null }]);
+
     // Someone who is not an admin cannot decide; nothing changes and the question stays open.
     const answer = (userId: string, selectedOption: string) => host.request('POST', '/v1/conversations/ops/answers', { questionId, selectedOption, userId });
     const byOther = await answer('mallory', 'approve');

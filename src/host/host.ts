@@ -295,7 +295,10 @@ export class Host implements HostApi {
     return { sessionId: pipeline.id, ...written };
   }
 
-  async answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): Promise<InboundReceipt> {
+  async answerQuestion(
+    conversation: ConversationRef,
+    answer: { questionId: string; selectedOption: string; userId?: string; userVouched?: boolean },
+  ): Promise<InboundReceipt> {
     const question = this.store.getQuestion(answer.questionId);
     if (!question || question.channelType !== conversation.channelType || question.platformId !== conversation.platformId) {
       throw new PincerError('not-found', `no question "${answer.questionId}" in this conversation`);

@@ -64,7 +64,7 @@ const REFUSE = 'refuse';
 export class McpServerRequests {
   constructor(private readonly deps: McpServerRequestsDeps) {}
 
-  /** The action `add_mcp_server`: validate, record, ask. Offered again (a host crash), the same request is asked once. */
+  /** The action `add_mcp_server`: validate, record, ask. Offered again (a host crash), the request is asked once. */
   async request(ctx: McpRequestContext): Promise<Answer> {
     const input = Request.safeParse(ctx.content);
     if (!input.success) return { status: 'error', error: 'invalid add_mcp_server: it needs name, server and reason' };
@@ -77,11 +77,9 @@ export class McpServerRequests {
     if (this.adminsOf(group).size === 0) {
       return { status: 'error', error: `agent group ${group.name} has no admin who could approve it (an admin is named with PINCER_ADMIN_USER_ID)` };
     }
-    // where the request came from: its own routing, else the session's conversation
-    const conversation: ConversationRef =
-      ctx.row.channel_type && ctx.row.platform_id
-        ? { channelType: ctx.row.channel_type, platformId: ctx.row.platform_id, threadId: ctx.row.thread_id }
-        : { channelType: ctx.session.channelType, platformId: ctx.session.platformId, threadId: ctx.session.threadKey || null };
+    // Asked in the session's own conversation, from the host's records: the row's routing is the agent's to write,
+    // and would let it put an approval button into any chat of the host.
+    const conversation: ConversationRef = { channelType: ctx.session.channelType, platformId: ctx.session.platformId, threadId: ctx.session.threadKey || null };
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) return { status: 'error', error: `no channel "${conversation.channelType}" on this host to ask the admin on` };
 
@@ -93,6 +91,8 @@ export class McpServerRequests {
     ).run(id, group.id, ctx.session.id, name, JSON.stringify(spec), reason, isoNow());
     const recorded = this.get(id)!;
     if (recorded.status !== 'pending') return { status: 'success', result: { requestId: id, status: recorded.status } };
+    // Offered again while pending (a crash before the ack): the question was put already.
+    if (this.deps.store.getQuestion(id)) return { status: 'success', result: { requestId: id, status: 'pending' } };
 
     this.deps.store.recordQuestion({ questionId: id, sessionId: ctx.session.id, ...conversation });
     await channel.deliver({
@@ -127,7 +127,7 @@ export class McpServerRequests {
    */
   async decide(
     question: PendingQuestion,
-    answer: { selectedOption: string; userId?: string },
+    answer: { selectedOption: string; userId?: string; userVouched?: boolean },
     write: (row: InboxRow) => Promise<{ id: string; seq: number | null }>,
   ): Promise<InboundReceipt> {
     const request = this.get(question.questionId)!;
@@ -137,6 +137,12 @@ export class McpServerRequests {
       throw new PincerError('invalid-input', `answer "${APPROVE}" or "${REFUSE}" to MCP server request "${request.id}"`, { field: 'selectedOption' });
     }
     const userId = answer.userId;
+    if (answer.userVouched === false) {
+      throw new PincerError(
+        'forbidden',
+        `only an admin of agent group ${group.name} may decide on MCP server "${request.name}" (over HTTP, an answer names its user only with an admin token)`,
+      );
+    }
     if (!userId || !this.adminsOf(group).has(userId)) {
       throw new PincerError(
         'forbidden',

@@ -91,8 +91,14 @@ export interface InboundReceipt {
 export interface HostApi {
   /** Route an inbound message to its session and write it to `messages_in`. */
   acceptInbound(message: InboundEnvelope): Promise<InboundReceipt>;
-  /** Write the answer to a question the agent asked in `conversation`. */
-  answerQuestion(conversation: ConversationRef, answer: { questionId: string; selectedOption: string; userId?: string }): Promise<InboundReceipt>;
+  /**
+   * Write the answer to a question the agent asked in `conversation`. `userVouched: false`: the channel cannot vouch
+   * for `userId` (a scoped HTTP token names any user it likes), so the answer carries no authority.
+   */
+  answerQuestion(
+    conversation: ConversationRef,
+    answer: { questionId: string; selectedOption: string; userId?: string; userVouched?: boolean },
+  ): Promise<InboundReceipt>;
   /** Schedule a task (once, or recurring with a cron expression read in the group's time zone) for `conversation`. */
   scheduleTask(conversation: ConversationRef, task: { prompt: string; processAfter?: string; recurrence?: string; script?: string }): Promise<InboundReceipt>;
   /** The agent group a conversation belongs to (its binding, else the default group). */

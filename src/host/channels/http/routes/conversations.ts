@@ -47,7 +47,9 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
   api.post('/v1/conversations/:id/answers', async (c) => {
     const id = allowed(c);
     const body = validate(PostAnswer, await readJson(c));
-    return c.json(await host.answerQuestion(conversationRef(id, body.threadId), body), 202);
+    // Only an admin token vouches for the user an answer names; a scoped token's answer carries no authority.
+    const userVouched = c.get('principal').kind === 'admin';
+    return c.json(await host.answerQuestion(conversationRef(id, body.threadId), { ...body, userVouched }), 202);
   });
 
   api.post('/v1/conversations/:id/tasks', async (c) => {
