@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { liveRunners } from '../bench/runner-census.js';
 import { waitFor } from './support/wait.js';
+import { descendants } from './support/processes.js';
 
 /**
  * The fault suite's census of live runners reads /proc: a child the runner forked and that has not exec'd its own
@@ -30,7 +31,7 @@ describe('the runner census', () => {
     });
     children.push(child);
     // the subshell (same command line, same environment) and its sleep are up
-    await waitFor('the fork', () => fs.readdirSync('/proc').some((pid) => /^\d+$/.test(pid) && readCmd(pid) === 'sleep\u000060'));
+    await waitFor('the fork', () => descendants(child.pid!).some((pid) => readCmd(String(pid)) === 'sleep\u000060'));
     expect([...liveRunners(home).values()]).toEqual([[child.pid]]);
   });
 });

@@ -64,13 +64,8 @@ describe('settings registry', () => {
     for (const s of SETTINGS) expect(s.description, s.name).toMatch(/^[^\n]{3,140}$/);
   });
 
-  it('keeps one default for each setting: the parser of an unset variable gives what the docs say', () => {
-    for (const s of SETTINGS) {
-      const parsed = s.parse.safeParse(undefined);
-      expect(parsed.success, s.name).toBe(true);
-      const value = parsed.data;
-      if (value !== undefined && value !== '' && !(Array.isArray(value) && value.length === 0)) expect(s.default, s.name).toBe(String(value));
-    }
+  it('keeps one default for each setting: every parser accepts an unset variable (the docs check compares the defaults)', () => {
+    for (const s of SETTINGS) expect(s.parse.safeParse(undefined).success, s.name).toBe(true);
   });
 
   it.each([

@@ -69,10 +69,7 @@ export const ConfigFileSchema = z.strictObject({
    * the conversations the agent may send to (its own, and those bound to its group): \`send_message\` refuses others
    * with a tool error. The host enforces the same list on delivery whatever this file says.
    */
-  destinations: z
-    .array(z.strictObject({ channelType: z.string().min(1), platformId: z.string().min(1) }))
-    .max(1000)
-    .optional(),
+  destinations: z.array(z.strictObject({ channelType: z.string().min(1), platformId: z.string().min(1) })).optional(),
   /** the runner's settings from the host (what a runner on another machine gets instead of the host's environment) */
   runner: RunnerSectionSchema.optional(),
   /** the host's configuration generation this file was published as (informational; the file is replaced whole). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { INBOUND_KINDS, type InboundKind } from './types.js';
+import { describeIssues } from '../shared/zod-issues.js';
 
 /**
  * The JSON in `messages_in.content` and `messages_out.content`, by kind. Content is validated where it is
@@ -110,9 +111,7 @@ export function parseInboundContent(kind: string, json: string): ParseResult<Inb
 }
 
 /** One line out of zod issues: `text: expected string, received undefined; sender: …`. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
-}
+export { describeIssues };
 
 // Outbound content: what the runner and the MCP tools write, what the host delivers.
 export const OutboundChatSchema = z.object({ text: z.string(), files: z.array(z.string()).optional() });

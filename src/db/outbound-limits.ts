@@ -22,13 +22,13 @@ export function refuseOutboundOverLimits(db: Database.Database, limits = { rowBy
   // a read first: the usual case (nothing over a limit) takes no write lock away from the runner
   const over = prepared(
     db,
-    `SELECT EXISTS (SELECT 1 FROM messages_out WHERE ${UNDELIVERED} AND length(CAST(content AS BLOB)) > ?)
+    `SELECT EXISTS (SELECT 1 FROM messages_out WHERE ${UNDELIVERED} AND octet_length(content) > ?)
        OR EXISTS (SELECT 1 FROM messages_out WHERE ${UNDELIVERED} ORDER BY seq LIMIT 1 OFFSET ?) AS over`,
   ).get(limits.rowBytes, limits.undelivered) as { over: number };
   if (!over.over) return 0;
   return db
     .transaction(() => {
-      const large = prepared(db, `UPDATE messages_out SET delivery_error = ? WHERE ${UNDELIVERED} AND length(CAST(content AS BLOB)) > ?`).run(
+      const large = prepared(db, `UPDATE messages_out SET delivery_error = ? WHERE ${UNDELIVERED} AND octet_length(content) > ?`).run(
         tooLarge,
         limits.rowBytes,
       ).changes;

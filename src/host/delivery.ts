@@ -41,8 +41,8 @@ export interface DeliveryDeps {
   write(handle: SessionHandle, row: InboxRow): Promise<{ id: string; seq: number }>;
   /** the row was delivered (before the session hears of it): a launch that offers it again is not delivered to twice. */
   delivered?(handle: SessionHandle, row: OutboundRow): void;
-  /** why a row of the session may not go to that conversation (src/host/outbound-reach.ts); undefined: it may. */
-  reach?(session: SessionRecord, to: ConversationRef): string | undefined;
+  /** the check of one pass over a session's rows: why a row may not go to a conversation (src/host/outbound-reach.ts). */
+  reach?(session: SessionRecord): (to: ConversationRef) => string | undefined;
   config: HostConfig['delivery'];
   log: Logger;
   /** told of each row delivered and each failed attempt (metrics, traces). Must not throw. */
@@ -75,12 +75,13 @@ export class Delivery {
    * conversation never sees answers out of order). Returns milliseconds until that retry, if any.
    */
   async deliverSession(handle: SessionHandle, rows: readonly OutboundRow[]): Promise<number | undefined> {
+    const reach = rows.length > 0 ? this.deps.reach?.(handle.session) : undefined;
     for (const row of rows) {
       const key = `${handle.session.id}:${row.id}`;
       const attempt = this.attempts.get(key);
       if (attempt && attempt.nextAt > Date.now()) return attempt.nextAt - Date.now();
       try {
-        const platformMessageId = await this.deliverRow(handle, row);
+        const platformMessageId = await this.deliverRow(handle, row, reach);
         if (platformMessageId === WAIT_FOR_CHANNEL) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
         this.deps.delivered?.(handle, row);
         this.attempts.delete(key);
@@ -121,7 +122,11 @@ export class Delivery {
     }
   }
 
-  private async deliverRow(handle: SessionHandle, row: OutboundRow): Promise<string | undefined | typeof WAIT_FOR_CHANNEL> {
+  private async deliverRow(
+    handle: SessionHandle,
+    row: OutboundRow,
+    reach: ((to: ConversationRef) => string | undefined) | undefined,
+  ): Promise<string | undefined | typeof WAIT_FOR_CHANNEL> {
     const content = parseJson(row.content);
     if (row.kind === 'system') {
       const action = OutboundSystemSchema.safeParse(content);
@@ -148,7 +153,7 @@ export class Delivery {
       return undefined;
     }
     const conversation = conversationOf(handle, row);
-    const refused = this.deps.reach?.(handle.session, conversation);
+    const refused = reach?.(conversation);
     if (refused) throw permanentFailure(refused);
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {

@@ -11,7 +11,7 @@ import { CentralStore, openCentralDb } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './delivery.js';
-import { outboundRefusal } from './outbound-reach.js';
+import { outboundCheck } from './outbound-reach.js';
 import { PincerError, isPincerError } from '../shared/errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
@@ -165,7 +165,7 @@ export class Host implements HostApi {
       store: this.store,
       actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins, mcpRequests: this.mcpRequests }),
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
-      reach: (session, to) => outboundRefusal(this.store, session, to, config.defaultGroup?.name),
+      reach: (session) => outboundCheck(this.store, session, config.defaultGroup?.name),
       write: (handle, row) =>
         this.pipelineOf(handle.session.id)
           .write(row)

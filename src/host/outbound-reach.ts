@@ -22,9 +22,14 @@ export function outboundDestinations(store: CentralStore, session: SessionRecord
   return [own, ...bound.filter((b) => b.channelType !== own.channelType || b.platformId !== own.platformId)];
 }
 
-/** Why a row of `session` may not go to `to`, or undefined when it may. */
-export function outboundRefusal(store: CentralStore, session: SessionRecord, to: ConversationRef, defaultGroupName: string | undefined): string | undefined {
+/**
+ * The check of one delivery pass over `session`'s rows: why a row may not go to `to`, or undefined when it may. The
+ * destinations are read once per pass, not once per row.
+ */
+export function outboundCheck(store: CentralStore, session: SessionRecord, defaultGroupName: string | undefined): (to: ConversationRef) => string | undefined {
   const allowed = outboundDestinations(store, session, defaultGroupName);
-  if (allowed.some((d) => d.channelType === to.channelType && d.platformId === to.platformId)) return undefined;
-  return `not sent: this conversation may send only to ${allowed.map((d) => `${d.channelType}:${d.platformId}`).join(', ')}, not to ${to.channelType}:${to.platformId}`;
+  return (to) =>
+    allowed.some((d) => d.channelType === to.channelType && d.platformId === to.platformId)
+      ? undefined
+      : `not sent: this conversation may send only to ${allowed.map((d) => `${d.channelType}:${d.platformId}`).join(', ')}, not to ${to.channelType}:${to.platformId}`;
 }

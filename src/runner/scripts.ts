@@ -3,6 +3,7 @@ import { errorMessage, type Logger } from '../shared/log.js';
 import type { FormattableMessage } from './format.js';
 import type { ClaimedMessage, InboundQueue } from './queue.js';
 import { runTaskScript, type ScriptOutcome } from './task-script.js';
+import { jsonText } from './xml.js';
 
 /**
  * The pre-script stage of tasks. Claimed tasks with a `script` are taken out of the batch and
@@ -89,7 +90,7 @@ export class TaskScripts {
           await this.record(`task ${row.seq} completion`, () => this.queue.complete([row.id]));
         } else {
           this.log.info(`task ${row.seq} script ran in ${took} ms: waking the agent`);
-          this.onReady({ ...message, notes: [`Script output:\n${JSON.stringify(outcome.data ?? null, null, 2)}`] });
+          this.onReady({ ...message, notes: [`Script output:\n${jsonText(outcome.data)}`] });
         }
       });
     const tracked = run.finally(() => this.running.delete(tracked));

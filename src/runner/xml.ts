@@ -43,6 +43,10 @@ export function escapeBlock(text: string): string {
 
 /** A JSON value shown in a prompt: pretty-printed and escaped, with U+0085, U+2028 and U+2029 as `\u` escapes (JSON keeps them raw). */
 export function escapeJson(value: unknown): string {
-  const json = JSON.stringify(value ?? null, null, 2).replace(/[\u0085\u2028\u2029]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return escapeXml(json);
+  return escapeXml(jsonText(value));
+}
+
+/** `value` as indented JSON whose line separators (U+0085, U+2028, U+2029) are escaped, not raw line breaks. */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value ?? null, null, 2).replace(/[\u0085\u2028\u2029]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -370,18 +370,9 @@ export function setting(name: string): Setting | undefined {
   return BY_NAME.get(name);
 }
 
-export function isSettingName(name: string): name is SettingName {
-  return BY_NAME.has(name);
-}
-
 /** The parsers of `names`, as one zod object (what a loader parses the environment with). */
 export function settingsSchema<const N extends SettingName>(names: readonly N[]): z.ZodObject<{ [K in N]: ParserOf<K> }> {
   return z.object(Object.fromEntries(names.map((name) => [name, parserOf(name, REGISTRY[name])]))) as unknown as z.ZodObject<{ [K in N]: ParserOf<K> }>;
-}
-
-/** Names of the settings `reader` reads (with `both`), in registry order. */
-export function settingsReadBy(reader: Exclude<SettingReader, 'both'>): SettingName[] {
-  return SETTINGS.filter((s) => s.reader === reader || s.reader === 'both').map((s) => s.name as SettingName);
 }
 
 /**
@@ -389,10 +380,18 @@ export function settingsReadBy(reader: Exclude<SettingReader, 'both'>): SettingN
  * place of the host's environment): Pincer's runner settings the administrator sets, never a secret, nor what the host
  * or a launcher sets per launch, nor the group's own provider and time zone (`provider`, `timezone` of the same file).
  */
+const PROCESS_SETTINGS = new Set<string>([
+  // read from the process's own environment before config.json is (the logger, the DB's busy timeout at load)
+  'PINCER_LOG_LEVEL',
+  'PINCER_BUSY_TIMEOUT_MS',
+  // the group's model is `model` of the same file (the host folds PINCER_MODEL into it); a copy here would override it
+  'PINCER_MODEL',
+]);
+
 export const RUNNER_DOCUMENT_SETTINGS: readonly SettingName[] = SETTINGS.filter(
   // Pincer's own only: a provider's or the collector's variables stay with the launch, whose sandbox passes only the
   // configured provider's and sends spans through the host's relay (src/container/env.ts)
-  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name.startsWith('PINCER_'),
+  (s) => (s.reader === 'runner' || s.reader === 'both') && s.source === 'user' && !s.secret && s.name.startsWith('PINCER_') && !PROCESS_SETTINGS.has(s.name),
 ).map((s) => s.name as SettingName);
 
 /** Variables a runner process may have: the runner's settings and the system's. */

@@ -67,8 +67,9 @@ export class SseHub {
   }
 
   /**
-   * The streaming response of one client. `stillAuthorised` is asked before each event and every second: once it
-   * says no, the stream gets a `disconnect` event and ends.
+   * The streaming response of one client. `stillAuthorised` (a hash and a token lookup) is asked every second and
+   * before each replay page, not before each live event: once it says no, the stream gets a `disconnect` event and
+   * ends.
    */
   open(conversation: string, start: StreamStart, stillAuthorised: () => boolean = () => true): Response {
     const set = this.streams.get(conversation) ?? new Set<SseClient>();
@@ -108,7 +109,6 @@ export class SseHub {
             recheck: () => void revoked(),
             live: (text) => {
               if (cursor !== null || behind || closed) return;
-              if (revoked()) return;
               enqueue(text);
               const unread = QUEUE_HIGH_WATER - (controller.desiredSize ?? 0);
               if (unread <= this.maxBufferedBytes) return;
