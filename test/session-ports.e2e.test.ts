@@ -125,6 +125,7 @@ describe.each(PORTS)('through the %s session port', (kind, env) => {
     const download = await fetch(`http://127.0.0.1:${host.port}${url}`, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
     expect(await download.text()).toBe('file body');
     const answer = await host.request('POST', '/v1/conversations/qa/answers', { questionId: 'q-1', selectedOption: 'yes', userId: 'u1' });
+    expect(answer.body).toMatchObject({ id: expect.any(String) });
     expect(answer.status).toBe(202);
     const row = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(answer.body.id) as InboundRow;
     expect(JSON.parse(row.content)).toEqual({ type: 'question_response', questionId: 'q-1', selectedOption: 'yes', userId: 'u1' });

@@ -310,7 +310,8 @@ export class Host implements HostApi {
       throw new PincerError('invalid-input', `question "${answer.questionId}" was answered already`, { field: 'questionId' });
     }
     // An answer after the question closed (timed out, or its runner stopped) becomes a message the agent sees.
-    const { late, ...written } = await pipeline.port.answer(answer, routing({ ...conversation, threadId: question.threadId }));
+    const { userVouched: _vouched, ...reply } = answer; // the port carries the answer, not the edge's trust in it
+    const { late, ...written } = await pipeline.port.answer(reply, routing({ ...conversation, threadId: question.threadId }));
     if (late) this.log.info(`late answer to question ${answer.questionId} in ${pipeline.id} sent to the agent as a message`);
     return { sessionId: pipeline.id, ...written };
   }

@@ -130,6 +130,8 @@ export async function startHost(env: Record<string, string | undefined> = {}, ho
  */
 export async function stopAllHosts(): Promise<{ hosts: number; runners: number }> {
   const left = [...hosts];
+  // a host left running means its test failed: its log's end says what the host was doing
+  for (const h of left) process.stderr.write(`--- log of a host left running (${h.home}):\n${h.stderr().slice(-6000)}\n---\n`);
   await Promise.all(
     left.map(async (h) => {
       h.child.kill('SIGTERM');
