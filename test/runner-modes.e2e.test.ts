@@ -147,6 +147,16 @@ async function expectCompleteTrace(env: Record<string, string>): Promise<void> {
   }
 }
 
+describe('a session served by its own `pincer session-serve` process', () => {
+  it.skipIf(bwrapSkip !== undefined)(
+    "with bwrap runners: one trace per message holds the runner's spans (the serve process passes on the host's relay)",
+    async () => {
+      await expectCompleteTrace({ PINCER_RUNNER: 'session-serve', PINCER_SESSION_SERVE_RUNNER: 'bwrap' });
+    },
+    180_000,
+  );
+});
+
 describe.skipIf(dockerSkip !== undefined)('the fault suite with docker runners (short)', () => {
   it('loses and duplicates nothing while containers, their docker CLIs and the host are SIGKILLed; never two runners', async () => {
     const row = await killsScenario(60, 1, 'docker', { DOCKER_HOST: daemon!.host, PINCER_CONTAINER_IMAGE: IMAGE });

@@ -428,6 +428,7 @@ export class Host implements HostApi {
         launch,
         nextEpoch: () => this.store.nextEpoch(session.id),
         credentials: this.credentialProxy,
+        traceRelay: this.traceRelay,
         filesDir: path.join(config.home, 'tmp', 'outbox'),
         orphanMs: config.sessionPort.orphanMs,
         lockFile: this.runnerLock(`${session.id}.serve`),

@@ -94,6 +94,8 @@ export const LaunchDocumentSchema = z.strictObject({
   launch: z.strictObject({ agentDir: z.string(), globalDir: z.string(), logFile: z.string(), lockFile: z.string().optional() }),
   /** the host's credential proxy socket, bound into sandboxes. */
   credentialProxySocket: z.string().optional(),
+  /** the host's OTLP relay (src/host/trace-relay.ts): its socket, bound into sandboxes, and the port they forward. */
+  traceRelay: z.strictObject({ socket: z.string().min(1), port: z.number().int().positive() }).optional(),
 });
 export type LaunchDocument = z.infer<typeof LaunchDocumentSchema>;
 

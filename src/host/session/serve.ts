@@ -53,12 +53,19 @@ export async function serveSession(folder: string, doc: LaunchDocument, log: Log
   const runners = doc.runners as unknown as HostConfig['runners'];
   const sweep = doc.sweep as unknown as HostConfig['sweep'];
   const exits: { engine?: SessionEngine } = {};
-  const supervisor = new RunnerSupervisor(runners, log, (exit) => exits.engine?.onRunnerExit(exit), undefined, {
-    // The host's credential proxy gave this launch its placeholders already (in `runners.env`).
-    runnerEnv: (_id, env) => env,
-    revoke: () => undefined,
-    socketPath: () => doc.credentialProxySocket,
-  });
+  const supervisor = new RunnerSupervisor(
+    runners,
+    log,
+    (exit) => exits.engine?.onRunnerExit(exit),
+    undefined,
+    {
+      // The host's credential proxy gave this launch its placeholders already (in `runners.env`).
+      runnerEnv: (_id, env) => env,
+      revoke: () => undefined,
+      socketPath: () => doc.credentialProxySocket,
+    },
+    doc.traceRelay && { socketPath: () => doc.traceRelay!.socket, port: () => doc.traceRelay!.port },
+  );
   const engine = new SessionEngine({ session: { id: doc.sessionId, folder }, config: { runners, sweep }, supervisor, launch: doc.launch, log, durable: true });
   exits.engine = engine;
   const port = new LocalSessionPort(engine, doc.epoch);

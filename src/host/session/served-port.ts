@@ -10,7 +10,7 @@ import { Backoff } from '../../shared/backoff.js';
 import { lockedCommand } from '../../container/handle.js';
 import { CLI_ENTRY } from '../../shared/cli-entry.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import type { RunnerCredentials } from '../runners.js';
+import type { RunnerCredentials, RunnerTraceRelay } from '../runners.js';
 import type { TaskCommand } from '../../db/tasks.js';
 import type { HostConfig } from '../types.js';
 import type { EngineLaunch } from './engine.js';
@@ -38,6 +38,8 @@ export interface ServedSessionOptions {
   /** the next launch epoch of the session (stored by the host before the launch starts). */
   nextEpoch(): number;
   credentials?: RunnerCredentials;
+  /** the host's OTLP relay, when tracing is on and runners are sandboxed: the served session's runners export to it. */
+  traceRelay?: RunnerTraceRelay;
   /** where files the agent sent are copied for the channels. */
   filesDir: string;
   /** `PINCER_SESSION_ORPHAN_MS`. */
@@ -232,6 +234,7 @@ export class ServedSessionPort implements SessionPort {
       runners: { ...options.config.runners, env } as unknown as Record<string, unknown>,
       launch: options.launch,
       ...(options.credentials?.socketPath() ? { credentialProxySocket: options.credentials.socketPath() } : {}),
+      ...(options.traceRelay?.socketPath() ? { traceRelay: { socket: options.traceRelay.socketPath()!, port: options.traceRelay.port() } } : {}),
     };
     const log = fs.openSync(options.launch.logFile, 'a', 0o600);
     let child: ChildProcess;
