@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import noSilentCatch from '../scripts/eslint/no-silent-catch.js';
 import { chatNotice, cliReport, httpReply, toolErrorText } from '../src/shared/error-edges.js';
 import { ERROR_CODES, PincerError, type ErrorCode } from '../src/shared/errors.js';
+import { DISK_FULL_NOTICE, failedMessageNotice } from '../src/host/errors.js';
 
 /** Every code of the vocabulary at every edge: the HTTP status, the MCP tool text, the CLI exit code, the chat notice. */
 const EXPECTED: Record<ErrorCode, { http: number; exit: number; retry: boolean }> = {
@@ -29,6 +30,9 @@ const EXPECTED: Record<ErrorCode, { http: number; exit: number; retry: boolean }
   internal: { http: 500, exit: 1, retry: false },
 };
 
+/** The codes whose own message a chat notice quotes (it is about what the user sent). */
+const QUOTED = new Set<ErrorCode>(['invalid-input', 'not-found', 'too-large', 'over-budget', 'disk-full']);
+
 describe('the error vocabulary at each edge', () => {
   it('lists every code once, each with what it means', () => {
     expect(Object.keys(ERROR_CODES).sort()).toEqual(Object.keys(EXPECTED).sort());
@@ -42,7 +46,11 @@ describe('the error vocabulary at each edge', () => {
     expect(reply).toEqual({ status: want.http, body: { error: `the ${code} message.`, code, field: 'x' }, headers: { 'Retry-After': '7' } });
     expect(toolErrorText(err)).toBe(`the ${code} message.`);
     expect(cliReport(err, 'see pincer --help')).toEqual({ line: `pincer: the ${code} message. (see pincer --help)`, exit: want.exit });
-    expect(chatNotice(err)).toBe(want.retry ? `the ${code} message. Please send it again later.` : `the ${code} message.`);
+    // a chat user hears the message only where it is about what they sent; otherwise the code's own sentence
+    const notice = chatNotice(err);
+    expect(notice.endsWith(' Please send it again later.')).toBe(want.retry);
+    expect(notice.includes(`the ${code} message.`)).toBe(QUOTED.has(code));
+    expect(notice.length).toBeGreaterThan(10);
   });
 
   it('anything that is not a PincerError is internal everywhere, and its detail stays out of HTTP replies', () => {
@@ -50,7 +58,24 @@ describe('the error vocabulary at each edge', () => {
     expect(httpReply(bug)).toEqual({ status: 500, body: { error: 'internal error', code: 'internal' }, headers: {} });
     expect(toolErrorText(bug)).toBe('internal error: cannot read properties of undefined (reading "x")');
     expect(cliReport(bug, 'h')).toEqual({ line: 'pincer: internal error: cannot read properties of undefined (reading "x")', exit: 1 });
-    expect(chatNotice(bug)).not.toContain('undefined');
+    expect(failedMessageNotice(bug)).toBe(chatNotice(bug));
+    expect(chatNotice(bug)).toBe('Something went wrong on the host; the administrator can find the detail in its log.');
+  });
+});
+
+describe('what a chat hears when its message was not stored', () => {
+  it('a full disk from SQLite or the file system, in its own words', () => {
+    expect(failedMessageNotice(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }))).toBe(DISK_FULL_NOTICE);
+    expect(failedMessageNotice(Object.assign(new Error('no space'), { code: 'ENOSPC' }))).toBe(DISK_FULL_NOTICE);
+  });
+
+  it("nothing again for a budget the host already announced; the code's sentence for the rest, never its internals", () => {
+    expect(failedMessageNotice(new PincerError('over-budget', 'over the daily budget'))).toBeUndefined();
+    const quarantined = failedMessageNotice(new PincerError('quarantined', 'session s1 is quarantined: /home/x/sessions/s1/session.db is a link'));
+    expect(quarantined).toBe(ERROR_CODES.quarantined.notice);
+    expect(failedMessageNotice(new PincerError('invalid-input', 'the card has 3 buttons over the limit'))).toBe(
+      'Your message was not taken: the card has 3 buttons over the limit',
+    );
   });
 });
 

@@ -56,6 +56,15 @@ describe('one owner per session command', () => {
     expect(writers).toEqual(['src/db/questions.ts']);
   });
 
+  it("each of the host's own tables (the central DB) is written by one file", () => {
+    const writers = new Map<string, Set<string>>();
+    for (const s of all.filter((s) => s.verb !== 'SELECT' && !SESSION_TABLES.test(s.table))) {
+      writers.set(s.table, (writers.get(s.table) ?? new Set()).add(s.file));
+    }
+    expect(writers.size).toBeGreaterThan(10);
+    expect([...writers].filter(([, by]) => by.size > 1).map(([table, by]) => `${table}: ${[...by].join(', ')}`)).toEqual([]);
+  });
+
   it('the check sees a write where it does not belong', () => {
     const found = statements('src/host/x.ts', "prepared(db, `UPDATE messages_in SET status = 'paused' WHERE id = ?`)");
     expect(found).toEqual([{ file: 'src/host/x.ts', verb: 'UPDATE', table: 'messages_in' }]);

@@ -1,5 +1,5 @@
 import { chatNotice } from '../shared/error-edges.js';
-import { PincerError } from '../shared/errors.js';
+import { isPincerError, PincerError } from '../shared/errors.js';
 
 /** What a client is told when a message cannot be stored because the host's disk is full (HTTP 507, Retry-After). */
 export const DISK_FULL_MESSAGE = "the host's disk is full; the message was not stored";
@@ -14,4 +14,14 @@ export const DISK_FULL_RETRY_AFTER_S = 30;
 export function isDiskFull(err: unknown): boolean {
   const code = typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
   return code === 'SQLITE_FULL' || code === 'ENOSPC';
+}
+
+/**
+ * What a chat is told when its message could not be stored (its sender would otherwise hear nothing): undefined for a
+ * refusal the host already told the conversation about (over budget).
+ */
+export function failedMessageNotice(err: unknown): string | undefined {
+  if (isDiskFull(err)) return DISK_FULL_NOTICE;
+  if (isPincerError(err, 'over-budget')) return undefined;
+  return chatNotice(err);
 }

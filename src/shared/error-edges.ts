@@ -39,6 +39,7 @@ export function cliReport(err: unknown, hint: string): { line: string; exit: num
 
 /** A notice for the chat a failure concerns: the message, and what the user can do about it. */
 export function chatNotice(err: unknown): string {
-  if (!isPincerError(err)) return 'Something went wrong on the host; the administrator can find the detail in its log.';
-  return err.retryable ? `${err.message} Please send it again later.` : err.message;
+  const code = isPincerError(err) ? err.code : 'internal';
+  const text = ERROR_CODES[code].notice.replace('{message}', () => (err as Error).message);
+  return ERROR_CODES[code].retry ? `${text} Please send it again later.` : text;
 }

@@ -3,7 +3,7 @@ import { parseMarkdown, type Adapter, type AdapterPostableMessage, type Chat, ty
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { DISK_FULL_NOTICE, isDiskFull } from '../errors.js';
+import { DISK_FULL_NOTICE, failedMessageNotice, isDiskFull } from '../errors.js';
 import { PincerError } from '../../shared/errors.js';
 import { openOutboxFile } from '../untrusted-files.js';
 import { ChannelDeliveryError, type ChannelAdapter, type DeliveryReceipt, type HostApi, type OutboundDelivery } from '../channels/types.js';
@@ -198,8 +198,8 @@ export class PlatformChannel implements ChannelAdapter {
         await this.accept(m);
       } catch (err) {
         this.options.log.warn(`${this.type}: message ${m.id} from ${m.author.userId} not stored: ${errorMessage(err)}`);
-        // the sender would otherwise hear nothing: a full disk is theirs to know (other failures may quote internals)
-        if (isDiskFull(err)) await this.tell(m.threadId, DISK_FULL_NOTICE);
+        const notice = failedMessageNotice(err); // in the words of its error code: no internals reach the chat
+        if (notice !== undefined) await this.tell(m.threadId, notice);
       }
     }
   }
