@@ -1,24 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { ConfigFile } from '../../db/config-file.js';
-import type { Answer, AnswerRouting } from '../../db/questions.js';
-import type { InboundRow } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import { Backoff } from '../../shared/backoff.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerCredentials } from '../runners.js';
-import {
-  isSessionPortError,
-  SessionPortError,
-  type Admission,
-  type DrainResult,
-  type InboxRow,
-  type OutboundResult,
-  type SessionPort,
-  type SessionSnapshot,
-  type SessionState,
-} from '../session/port.js';
+import { isSessionPortError, SessionPortError, type Admission, type DrainResult, type SessionSnapshot, type SessionState } from '../session/port.js';
+import { ForwardingSessionPort } from '../session/forwarding-port.js';
 import type { LaunchDocument } from '../session/serve-protocol.js';
-import type { TaskCommand } from '../../db/tasks.js';
 import type { HostConfig } from '../types.js';
 import { isKubernetesError, type SessionCluster } from './cluster.js';
 import { adoptLaunch, endLaunch, LaunchError, startLaunch, type LaunchContext, type PodLaunch } from './launch.js';
@@ -58,7 +46,7 @@ export interface KubernetesSessionOptions {
  * undelivered — its claim stays. A pod that stops answering (health checks or calls fail) is deleted with grace 0 and
  * the next launch gets a new epoch and name, so the old one, if its node comes back, is fenced off.
  */
-export class KubernetesSessionPort implements SessionPort {
+export class KubernetesSessionPort extends ForwardingSessionPort {
   private current: PodLaunch | null = null;
   private starting: Promise<PodLaunch> | null = null;
   private adopted: Promise<void> | null = null;
@@ -83,6 +71,7 @@ export class KubernetesSessionPort implements SessionPort {
   private readonly ctx: LaunchContext;
 
   constructor(private readonly options: KubernetesSessionOptions) {
+    super();
     this.backoff = new Backoff(options.config.runners.backoffBaseMs, options.config.runners.backoffMaxMs);
     this.known = {
       runner: null,
@@ -118,13 +107,6 @@ export class KubernetesSessionPort implements SessionPort {
     return this.current ? { name: this.current.name, epoch: this.current.epoch } : null;
   }
 
-  accept(row: InboxRow): Promise<{ id: string; seq: number }> {
-    return this.use((p) => p.accept(row));
-  }
-  answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
-    return this.use((p) => p.answer(answer, routing));
-  }
-
   async sync(afterVersion: number, afterSeq: number, waitMs: number, signal?: AbortSignal): Promise<SessionSnapshot> {
     await this.adopt().catch(() => undefined); // an API server that does not answer: the next launch says so
     if (!this.current && !this.wanted) {
@@ -144,18 +126,13 @@ export class KubernetesSessionPort implements SessionPort {
     return snapshot;
   }
 
-  async state(): Promise<SessionState> {
+  protected forward<T>(call: (port: PodLaunch['port']) => Promise<T>): Promise<T> {
+    return this.use((p) => call(p));
+  }
+
+  override async state(): Promise<SessionState> {
     if (!this.current) return this.known;
     return this.use((p) => p.state(), undefined, undefined, false);
-  }
-  ack(results: OutboundResult[]): Promise<void> {
-    return this.use((p) => p.ack(results));
-  }
-  platformMessageIdOf(seq: number): Promise<string | null> {
-    return this.use((p) => p.platformMessageIdOf(seq));
-  }
-  outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
-    return this.use((p) => p.outboxFile(rowId, name));
   }
   /** Kept for the next launch; published now only to a pod that runs (publishing starts none). */
   async publishConfig(config: ConfigFile): Promise<void> {
@@ -166,28 +143,19 @@ export class KubernetesSessionPort implements SessionPort {
     this.admission = admission;
     if (this.current) await this.use((p) => p.setAdmission(admission), undefined, undefined, false);
   }
-  async runner(command: 'start' | 'stop'): Promise<void> {
+  override async runner(command: 'start' | 'stop'): Promise<void> {
     if (command === 'stop' && !this.current) return;
     await this.use((p) => p.runner(command));
   }
-  async usageAfter(afterId: number): Promise<TurnUsageRow[]> {
+  override async usageAfter(afterId: number): Promise<TurnUsageRow[]> {
     if (!this.current) return []; // collected on every turn while the pod ran
     return this.use((p) => p.usageAfter(afterId), undefined, undefined, false);
   }
-  async done(ids: string[], incarnation: number): Promise<string[]> {
+  override async done(ids: string[], incarnation: number): Promise<string[]> {
     if (!this.current) return []; // asked again while a pod runs
     return this.use((p) => p.done(ids, incarnation), undefined, undefined, false);
   }
-  tasks(): Promise<InboundRow[]> {
-    return this.use((p) => p.tasks());
-  }
-  changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
-    return this.use((p) => p.changeTask(taskId, command, timezone));
-  }
-  inbound(id: string): Promise<InboundRow | undefined> {
-    return this.use((p) => p.inbound(id));
-  }
-  async logTail(lines: number): Promise<string[]> {
+  override async logTail(lines: number): Promise<string[]> {
     if (!this.current) return [`(session ${this.sessionId} has no pod now; its log is on its volume and shows again when it next runs)`];
     return this.use((p) => p.logTail(lines), undefined, undefined, false);
   }

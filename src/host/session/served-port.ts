@@ -3,28 +3,15 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import readline from 'node:readline';
 import type { ConfigFile } from '../../db/config-file.js';
-import type { Answer, AnswerRouting } from '../../db/questions.js';
-import type { InboundRow } from '../../db/types.js';
-import type { TurnUsageRow } from '../../db/usage.js';
 import { Backoff } from '../../shared/backoff.js';
 import { lockedCommand } from '../../container/handle.js';
 import { CLI_ENTRY } from '../../shared/cli-entry.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerCredentials, RunnerTraceRelay } from '../runners.js';
-import type { TaskCommand } from '../../db/tasks.js';
 import type { HostConfig } from '../types.js';
 import type { EngineLaunch } from './engine.js';
-import {
-  isSessionPortError,
-  SessionPortError,
-  type Admission,
-  type DrainResult,
-  type InboxRow,
-  type OutboundResult,
-  type SessionPort,
-  type SessionSnapshot,
-  type SessionState,
-} from './port.js';
+import { isSessionPortError, SessionPortError, type Admission, type DrainResult, type SessionSnapshot } from './port.js';
+import { ForwardingSessionPort } from './forwarding-port.js';
 import { RemoteSessionPort } from './remote-port.js';
 import type { LaunchDocument, ReadyLine } from './serve-protocol.js';
 
@@ -65,7 +52,7 @@ interface Launch {
  * remote port over loopback HTTP, launched on first use and again — with a new epoch and bearer, after a back-off —
  * whenever the process is gone or stops answering. The process dies with the host (its stdin is the lifeline).
  */
-export class ServedSessionPort implements SessionPort {
+export class ServedSessionPort extends ForwardingSessionPort {
   private current: Launch | null = null;
   private starting: Promise<Launch> | null = null;
   private readonly backoff: Backoff;
@@ -81,6 +68,7 @@ export class ServedSessionPort implements SessionPort {
   private admission: Admission | null = null;
 
   constructor(private readonly options: ServedSessionOptions) {
+    super();
     this.backoff = new Backoff(options.config.runners.backoffBaseMs, options.config.runners.backoffMaxMs);
   }
 
@@ -93,11 +81,8 @@ export class ServedSessionPort implements SessionPort {
     return this.current?.child.pid;
   }
 
-  accept(row: InboxRow): Promise<{ id: string; seq: number }> {
-    return this.use((p) => p.accept(row));
-  }
-  answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
-    return this.use((p) => p.answer(answer, routing));
+  protected forward<T>(call: (port: RemoteSessionPort) => Promise<T>): Promise<T> {
+    return this.use((p) => call(p));
   }
   sync(afterVersion: number, afterSeq: number, waitMs: number, signal?: AbortSignal): Promise<SessionSnapshot> {
     // A new launch counts its versions from 0: ask a new process for everything it has.
@@ -108,18 +93,6 @@ export class ServedSessionPort implements SessionPort {
       signal,
     );
   }
-  state(): Promise<SessionState> {
-    return this.use((p) => p.state());
-  }
-  ack(results: OutboundResult[]): Promise<void> {
-    return this.use((p) => p.ack(results));
-  }
-  platformMessageIdOf(seq: number): Promise<string | null> {
-    return this.use((p) => p.platformMessageIdOf(seq));
-  }
-  outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
-    return this.use((p) => p.outboxFile(rowId, name));
-  }
   publishConfig(config: ConfigFile, secrets?: Record<string, string>): Promise<void> {
     this.config = config;
     this.secrets = secrets;
@@ -128,27 +101,6 @@ export class ServedSessionPort implements SessionPort {
   setAdmission(admission: Admission): Promise<void> {
     this.admission = admission;
     return this.use((p) => p.setAdmission(admission));
-  }
-  runner(command: 'start' | 'stop'): Promise<void> {
-    return this.use((p) => p.runner(command));
-  }
-  usageAfter(afterId: number): Promise<TurnUsageRow[]> {
-    return this.use((p) => p.usageAfter(afterId));
-  }
-  done(ids: string[], incarnation: number): Promise<string[]> {
-    return this.use((p) => p.done(ids, incarnation));
-  }
-  tasks(): Promise<InboundRow[]> {
-    return this.use((p) => p.tasks());
-  }
-  changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
-    return this.use((p) => p.changeTask(taskId, command, timezone));
-  }
-  inbound(id: string): Promise<InboundRow | undefined> {
-    return this.use((p) => p.inbound(id));
-  }
-  logTail(lines: number): Promise<string[]> {
-    return this.use((p) => p.logTail(lines));
   }
   drain(): Promise<DrainResult> {
     return this.use((p) => p.drain());
