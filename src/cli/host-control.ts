@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { resolveHome } from '../host/config.js';
-import { isProcessAlive, readLock, type LockInfo } from '../host/home-lock.js';
+import { isLockHolder, readLock, type LockInfo } from '../host/home-lock.js';
 
 /**
  * `pincer host status` and `pincer host stop`: the host of a home, found by its lock (`<home>/host.lock`), so a host
@@ -24,7 +24,7 @@ export function registerHostControl(host: Command): void {
     });
   host
     .command('stop')
-    .description('stop the host running on this home (SIGTERM, then wait until it has stopped)')
+    .description('stop the host running on this home (SIGTERM, then wait until it has stopped; exit 3: none runs)')
     .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
     .option('--timeout <seconds>', 'how long to wait for it to stop (default 60)', parseSeconds, 60)
     .action(async (options: { home?: string; timeout: number }) => {
@@ -59,8 +59,9 @@ function formatDuration(ms: number): string {
 async function stopHost(home: string, timeoutSeconds: number): Promise<number> {
   const lock = readLock(home);
   if (!lock) {
-    process.stdout.write(`no host is running on ${home}\n`);
-    return 0;
+    // Said as an error (a script that meant to stop a host learns there was none), with its own exit code like status.
+    process.stderr.write(`pincer: no host is running on ${home}: nothing to stop (for a host on another home: --home DIR or PINCER_HOME)\n`);
+    return 3;
   }
   try {
     process.kill(lock.pid, 'SIGTERM');
@@ -71,8 +72,8 @@ async function stopHost(home: string, timeoutSeconds: number): Promise<number> {
   }
   // Runners finish their current query within their grace and what they wrote is delivered: that can take a while.
   const deadline = Date.now() + timeoutSeconds * 1000;
-  while (isProcessAlive(lock.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  if (isProcessAlive(lock.pid)) {
+  while (isLockHolder(lock) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (isLockHolder(lock)) {
     process.stderr.write(
       `pincer: the host (pid ${lock.pid}) has not stopped after ${timeoutSeconds} s; kill -KILL ${lock.pid} ends it at once (its runners are stopped by the next host)\n`,
     );

@@ -18,6 +18,11 @@ export interface LockInfo {
   url?: string;
   /** the local socket `pincer chat` attaches to, when the host serves one. */
   chatSocket?: string;
+  /**
+   * The holder's start time as /proc/<pid>/stat gives it (clock ticks since boot), where there is a /proc: a pid that
+   * is alive but started at another time is another process that got the dead host's pid, never signalled as the host.
+   */
+  start?: string;
 }
 
 /**
@@ -33,7 +38,8 @@ export class HomeLock {
 
   static acquire(home: string, command?: string): HomeLock {
     const file = lockFile(home);
-    const info: LockInfo = { pid: process.pid, since: new Date().toISOString(), ...(command ? { command } : {}) };
+    const start = processStart(process.pid);
+    const info: LockInfo = { pid: process.pid, since: new Date().toISOString(), ...(command ? { command } : {}), ...(start ? { start } : {}) };
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         fs.writeFileSync(file, `${JSON.stringify(info)}\n`, { flag: 'wx', mode: 0o600 });
@@ -87,7 +93,39 @@ export function readLock(home: string): LockInfo | undefined {
     return undefined;
   }
   const info = parseLock(text);
-  return info && isProcessAlive(info.pid) ? info : undefined;
+  return info && isLockHolder(info) ? info : undefined;
+}
+
+/**
+ * Whether the lock's process still runs: alive, not a zombie (a host whose parent has not reaped it has stopped), and
+ * (where /proc says) the process that wrote the lock, not another one that got its pid.
+ */
+export function isLockHolder(info: LockInfo): boolean {
+  if (!isProcessAlive(info.pid)) return false;
+  const stat = processStat(info.pid);
+  if (!stat) return true; // no /proc: the pid alone decides
+  if (stat.state === 'Z') return false;
+  return info.start === undefined || stat.start === info.start; // (a lock from before it said when its holder started)
+}
+
+/** The start time in /proc/<pid>/stat (clock ticks since boot), or undefined without a readable /proc. */
+export function processStart(pid: number): string | undefined {
+  return processStat(pid)?.start;
+}
+
+function processStat(pid: number): { state: string; start: string } | undefined {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    // not Linux, /proc not mounted, or the process just ended
+    return undefined;
+  }
+  // "pid (comm) state ppid …": comm may hold spaces and parentheses, so count from the last ')'; state is field 3,
+  // the start time field 22.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const [state, start] = [fields[0], fields[19]];
+  return state && start && /^\d+$/.test(start) ? { state, start } : undefined;
 }
 
 /** A lock's text: JSON, or only a pid (what hosts wrote before the lock said more). */
@@ -104,6 +142,7 @@ function parseLock(text: string): LockInfo | undefined {
       channels: Array.isArray(value.channels) ? value.channels.filter((c): c is string => typeof c === 'string') : undefined,
       url: typeof value.url === 'string' ? value.url : undefined,
       chatSocket: typeof value.chatSocket === 'string' ? value.chatSocket : undefined,
+      start: typeof value.start === 'string' ? value.start : undefined,
     };
   } catch {
     // a lock file that is not ours to read: treated as no holder's details
