@@ -343,16 +343,25 @@ export function buildRows(results: BenchResults): Row[] {
 }
 
 /**
- * The user's MCP servers and the first model call, each variant beside no server at all. Servers start in parallel,
- * so what 3 or 10 add is measured against what one adds (one after another they would add 3 or 10 times as much; on
- * two cores 10 node processes starting at once still share the CPU); one that never starts costs the start deadline.
+ * The user's MCP servers and the first model call. The delay 3 or 10 servers add (their p50 less the p50 with none) is
+ * set beside what the same servers cost a bare MCP client in the same run: started one after another (the baseline,
+ * what connecting in turn would add) and all at once (the target's yardstick: the servers' own start, which on a
+ * machine of few cores is CPU, not waiting; the runner may add half of it again, as its own start shares those cores).
+ * One that never starts costs the start deadline.
  */
 function mcpStartRows(m: McpStartSamples): Row[] {
   const [none, one, three, ten, stuck] = [summarize(m.none), summarize(m.one), summarize(m.three), summarize(m.ten), summarize(m.neverStarts)];
-  const oneExtra = Math.max(0, one.p50 - none.p50);
-  const times = (factor: number): Row['target'] => {
-    const limit = none.p50 + factor * oneExtra;
-    return atMost(limit, `≤ none + ${factor} × one's cost (${(limit / 1000).toFixed(2)} s)`);
+  const p50 = (samples: number[]): number => summarize(samples).p50;
+  const added = (count: number, servers: typeof three, parallel: number[], serial: number[]): Row => {
+    const limit = 1.5 * p50(parallel);
+    return {
+      metric: `  ${count} healthy MCP servers: delay added (p50 less none's); baseline: a bare client starting them one after another`,
+      unit: 'ms',
+      pincer: Math.max(0, servers.p50 - none.p50),
+      baseline: p50(serial),
+      better: 'lower',
+      target: atMost(limit, `≤ 1.5 × a bare client starting them at once (${(limit / 1000).toFixed(2)} s)`),
+    };
   };
   const deadline = none.p50 + m.startMs + 1000;
   return [
@@ -363,22 +372,11 @@ function mcpStartRows(m: McpStartSamples): Row[] {
       better: 'lower',
     },
     { metric: '  with 1 healthy MCP server, p50; baseline: none', unit: 'ms', pincer: one.p50, baseline: none.p50, better: 'lower' },
-    {
-      metric: '  with 3 healthy MCP servers (in parallel), p50; baseline: none',
-      unit: 'ms',
-      pincer: three.p50,
-      baseline: none.p50,
-      better: 'lower',
-      target: times(2),
-    },
-    {
-      metric: '  with 10 healthy MCP servers (in parallel), p50; baseline: none',
-      unit: 'ms',
-      pincer: ten.p50,
-      baseline: none.p50,
-      better: 'lower',
-      target: times(5),
-    },
+    { metric: '  with 3 healthy MCP servers, p50; baseline: none', unit: 'ms', pincer: three.p50, baseline: none.p50, better: 'lower' },
+    { metric: '  with 10 healthy MCP servers, p50; baseline: none', unit: 'ms', pincer: ten.p50, baseline: none.p50, better: 'lower' },
+    added(3, three, m.bare.parallel3, m.bare.serial3),
+    added(10, ten, m.bare.parallel10, m.bare.serial10),
+    { metric: '  a bare client starting 10 at once (the yardstick), p50', unit: 'ms', pincer: p50(m.bare.parallel10), better: 'lower' },
     {
       metric: `  with one MCP server that never starts (start deadline ${m.startMs / 1000} s), p50; baseline: none`,
       unit: 'ms',

@@ -17,9 +17,15 @@ import { BUILT_CLI } from './support/runner-harness.js';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const FILESYSTEM = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 
+const dirs: string[] = [];
 afterEach(async () => {
-  expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
-  await closeFakeOpenAIs();
+  // on a failure too: the host and its runners stopped, the fake model closed, the shim's folder removed
+  try {
+    expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+  } finally {
+    await closeFakeOpenAIs();
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 function sectionBlock(file: string, heading: string): string {
@@ -46,6 +52,7 @@ describe('docs/providers.md: your own MCP servers', { timeout: 180_000 }, () => 
     const block = sectionBlock('docs/providers.md', 'Your own MCP servers');
     expect(block).toContain('pincer mcp-server add main files');
     const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-npx-'));
+    dirs.push(bin);
     npxShim(bin);
     const PATH = `${bin}${path.delimiter}${process.env.PATH ?? ''}`;
 
@@ -75,13 +82,17 @@ describe('docs/providers.md: your own MCP servers', { timeout: 180_000 }, () => 
     );
     expect({ status: shell.status, stderr: shell.stderr }).toMatchObject({ status: 0 });
     expect(shell.stdout).toBe('main\tfiles\tstdio npx -y @modelcontextprotocol/server-filesystem . (cwd .)\n');
-    // pincer doctor starts it once and counts its tools.
-    const doctor = spawnSync(process.execPath, [BUILT_CLI, 'doctor'], {
-      env: { PATH, HOME: process.env.HOME, PINCER_HOME: host.home, TZ: 'UTC' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(doctor.stdout).toMatch(
+    // pincer doctor only checks it; with --mcp-start it starts it once and counts its tools.
+    const doctor = (...args: string[]) =>
+      spawnSync(process.execPath, [BUILT_CLI, 'doctor', ...args], {
+        env: { PATH, HOME: process.env.HOME, PINCER_HOME: host.home, TZ: 'UTC' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      }).stdout;
+    const checked = doctor();
+    expect(checked).toContain('\n  MCP server files: stdio npx -y @modelcontextprotocol/server-filesystem . (cwd .)\n');
+    expect(checked).toContain('\n  (MCP servers not started: pincer doctor --mcp-start starts each once, outside any sandbox)\n');
+    expect(doctor('--mcp-start')).toMatch(
       /\n {2}MCP server files: stdio npx -y @modelcontextprotocol\/server-filesystem \. \(cwd \.\) — starts, 14 tools \(\d+\.\d s\)\n/,
     );
 
@@ -95,6 +106,5 @@ describe('docs/providers.md: your own MCP servers', { timeout: 180_000 }, () => 
     expect(requests[2]).toContain('written through the filesystem server');
     expect(requests[3]).toMatch(/Access denied - path outside allowed directories/);
     await host.stop();
-    fs.rmSync(bin, { recursive: true, force: true });
   });
 });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../src/db/connection.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
-import { PROCESS_RUNNER, startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
 import { runCli } from './support/runner-harness.js';
 import { waitFor } from './support/wait.js';
 
@@ -63,8 +63,8 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
       },
       { text: 'I asked the admin.' },
     );
+    // in the default runner mode (bubblewrap where it works): the request is made from inside the sandbox
     const host = await startHost({
-      ...PROCESS_RUNNER,
       AGENT_PROVIDER: 'pincer',
       PINCER_MODEL: 'local/qwen3:8b',
       OPENAI_BASE_URL: fake.baseUrl,
@@ -162,7 +162,7 @@ describe('add_mcp_server: the agent asks, the admin decides', { timeout: 180_000
   });
 
   it('refuses a bad request at once (a reserved name, no admin to ask)', async () => {
-    const host = await startHost({ ...PROCESS_RUNNER });
+    const host = await startHost();
     const stream = host.stream('ops');
     const sent = (await host.request('POST', '/v1/conversations/ops/messages', { text: 'hello' })).body as { sessionId: string; id: string };
     await stream.waitFor('reply', (e) => e.event === 'chat');

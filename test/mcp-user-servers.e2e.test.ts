@@ -95,8 +95,9 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
     const host = await startHost();
     const servers = { memory: { command: 'node', args: [MEMORY], env: { MEMORY_FILE_PATH: 'memory.jsonl' } } };
     const put = await host.request('PUT', '/v1/groups/main/mcp-servers', { mcpServers: servers });
-    expect(put).toEqual({ status: 200, body: { group: 'main', mcpServers: servers } });
-    expect((await host.request('GET', '/v1/groups/main/mcp-servers')).body).toEqual({ group: 'main', mcpServers: servers });
+    const described = { memory: `stdio node ${MEMORY} (env: MEMORY_FILE_PATH)` };
+    expect(put).toEqual({ status: 200, body: { group: 'main', mcpServers: servers, described } });
+    expect((await host.request('GET', '/v1/groups/main/mcp-servers')).body).toEqual({ group: 'main', mcpServers: servers, described });
 
     const bad = await host.request('PUT', '/v1/groups/main/mcp-servers', { mcpServers: { pincer: { command: 'node' } } });
     expect(bad.status).toBe(400);
@@ -111,7 +112,7 @@ describe("an agent group's own MCP servers", { timeout: 120_000 }, () => {
       const refused = await host.request(method, '/v1/groups/main/mcp-servers', method === 'PUT' ? { mcpServers: {} } : undefined, { token: scoped });
       expect({ method, status: refused.status, body: refused.body }).toMatchObject({ method, status: 403 });
     }
-    expect((await host.request('GET', '/v1/groups/main/mcp-servers')).body).toEqual({ group: 'main', mcpServers: servers });
+    expect((await host.request('GET', '/v1/groups/main/mcp-servers')).body).toEqual({ group: 'main', mcpServers: servers, described });
     await host.stop();
   });
 

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +17,10 @@ import { waitFor } from './support/wait.js';
  */
 const silent = createLogger('host', () => undefined);
 const homes: string[] = [];
+const children: ChildProcess[] = [];
 afterEach(() => {
+  // a test that failed before its child was killed leaves none behind
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const home of homes.splice(0)) fs.rmSync(home, { recursive: true, force: true });
 });
 
@@ -28,6 +31,7 @@ describe('the runner supervisor', () => {
     const config = loadHostConfig({ TZ: 'UTC', PINCER_HOME: home, AGENT_PROVIDER: 'mock' });
     let removed!: (code: number | string) => void;
     const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    children.push(child);
     const launch: LaunchRunner = () => {
       const exited = new Promise<number | string>((resolve) => (removed = resolve));
       const handle: LaunchedRunner = { kind: 'docker', child, containerName: 'pincer-runner-s-1', exited, stop: () => exited, kill: () => exited };

@@ -7,8 +7,9 @@ import { runCli } from './support/runner-harness.js';
 
 /**
  * The control page's MCP servers view in a real Chromium against a real `pincer host`: a group's servers as the CLI
- * set them, one added as JSON (a bad one refused with the host's reason, nothing changed) and one removed, each change
- * what `pincer mcp-server list` then shows.
+ * set them, shown by the host's description, one added as JSON (a bad one refused with the host's reason, nothing
+ * changed) and one removed, each change what `pincer mcp-server list` then shows. The page changes one server at a
+ * time (POST, DELETE): a server someone else added after the page loaded stays.
  */
 let browser: Browser;
 beforeAll(async () => {
@@ -60,14 +61,44 @@ describe.skipIf(NO_CHROMIUM)(`the web page's MCP servers${NO_CHROMIUM ? ` (skipp
     await expect.poll(() => group.getByRole('alert').textContent()).toMatch(/^not JSON: /);
     expect(await list(host.home)).toBe(`main\tmemory\tstdio node ${MEMORY}\n`);
 
+    // a name the group has: refused (409), the page says why
+    await form.getByLabel('Server name').fill('memory');
+    await form.getByLabel('Server JSON').fill('{"command": "node"}');
+    await form.getByRole('button', { name: 'Add' }).click();
+    await expect.poll(() => group.getByRole('alert').textContent()).toBe('agent group main already has an MCP server "memory" (remove it first)');
+
+    // another admin adds a server while the page is open: the page's own change keeps it
+    const cli = { PATH: process.env.PATH, HOME: process.env.HOME };
+    expect((await runCli(['mcp-server', 'add', 'main', 'other', '--home', host.home, '--', 'node', 'other.js'], cli)).status).toBe(0);
+    await form.getByLabel('Server name').fill('docs');
     await form.getByLabel('Server JSON').fill('{"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": {"secret": "DOCS_TOKEN"}}}');
     await form.getByRole('button', { name: 'Add' }).click();
     await expect.poll(() => group.textContent()).toContain('http https://mcp.example.com/mcp (headers: Authorization)');
-    expect(await list(host.home)).toBe(`main\tmemory\tstdio node ${MEMORY}\nmain\tdocs\thttp https://mcp.example.com/mcp (headers: Authorization)\n`);
+    expect(await group.textContent()).toContain('stdio node other.js');
+    expect(await list(host.home)).toBe(
+      `main\tmemory\tstdio node ${MEMORY}\nmain\tother\tstdio node other.js\nmain\tdocs\thttp https://mcp.example.com/mcp (headers: Authorization)\n`,
+    );
 
     await group.getByRole('button', { name: 'Remove memory' }).click();
     await expect.poll(() => group.textContent()).not.toContain('memory');
-    expect(await list(host.home)).toBe('main\tdocs\thttp https://mcp.example.com/mcp (headers: Authorization)\n');
+    expect(await list(host.home)).toBe('main\tother\tstdio node other.js\nmain\tdocs\thttp https://mcp.example.com/mcp (headers: Authorization)\n');
+
+    // the routes the page uses: a scoped token is refused, an unknown name is 404 with what the group has
+    const scoped = (await runCli(['token', 'create', 'bridge', '--conversation', 'ops', '--home', host.home], cli)).stdout.trim();
+    for (const [method, route, body] of [
+      ['POST', '/v1/groups/main/mcp-servers', { name: 'x', server: { command: 'node' } }],
+      ['DELETE', '/v1/groups/main/mcp-servers/docs', undefined],
+    ] as const) {
+      const res = await fetch(`http://127.0.0.1:${host.port}${route}`, {
+        method,
+        headers: { Authorization: `Bearer ${scoped}`, 'Content-Type': 'application/json' },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      expect(res.status).toBe(403);
+    }
+    const missing = await host.request('DELETE', '/v1/groups/main/mcp-servers/memory');
+    expect(missing).toMatchObject({ status: 404, body: { error: 'agent group main has no MCP server "memory" (it has: other, docs)' } });
+    expect(await list(host.home)).toBe('main\tother\tstdio node other.js\nmain\tdocs\thttp https://mcp.example.com/mcp (headers: Authorization)\n');
     expect(errors).toEqual([]);
     await page.context().close();
     await host.stop();

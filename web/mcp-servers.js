@@ -1,14 +1,10 @@
-// MCP servers: each agent group's own servers (GET /v1/mcp-servers, PUT /v1/groups/<group>/mcp-servers), added as
-// JSON in the format of `pincer mcp-server add --json` or removed, and the servers its agent asked for with the
-// admin's decisions. A change reaches each session at its next runner start.
+// MCP servers: each agent group's own servers (GET /v1/mcp-servers), one added as JSON in the format of
+// `pincer mcp-server add --json` (POST /v1/groups/<group>/mcp-servers) or removed (DELETE …/mcp-servers/<name>), each
+// shown by the host's own one-line description, and the servers its agent asked for with the admin's decisions. One
+// server per change, so two admins at work on one group do not undo each other. A change reaches each session at its
+// next runner start.
 import { html, useEffect, useState } from '/web/vendor/preact-htm.js';
-import { get, put } from '/web/api.js';
-
-function describe(spec) {
-  if (spec.type === 'http') return `http ${spec.url}${spec.headers ? ` (headers: ${Object.keys(spec.headers).join(', ')})` : ''}`;
-  const env = Object.keys(spec.env ?? {});
-  return `stdio ${[spec.command, ...(spec.args ?? [])].join(' ')}${spec.cwd ? ` (cwd ${spec.cwd})` : ''}${env.length ? ` (env: ${env.join(', ')})` : ''}`;
-}
+import { api, get, post } from '/web/api.js';
 
 const EXAMPLE = '{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}';
 
@@ -16,33 +12,30 @@ function Group({ view, onChange, onError }) {
   const [name, setName] = useState('');
   const [json, setJson] = useState('');
   const [problem, setProblem] = useState('');
-  const save = async (servers) => {
-    await put(`/v1/groups/${encodeURIComponent(view.group)}/mcp-servers`, { mcpServers: servers });
-    onChange();
-  };
+  const group = `/v1/groups/${encodeURIComponent(view.group)}/mcp-servers`;
   const add = async (e) => {
     e.preventDefault();
     setProblem('');
-    let spec;
+    let server;
     try {
-      spec = JSON.parse(json);
+      server = JSON.parse(json);
     } catch (err) {
       setProblem(`not JSON: ${err.message}`);
       return;
     }
-    if (Object.hasOwn(view.mcpServers, name)) {
-      setProblem(`${view.group} already has a server "${name}": remove it first`);
-      return;
-    }
     try {
-      await save({ ...view.mcpServers, [name]: spec });
+      await post(group, { name, server });
       setName('');
       setJson('');
+      onChange();
     } catch (err) {
       setProblem(err.message);
     }
   };
-  const remove = (server) => save(Object.fromEntries(Object.entries(view.mcpServers).filter(([key]) => key !== server))).catch(onError);
+  const remove = (server) =>
+    api('DELETE', `${group}/${encodeURIComponent(server)}`)
+      .then(onChange)
+      .catch(onError);
   const entries = Object.entries(view.mcpServers);
   return html`<article aria-label=${`MCP servers of ${view.group}`}>
     <h3>${view.group}</h3>
@@ -59,10 +52,10 @@ function Group({ view, onChange, onError }) {
             </thead>
             <tbody>
               ${entries.map(
-                ([server, spec]) =>
+                ([server]) =>
                   html`<tr>
                     <td>${server}</td>
-                    <td><code>${describe(spec)}</code></td>
+                    <td><code>${view.described[server]}</code></td>
                     <td><button aria-label=${`Remove ${server}`} onClick=${() => remove(server)}>Remove</button></td>
                   </tr>`,
               )}
@@ -94,7 +87,7 @@ function Group({ view, onChange, onError }) {
                 html`<tr>
                   <td>${new Date(r.requestedAt).toLocaleString()}</td>
                   <td>${r.name}</td>
-                  <td><code>${describe(r.server)}</code></td>
+                  <td><code>${r.described}</code></td>
                   <td>${r.reason}</td>
                   <td class=${r.status === 'approved' ? 'ok' : r.status === 'pending' ? 'muted' : 'error'}>
                     ${r.status}${r.decidedBy ? ` by ${r.decidedBy}` : ''}${r.error ? `: ${r.error}` : ''}

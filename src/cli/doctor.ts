@@ -26,7 +26,10 @@ export function registerDoctorCommand(program: Command): void {
     .description('check providers, provider selection, resource packages of each session, and chat platforms')
     .option('--home <dir>', 'data directory to check (default: PINCER_HOME, else ~/.pincer)')
     .option('--workspace <dir...>', 'check these session folders instead')
-    .option('--no-mcp-start', "do not start the agent groups' own MCP servers (by default each is started once to count its tools)")
+    .option(
+      '--mcp-start',
+      "also start each agent group's own MCP servers once to count their tools (as plain processes of the doctor, outside any sandbox, with their secrets)",
+    )
     .action(async (options: { home?: string; workspace?: string[]; mcpStart?: boolean }) => {
       const home = resolveHome(process.env, options.home);
       for (const dir of options.workspace ?? []) if (!fs.existsSync(dir)) throw new PincerError('invalid-input', `--workspace ${dir}: no such folder`);
@@ -41,7 +44,7 @@ export function registerDoctorCommand(program: Command): void {
       }
       const env = credentialEnvironment(process.env, secrets);
       const report = runDoctor(dirs, env, options.workspace ? undefined : home);
-      if (options.mcpStart !== false) await startGroupsMcpServers(report, env, secrets);
+      if (options.mcpStart === true) await startGroupsMcpServers(report, env, secrets);
       const platforms = describePlatforms(process.env);
       if (!options.workspace) process.stdout.write(describeHome(home));
       process.stdout.write(renderCommands(report, env));
@@ -153,6 +156,8 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
       for (const problem of server.problems) out.push(`    ! ${problem}`);
       if (started && !started.ok) out.push(`    ! does not start: ${started.error}`);
     }
+    if (group.mcpServers.some((server) => server.problems.length === 0 && !server.started))
+      out.push('  (MCP servers not started: pincer doctor --mcp-start starts each once, outside any sandbox)');
     out.push(`  sessions: ${group.sessions.length === 0 ? 'none yet' : group.sessions.map((s) => path.basename(s)).join(', ')}`);
   }
   if (report.groups.length > 0) out.push('');

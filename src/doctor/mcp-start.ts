@@ -3,7 +3,7 @@ import type { McpClientSettings } from '../providers/mcp-settings.js';
 import { McpServerConnection, seconds } from '../providers/pincer/mcp-connection.js';
 import { opener } from '../providers/pincer/mcp-tools.js';
 import { resolveUserMcpServers } from '../runner/mcp-servers.js';
-import { errorMessage, type Logger } from '../shared/log.js';
+import type { Logger } from '../shared/log.js';
 
 /**
  * `pincer doctor`'s start check of an agent group's own MCP servers: each is started once, here, as a plain process
@@ -32,23 +32,14 @@ export async function startMcpServers(
     Object.entries(servers).map(async ([name, server]) => {
       const connection = new McpServerConnection(name, opener(name, server, options), QUIET, () => context.settings.callMs);
       const started = Date.now();
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), context.settings.startMs);
-      });
       try {
-        const outcome = await Promise.race([connection.start(), late]);
-        if (outcome === 'late') {
-          const stderr = connection.firstStderrLine();
-          results.set(name, {
-            ok: false,
-            error: `did not list its tools within ${seconds(context.settings.startMs)}${stderr ? ` (its stderr: "${stderr}")` : ''}`,
-          });
-        } else results.set(name, { ok: true, tools: outcome.length, ms: Date.now() - started });
-      } catch (err) {
-        results.set(name, { ok: false, error: errorMessage(err) });
+        const outcome = await connection.startWithin(context.settings.startMs);
+        if (outcome.up) results.set(name, { ok: true, tools: outcome.tools.length, ms: Date.now() - started });
+        else if (outcome.late) {
+          const stderr = outcome.stderr ? ` (its stderr: "${outcome.stderr}")` : '';
+          results.set(name, { ok: false, error: `did not list its tools within ${seconds(context.settings.startMs)}${stderr}` });
+        } else results.set(name, { ok: false, error: outcome.error });
       } finally {
-        clearTimeout(timer);
         await connection.close();
       }
     }),

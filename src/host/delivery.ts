@@ -109,7 +109,7 @@ export class Delivery {
   }
 
   /** The host speaking to a conversation directly (no row): a message failed for good, a runner cannot start. */
-  async notify(handle: Pick<SessionHandle, 'session'>, conversation: ConversationRef, text: string): Promise<void> {
+  async notify(handle: { session: Pick<SessionRecord, 'id'> }, conversation: ConversationRef, text: string): Promise<void> {
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
       this.deps.log.warn(`notice for ${conversation.channelType}:${conversation.platformId} not sent (no such channel): ${text}`);

@@ -159,7 +159,13 @@ export class Host implements HostApi {
     );
     this.inbox = new Inbox(this.store.db);
     const globalAdmins = config.defaultGroup?.admins ?? [];
-    this.mcpRequests = new McpServerRequests({ store: this.store, channels: this.channels, globalAdmins, log: this.log });
+    this.mcpRequests = new McpServerRequests({
+      store: this.store,
+      channels: this.channels,
+      notify: (sessionId, conversation, text) => this.delivery.notify({ session: { id: sessionId } }, conversation, text),
+      globalAdmins,
+      log: this.log,
+    });
     this.delivery = new Delivery({
       channels: this.channels,
       store: this.store,

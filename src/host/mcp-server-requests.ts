@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import { z } from 'zod';
 import { prepared } from '../db/connection.js';
 import { describeMcpServer, parseMcpServers, secretNamesOf, type McpServerSpec } from '../db/mcp-servers.js';
-import { errorMessage, type Logger } from '../shared/log.js';
+import type { Logger } from '../shared/log.js';
 import { isoNow } from '../shared/time.js';
 import type { OutboundRow } from '../db/types.js';
 import type { CentralStore } from './central-db/store.js';
@@ -42,6 +42,8 @@ export interface McpServerRequest {
 export interface McpServerRequestsDeps {
   store: CentralStore;
   channels: ReadonlyMap<string, ChannelAdapter>;
+  /** the host speaking to a conversation (delivery's notify: a lost notice is logged there) */
+  notify: (sessionId: string, conversation: ConversationRef, text: string) => Promise<void>;
   /** user ids that are admins of every group (PINCER_ADMIN_USER_ID) */
   globalAdmins: readonly string[];
   log: Logger;
@@ -181,9 +183,10 @@ export class McpServerRequests {
       channelType: question.channelType,
       threadId: question.threadId,
     });
-    await this.notice(
-      { channelType: question.channelType, platformId: question.platformId, threadId: question.threadId },
+    // The decision is recorded and the agent told; a lost notice costs the chat one line.
+    await this.deps.notify(
       question.sessionId,
+      { channelType: question.channelType, platformId: question.platformId, threadId: question.threadId },
       noticeText(group, request, status, userId, error),
     );
     return { sessionId: question.sessionId, id: written.id, seq: written.seq };
@@ -200,16 +203,6 @@ export class McpServerRequests {
 
   private adminsOf(group: AgentGroup): Set<string> {
     return new Set([...group.admins, ...this.deps.globalAdmins]);
-  }
-
-  private async notice(conversation: ConversationRef, sessionId: string, text: string): Promise<void> {
-    const channel = this.deps.channels.get(conversation.channelType);
-    try {
-      await channel?.deliver({ sessionId, id: null, seq: null, conversation, inReplyTo: null, payload: { type: 'notice', text } });
-    } catch (err) {
-      // The decision is recorded and the agent told; a lost notice costs the chat one line.
-      this.deps.log.warn(`notice of an MCP server decision not sent: ${errorMessage(err)}`);
-    }
   }
 }
 

@@ -21,6 +21,10 @@ export interface OpenedTransport {
   release?: () => Promise<void>;
 }
 
+/** What starting within a deadline came to: the tools, or why not (and, when only late, the start still going on). */
+export type StartOutcome =
+  { up: true; tools: Tool[] } | { up: false; late: true; stderr: string | undefined; later: Promise<Tool[]> } | { up: false; late: false; error: string };
+
 /** Restart back-off after a dropped connection: immediately, then 1 s, 2 s, 4 s … at most 60 s. */
 const BACKOFF_MS = [0, 1000, 2000, 4000, 8000, 16_000, 32_000, 60_000];
 
@@ -48,6 +52,27 @@ export class McpServerConnection {
       this.connecting = undefined;
     });
     return this.connecting;
+  }
+
+  /**
+   * Start, waiting at most `deadlineMs` (the built-in runtime's turn and `pincer doctor` alike): a server not up by
+   * then is `late`, with the first line of its stderr so far and the start that goes on (`later`). Never rejects.
+   */
+  async startWithin(deadlineMs: number): Promise<StartOutcome> {
+    const up = this.start();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), deadlineMs);
+    });
+    try {
+      const outcome = await Promise.race([up, late]);
+      if (outcome !== 'late') return { up: true, tools: outcome };
+      return { up: false, late: true, stderr: this.firstStderrLine(), later: up };
+    } catch (err) {
+      return { up: false, late: false, error: errorMessage(err) };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The server's first stderr line (of the current or last process), for notices. */

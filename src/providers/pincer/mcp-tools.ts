@@ -45,39 +45,40 @@ export class McpConnections {
   static async connect(servers: Record<string, McpServerConfig>, linked: Record<string, LinkedMcpServer>, options: McpToolsOptions): Promise<McpConnections> {
     const connections = new McpConnections(options);
     const { log, settings } = options;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), settings.startMs);
-    });
     const started = Date.now();
+    const joined = (name: string, entry: Entry, tools: Tool[]): void => {
+      entry.tools = tools.map((tool) => toAgentTool(name, entry.connection, tool, options));
+      log.info(`MCP server ${name}: ${tools.length} tools in ${Date.now() - started} ms`);
+    };
     try {
       await Promise.all(
         Object.entries(servers).map(async ([name, server]) => {
           const own = Object.hasOwn(linked, name);
           const required = own || (server.type !== 'http' && server.required === true);
           const entry = connections.add(name, own ? openLinked(linked[name]!) : opener(name, server, options), required);
-          const up = entry.connection.start().then(
-            (tools) => {
-              entry.tools = tools.map((tool) => toAgentTool(name, entry.connection, tool, options));
-              log.info(`MCP server ${name}: ${tools.length} tools in ${Date.now() - started} ms`);
-              return 'up' as const;
-            },
-            (err: unknown) => ({ error: errorMessage(err) }),
-          );
-          const outcome = required ? await up : await Promise.race([up, deadline]);
-          if (outcome === 'up') return;
-          if (required && outcome !== 'late') throw new Error(`MCP server ${name} could not start: ${outcome.error}`);
-          if (outcome === 'late') {
-            const stderr = entry.connection.firstStderrLine();
+          if (required) {
+            try {
+              joined(name, entry, await entry.connection.start());
+            } catch (err) {
+              throw new Error(`MCP server ${name} could not start: ${errorMessage(err)}`);
+            }
+            return;
+          }
+          const outcome = await entry.connection.startWithin(settings.startMs);
+          if (outcome.up) return joined(name, entry, outcome.tools);
+          if (outcome.late) {
             connections.notice(
               `The MCP server "${name}" did not start within ${seconds(settings.startMs)}; this turn goes on without its tools` +
-                (stderr ? ` (the first line of its stderr: "${stderr}")` : '') +
+                (outcome.stderr ? ` (the first line of its stderr: "${outcome.stderr}")` : '') +
                 '.',
             );
-            void up.then((late) => {
-              if (late === 'up') log.info(`MCP server ${name} started late; its tools are there from the next turn`);
-              else log.warn(`MCP server ${name} could not start: ${late.error}`);
-            });
+            outcome.later.then(
+              (tools) => {
+                joined(name, entry, tools);
+                log.info(`MCP server ${name} started late; its tools are there from the next turn`);
+              },
+              (err: unknown) => log.warn(`MCP server ${name} could not start: ${errorMessage(err)}`),
+            );
             return;
           }
           log.warn(`MCP server ${name} could not start: ${outcome.error}`);
@@ -87,8 +88,6 @@ export class McpConnections {
     } catch (err) {
       await connections.close();
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
     return connections;
   }
