@@ -58,6 +58,8 @@ export class SessionPipeline {
   private typingIn: ConversationRef | null = null;
   private published = '';
   private admitted: string | undefined;
+  /** the admission call in flight: the next one waits for it, so a raise is never overtaken by an older refusal */
+  private admitting: Promise<void> = Promise.resolve();
   private held = 0;
   private stopped = false;
   private loop: Promise<void> | null = null;
@@ -141,7 +143,17 @@ export class SessionPipeline {
    * when that changed: on every turn, and before every write (a budget raised since the last turn must not leave the
    * session refusing the message it is given now).
    */
-  private async admit(handle: SessionHandle, hold = this.deps.modelRuntimeHold?.(handle.group)): Promise<void> {
+  private admit(handle: SessionHandle, hold?: string): Promise<void> {
+    // One at a time, each reading the budget when its turn comes: two callers that both read "unchanged" while an
+    // older call was still on its way would let that older admission stand after a raise.
+    const next = this.admitting.then(() => this.admitNow(handle, hold ?? this.deps.modelRuntimeHold?.(handle.group)));
+    this.admitting = next.catch(() => {
+      // the caller of `next` gets its failure; the chain only waits for it to settle
+    });
+    return next;
+  }
+
+  private async admitNow(handle: SessionHandle, hold: string | undefined): Promise<void> {
     const budget = this.deps.usage.budgets.check(handle.group);
     const admission = `${budget.over}\n${hold ?? ''}`;
     if (admission === this.admitted) return;
