@@ -33,23 +33,23 @@ describe('the session database file', () => {
     expect(dbFileChange(file, opened)?.kind).toBe('not-regular');
   });
 
-  it('syncs the write-ahead log of a commit, and does nothing when there is none', () => {
+  it('syncs the write-ahead log of a commit, and does nothing when there is none', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'session.db');
-    expect(() => syncWal(file)).not.toThrow();
+    await expect(syncWal(file)).resolves.toBeUndefined();
     const db = openSessionDb(file, { create: true });
     db.exec('CREATE TABLE IF NOT EXISTS probe (x)');
     db.prepare('INSERT INTO probe VALUES (1)').run();
     expect(fs.existsSync(`${file}-wal`)).toBe(true);
-    expect(() => syncWal(file)).not.toThrow();
+    await expect(syncWal(file)).resolves.toBeUndefined();
     db.close();
   });
 
-  it("never opens a log that is a link (the folder is the agent's)", () => {
+  it("never opens a log that is a link (the folder is the agent's)", async () => {
     const dir = tempDir();
     const file = path.join(dir, 'session.db');
     fs.writeFileSync(path.join(dir, 'target'), '');
     fs.symlinkSync(path.join(dir, 'target'), `${file}-wal`);
-    expect(() => syncWal(file)).toThrow(/ELOOP/);
+    await expect(syncWal(file)).rejects.toThrow(/ELOOP/);
   });
 });

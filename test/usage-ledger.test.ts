@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { turnUsageAfter, insertTurnResult } from '../src/db/usage.js';
+import { sessionCounts } from '../src/db/session-queries.js';
 import { migrateCentral, CENTRAL_SCHEMA_VERSION } from '../src/host/central-db/schema.js';
 import { CentralStore, openCentralDb } from '../src/host/central-db/store.js';
 import { budgetWindow, Budgets } from '../src/host/usage/budgets.js';
@@ -87,6 +88,12 @@ describe('usage ledger', () => {
     insertTurnResult(s.db, { routing, text: 'd', provider: 'opencode', usage: { ...base, model: 'some-local-model' } });
     expect(await ledger.collect(session, async (after) => turnUsageAfter(s.db, after))).toHaveLength(4);
     expect(await ledger.collect(session, async (after) => turnUsageAfter(s.db, after))).toHaveLength(0); // the cursor moved: nothing twice
+    // The session's newest row id not past the cursor: the session is not asked at all (a served session's round trip).
+    const latest = sessionCounts(s.db).lastUsageId;
+    expect(latest).toBeGreaterThan(0);
+    let asked = 0;
+    expect(await ledger.collect(session, async (after) => (asked++, turnUsageAfter(s.db, after)), latest)).toHaveLength(0);
+    expect(asked).toBe(0);
 
     const byModel = usageReport(store.db, { by: 'model' });
     const row = (key: string) => byModel.rows.find((r) => r.key === key);

@@ -69,19 +69,20 @@ export function isDamagedDbError(err: unknown): boolean {
  * link). A connection with `synchronous=NORMAL` publishes each commit at once — readers woken by the WAL write see it
  * — and this call, made before the commit is acknowledged, gives it `synchronous=FULL`'s guarantee. (With FULL itself
  * the fsync sits between the WAL write that wakes a watcher and the commit becoming visible, so a reader woken by the
- * write finds nothing and sleeps until its fallback timeout.) No log file: nothing is pending.
+ * write finds nothing and sleeps until its fallback timeout.) The sync runs off the event loop, so what the
+ * process does meanwhile (answering a waiting `sync`) does not wait for the disk. No log file: nothing is pending.
  */
-export function syncWal(file: string): void {
-  let fd: number;
+export async function syncWal(file: string): Promise<void> {
+  let handle: fs.promises.FileHandle;
   try {
-    fd = fs.openSync(`${file}-wal`, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    handle = await fs.promises.open(`${file}-wal`, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
   try {
-    fs.fsyncSync(fd);
+    await handle.sync();
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
   }
 }

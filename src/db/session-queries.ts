@@ -26,6 +26,8 @@ export interface SessionCounts {
   undelivered: number;
   lastError: string | null;
   nextDueAt: string | null;
+  /** the newest `turn_usage` id (0: none): the host reads usage rows only when it grew. */
+  lastUsageId: number;
 }
 
 export function sessionCounts(db: Database.Database): SessionCounts {
@@ -38,7 +40,8 @@ export function sessionCounts(db: Database.Database): SessionCounts {
        (SELECT last_error FROM messages_in WHERE last_error IS NOT NULL AND status IN ('pending', 'processing', 'failed')
           AND NOT ${CANCELLED_TASK} ORDER BY status_changed DESC, seq DESC LIMIT 1) AS lastError,
        (SELECT process_after FROM messages_in WHERE status = 'pending' AND trigger = 1 AND process_after IS NOT NULL
-          ORDER BY julianday(process_after) LIMIT 1) AS nextDueAt`,
+          ORDER BY julianday(process_after) LIMIT 1) AS nextDueAt,
+       (SELECT coalesce(max(id), 0) FROM turn_usage) AS lastUsageId`,
   ).get() as SessionCounts;
   return row;
 }

@@ -105,8 +105,8 @@ export class SessionSlot {
   }
 
   /** A write is about to be acknowledged to the host: on a durable slot, it reaches the disk first. */
-  committed(): void {
-    if (this.durable) syncWal(sessionPaths(this.session.folder).db);
+  async committed(): Promise<void> {
+    if (this.durable) await syncWal(sessionPaths(this.session.folder).db);
   }
 
   /** Stop the loop, after the tick in progress. */

@@ -32,6 +32,7 @@ const CLOSED_STATE: SessionState = {
   undelivered: 0,
   lastError: null,
   nextDueAt: null,
+  lastUsageId: 0,
   providerSessionId: null,
   epoch: 0,
   incarnation: 0,
@@ -65,15 +66,15 @@ export class LocalSessionPort implements SessionPort {
       if (full) throw new PincerError('invalid-input', full);
     }
     const written = insertInbound(this.db, row);
-    this.engine.slot.committed();
     this.engine.slot.touch();
+    await this.engine.slot.committed();
     return written;
   }
 
   async answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
     const written = insertAnswer(this.db, answer, routing);
-    this.engine.slot.committed();
     this.engine.slot.touch();
+    await this.engine.slot.committed();
     return written;
   }
 
@@ -111,7 +112,7 @@ export class LocalSessionPort implements SessionPort {
       if (result.delivered) markDelivered(this.db, result.id, result.platformMessageId);
       else recordDeliveryFailure(this.db, result.id, result.error);
     }
-    this.engine.slot.committed();
+    await this.engine.slot.committed();
   }
 
   async platformMessageIdOf(seq: number): Promise<string | null> {
@@ -154,7 +155,7 @@ export class LocalSessionPort implements SessionPort {
   async done(ids: string[], incarnation: number): Promise<string[]> {
     if (incarnation !== this.engine.incarnation) return [];
     const done = doneMessages(this.db, ids);
-    this.engine.slot.committed();
+    await this.engine.slot.committed();
     return done;
   }
 
@@ -164,8 +165,8 @@ export class LocalSessionPort implements SessionPort {
 
   async changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
     const row = changeTask(this.db, taskId, command, timezone);
-    this.engine.slot.committed();
     this.engine.slot.touch();
+    await this.engine.slot.committed();
     return row;
   }
 

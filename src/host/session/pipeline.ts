@@ -48,7 +48,7 @@ export interface PipelineDeps {
 /**
  * The host's side of one session, over its port, one turn at a time: publish the runner configuration and the
  * budget's admission when they change, push what the inbox holds that the session has not acknowledged, wait for a
- * change (`sync`), then tell the chat what happened (events), collect usage, show typing, deliver the outbound rows,
+ * change (`sync`), then tell the chat what happened (events), show typing, deliver the outbound rows, collect usage,
  * and drop the inbox rows the session is done with. Every stage reads the session through the port only.
  */
 export class SessionPipeline {
@@ -130,9 +130,10 @@ export class SessionPipeline {
     this.state = snapshot.state;
     for (const event of snapshot.events) await this.handleEvent(event);
     handle = this.handle();
-    await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after));
     await this.updateTyping(handle, snapshot.state);
     const retryMs = await this.deps.delivery.deliverSession(handle, snapshot.outbound);
+    // after the answers: the ledger can wait a moment, the chat should not
+    await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after), snapshot.state.lastUsageId);
     this.deps.store.setNextWakeAt(this.id, snapshot.state.nextDueAt);
     await this.pruneInbox(snapshot.state.incarnation);
     return Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);

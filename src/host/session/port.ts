@@ -92,6 +92,8 @@ export interface SessionState {
   lastError: string | null;
   /** when the next scheduled message falls due (ISO), if any. */
   nextDueAt: string | null;
+  /** the newest usage row's id: usage is read only when it grew (absent from a session process of an older version). */
+  lastUsageId?: number;
   /** the provider's conversation id, to resume it (saved when a runner stops). */
   providerSessionId: string | null;
   /** the launch's epoch (0 for a local session). */

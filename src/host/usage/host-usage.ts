@@ -25,10 +25,13 @@ export class HostUsage {
     this.budgets = new Budgets(db, this.ledger);
   }
 
-  /** Copy the session's new usage rows into the ledger; a failure is logged and retried on the next tick. */
-  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>): Promise<void> {
+  /**
+   * Copy the session's new usage rows into the ledger (none to read when `latestId`, the session's newest row id, is
+   * not past the ledger's cursor); a failure is logged and retried on the next tick.
+   */
+  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<void> {
     try {
-      for (const turn of await this.ledger.collect(session, read)) this.metrics?.turn(turn);
+      for (const turn of await this.ledger.collect(session, read, latestId)) this.metrics?.turn(turn);
     } catch (err) {
       this.log.warn(`usage of ${session.id} not collected: ${errorMessage(err)}`);
     }

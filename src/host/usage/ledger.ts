@@ -40,9 +40,10 @@ export class UsageLedger {
   ) {}
 
   /** Copy the session's new usage rows into the ledger; returns the turns copied. */
-  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>): Promise<CollectedTurn[]> {
+  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<CollectedTurn[]> {
     const cursor =
       (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(session.id) as { last_id: number } | undefined)?.last_id ?? 0;
+    if (latestId !== undefined && latestId <= cursor) return [];
     const rows = (await read(cursor)).slice(0, BATCH);
     if (rows.length === 0) return [];
     const insert = prepared(
