@@ -97,6 +97,12 @@ export function platformMessageIdOf(db: Database.Database, seq: number): string 
   return typeof messageId === 'string' ? messageId : null;
 }
 
+/** Where the session's first due message came from (to show typing there, or tell it why it waits). */
+export function firstDueRouting(db: Database.Database): { channel_type: string | null; platform_id: string | null; thread_id: string | null } | undefined {
+  return prepared(db, `SELECT channel_type, platform_id, thread_id FROM messages_in WHERE ${DUE_NOW} ORDER BY seq LIMIT 1`).get({ now: isoNow() }) as
+    { channel_type: string | null; platform_id: string | null; thread_id: string | null } | undefined;
+}
+
 /**
  * Refuse the session's due messages: mark them failed with the notice as their error (one try counted, so a recurring
  * task still gets its next occurrence). Returns the rows, so the chat can be told.

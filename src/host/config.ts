@@ -41,6 +41,7 @@ const HostEnvSchema = settingsSchema([
   'PINCER_TURN_LIMIT_MS',
   'PINCER_RUNNER_BACKOFF_MS',
   'PINCER_RUNNER_BACKOFF_MAX_MS',
+  'PINCER_MAX_RUNNERS',
   'PINCER_SWEEP_INTERVAL_MS',
   'PINCER_STALE_MS',
   'PINCER_RETRY_BASE_MS',
@@ -122,6 +123,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       turnLimitMs: e.PINCER_TURN_LIMIT_MS,
       backoffBaseMs: e.PINCER_RUNNER_BACKOFF_MS,
       backoffMaxMs: e.PINCER_RUNNER_BACKOFF_MAX_MS,
+      ...(e.PINCER_MAX_RUNNERS !== undefined ? { maxRunners: e.PINCER_MAX_RUNNERS } : {}),
       env: runnerBaseEnv(env, e.PINCER_CONTAINER_ENV),
     },
     sweep: {

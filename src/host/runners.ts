@@ -11,12 +11,14 @@ import { openSessionDbSafely } from './session-slot.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { HostConfig } from './types.js';
 import { setting } from '../shared/settings.js';
+import { RunnerAdmission, runnerLimit } from './runner-admission.js';
 
 /**
  * Runner lifecycle: at most one runner per session, started as a child process when the session has due work,
  * stopped after an idle timeout (never while `busy` or `waiting_user`), killed when its heartbeat goes stale, and
  * restarted after an unexpected exit only after an exponential back-off, so a runner that crashes on start is never
- * restarted in a tight loop.
+ * restarted in a tight loop. Host-wide, at most as many runners are alive as admission allows (runner-admission.ts):
+ * a session over the cap waits in line, and an idle runner is stopped to make room for it.
  */
 export interface RunnerLaunch {
   sessionId: string;
@@ -52,6 +54,8 @@ interface Entry {
   pid: number;
   startedAt: number;
   stopping: boolean;
+  /** since when the host has seen it idle with nothing due (a runner to stop first when others wait for room). */
+  idleSince?: number;
   exited: Promise<void>;
   /** whether a `runner_state` row was written by this runner. */
   owns(state: RunnerState): boolean;
@@ -84,6 +88,8 @@ export class RunnerSupervisor {
   private readonly busy = new Map<string, { batch: string; since: number }>();
   /** per idle session with a message due: since when the host has seen it due (the runner must claim it in time). */
   private readonly dueSeen = new Map<string, number>();
+  /** how many runners may be alive at once, and who waits for room. */
+  readonly admission: RunnerAdmission;
 
   constructor(
     private readonly config: HostConfig['runners'],
@@ -95,7 +101,9 @@ export class RunnerSupervisor {
     private readonly credentials?: RunnerCredentials,
     /** where a sandbox sends its spans, when the host runs an OTLP relay (src/host/trace-relay.ts). */
     private readonly traceRelay?: RunnerTraceRelay,
-  ) {}
+  ) {
+    this.admission = new RunnerAdmission(runnerLimit(config.maxRunners));
+  }
 
   isRunning(sessionId: string): boolean {
     return this.entries.has(sessionId);
@@ -117,9 +125,24 @@ export class RunnerSupervisor {
     return crash ? Math.max(0, crash.nextStartAt - Date.now()) : 0;
   }
 
-  /** Start the session's runner unless one runs or the back-off forbids it. Returns whether one was started. */
-  start(launch: RunnerLaunch): boolean {
+  /**
+   * Start the session's runner unless one runs, the back-off forbids it, or the host has no room for another: then the
+   * session waits in line (`waitingSince`), an idle runner is stopped to make room, and `wake` is called when its turn
+   * may have come. Returns whether one was started.
+   */
+  start(launch: RunnerLaunch, wake: () => void = () => undefined): boolean {
     if (this.entries.has(launch.sessionId) || this.backoffRemainingMs(launch.sessionId) > 0) return false;
+    const waited = this.admission.waitingSince(launch.sessionId) !== undefined;
+    if (!this.admission.tryStart(launch.sessionId, launch.provider, wake)) {
+      if (!waited) {
+        const queue = this.admission.queue();
+        this.log.info(
+          `session ${launch.sessionId} waits for room for its runner: ${this.entries.size} alive, ${queue.length} waiting; ${this.admission.limit.describe}`,
+        );
+      }
+      this.makeRoom();
+      return false;
+    }
     let runner: LaunchedRunner;
     try {
       runner = this.launch({
@@ -135,6 +158,7 @@ export class RunnerSupervisor {
         ...(launch.secrets ? { secrets: launch.secrets } : {}),
       });
     } catch (err) {
+      this.admission.release(launch.sessionId);
       this.credentials?.revoke(launch.sessionId);
       this.recordCrash(launch.sessionId);
       this.log.warn(`runner for ${launch.sessionId} could not be launched: ${errorMessage(err)}`);
@@ -142,6 +166,7 @@ export class RunnerSupervisor {
     }
     const { child } = runner;
     if (child.pid === undefined) {
+      this.admission.release(launch.sessionId);
       this.credentials?.revoke(launch.sessionId);
       // spawn failed synchronously (e.g. EAGAIN, no docker binary): count it as a crash so the next try waits.
       this.recordCrash(launch.sessionId);
@@ -183,6 +208,7 @@ export class RunnerSupervisor {
     // is due within the heartbeat timeout of seeing it due — a frozen idle runner is found as soon as it has work.
     const idle = ours && state.state === 'idle';
     if (!idle || !hasDue) this.dueSeen.delete(sessionId);
+    if (!idle || hasDue) entry.idleSince = undefined;
     else if (!this.dueSeen.has(sessionId)) this.dueSeen.set(sessionId, now);
     // Until it has written its state, a runner is starting (slow under load): it gets the start timeout instead.
     const lastSign = ours ? Math.max(Date.parse(state.heartbeatAt), Date.parse(state.updatedAt)) : entry.startedAt;
@@ -207,6 +233,12 @@ export class RunnerSupervisor {
       return 'turn-limit';
     }
     if (ours && state.state === 'idle' && !hasDue) {
+      entry.idleSince ??= now;
+      if (this.admission.shortfall(this.freeing()) > 0) {
+        this.log.info(`runner ${entry.pid} for ${sessionId} idle; stopping it to make room for ${this.admission.queue().length} waiting`);
+        void this.stop(sessionId);
+        return 'idle-stop';
+      }
       const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
       if (now - idleSince > this.config.idleTimeoutMs) {
         this.log.info(`runner ${entry.pid} for ${sessionId} idle for ${now - idleSince} ms; stopping it`);
@@ -235,6 +267,42 @@ export class RunnerSupervisor {
     if (now - seen.since <= this.config.turnLimitMs) return false;
     this.busy.delete(sessionId);
     return true;
+  }
+
+  /** The session no longer wants a runner now (nothing due, draining, over budget): out of the line for room. */
+  withdraw(sessionId: string): void {
+    this.admission.withdraw(sessionId);
+  }
+
+  /** Since when (epoch ms) the session waits for room for its runner, if it does. */
+  waitingSince(sessionId: string): number | undefined {
+    return this.admission.waitingSince(sessionId);
+  }
+
+  /** Runners alive now (stopping ones included: they are alive until they exit). */
+  get alive(): number {
+    return this.entries.size;
+  }
+
+  /** Stop idle runners (longest idle first) until the first in line would fit once they are gone. */
+  private makeRoom(): void {
+    while (this.admission.shortfall(this.freeing()) > 0) {
+      let victim: [string, Entry] | undefined;
+      for (const pair of this.entries) {
+        const since = pair[1].idleSince;
+        if (!pair[1].stopping && since !== undefined && (!victim || since < victim[1].idleSince!)) victim = pair;
+      }
+      if (!victim) return;
+      this.log.info(`runner ${victim[1].pid} for ${victim[0]} idle; stopping it to make room for ${this.admission.queue().length} waiting`);
+      void this.stop(victim[0]);
+    }
+  }
+
+  /** Units of the runners already stopping (their room comes when they exit). */
+  private freeing(): number {
+    let units = 0;
+    for (const [id, entry] of this.entries) if (entry.stopping) units += this.admission.costOf(id);
+    return units;
   }
 
   /** Milliseconds until `check` would stop an idle runner (for the session loop's next wake-up). */
@@ -283,6 +351,7 @@ export class RunnerSupervisor {
       this.entries.delete(sessionId);
       this.dueSeen.delete(sessionId);
       this.credentials?.revoke(sessionId); // its placeholder dies with it
+      this.admission.release(sessionId);
     }
     let crashes = 0;
     let nextStartAt = Date.now();

@@ -47,6 +47,8 @@ export interface HostConfig {
     /** after an unexpected exit the next start waits base × 2^(crashes−1), at most max. */
     backoffBaseMs: number;
     backoffMaxMs: number;
+    /** runners alive at once, host-wide (PINCER_MAX_RUNNERS); unset: from the machine's memory (src/host/runner-admission.ts). */
+    maxRunners?: number;
     /** the environment runners inherit (host secrets removed). */
     env: NodeJS.ProcessEnv;
   };

@@ -123,6 +123,9 @@ const REGISTRY = {
   PINCER_TURN_LIMIT_MS: host(() => positiveInt(30 * 60_000), 'end a query busy with one batch longer than this'),
   PINCER_RUNNER_BACKOFF_MS: host(() => positiveInt(1000), 'back-off base after an unexpected runner exit'),
   PINCER_RUNNER_BACKOFF_MAX_MS: host(() => positiveInt(60_000), 'back-off cap after unexpected runner exits'),
+  PINCER_MAX_RUNNERS: host(() => optionalPositiveInt(), 'runners alive at once on this host; more sessions wait in line', {
+    defaultWords: "half the memory ÷ the provider's footprint",
+  }),
   PINCER_SWEEP_INTERVAL_MS: host(() => positiveInt(1000), 'fallback period of each session sweep'),
   PINCER_STALE_MS: host(() => positiveInt(2000), 'retry a processing row outside the live batch after this'),
   PINCER_RETRY_BASE_MS: host(() => positiveInt(2000), 'retry back-off base'),

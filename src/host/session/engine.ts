@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { ConfigFile } from '../../db/config-file.js';
 import { sessionPaths, writeJsonAtomic } from '../../db/layout.js';
 import { getSessionValue, readRunnerState, sessionKeys } from '../../db/state.js';
-import { markBatchError, refuseDueMessages } from '../../db/session-queries.js';
+import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/session-queries.js';
 import type { RunnerState } from '../../db/types.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { firstTryNotices } from '../retry-notice.js';
@@ -15,6 +15,8 @@ import { ChangeSignal } from './signal.js';
 
 /** Tell the chat once a runner has crashed this many times in a row. */
 const CRASH_NOTICE_AT = 3;
+/** Tell the chat once a session has waited this long for room for its runner (PINCER_MAX_RUNNERS). */
+const QUEUE_NOTICE_MS = 10_000;
 /** Events kept for a host that has not taken them yet (a lost host may never come back). */
 const MAX_EVENTS = 200;
 
@@ -58,6 +60,8 @@ export class SessionEngine {
   private secrets: Record<string, string> = {};
   private readonly keeper: SessionDbKeeper;
   private draining = false;
+  /** the chat was told that this wait for room (since then) is long. */
+  private queueToldSince: number | undefined;
   /** how many times the database was set up afresh. */
   incarnation = 0;
 
@@ -153,7 +157,13 @@ export class SessionEngine {
     await this.deps.supervisor.stop(this.id);
   }
 
+  /** Since when the session waits for room for its runner (the host is at PINCER_MAX_RUNNERS), if it does. */
+  waitingSince(): number | undefined {
+    return this.deps.supervisor.waitingSince(this.id);
+  }
+
   async close(): Promise<void> {
+    this.deps.supervisor.withdraw(this.id);
     await this.slot.close();
     this.changes.wakeAll();
   }
@@ -184,25 +194,50 @@ export class SessionEngine {
       waits.push(supervisor.idleDeadlineMs(live, slot.lastActivityAt));
       // An idle runner would start the next turn by itself: over budget, stop it so turns go through the gate below.
       if (live?.state === 'idle' && this.admission.over) void supervisor.stop(id);
-    } else if ((sweep.hasDue || slot.runnerWanted) && !this.draining) {
+    }
+    let starting = false;
+    if (!alive && (sweep.hasDue || slot.runnerWanted) && !this.draining) {
       const backoff = supervisor.backoffRemainingMs(id);
       if (backoff > 0) waits.push(backoff);
       else if (this.admission.over) this.refuseOverBudget();
       else if (this.admission.hold !== undefined) {
         // the group's model runtime is not ready: the messages wait; the host lifts the hold once it publishes one
       } else {
-        supervisor.start({
-          sessionId: id,
-          folder: this.deps.session.folder,
-          provider: this.config.provider ?? 'mock',
-          timezone,
-          ...this.deps.launch,
-          ...(Object.keys(this.secrets).length > 0 ? { secrets: this.secrets } : {}),
-        });
-        slot.runnerWanted = false;
+        starting = true;
+        const started = supervisor.start(
+          {
+            sessionId: id,
+            folder: this.deps.session.folder,
+            provider: this.config.provider ?? 'mock',
+            timezone,
+            ...this.deps.launch,
+            ...(Object.keys(this.secrets).length > 0 ? { secrets: this.secrets } : {}),
+          },
+          () => slot.waker.notify(),
+        );
+        if (started || supervisor.waitingSince(id) === undefined) slot.runnerWanted = false;
+        else waits.push(this.waitingForRoom(supervisor.waitingSince(id)!));
       }
     }
+    // out of the line for room as soon as it no longer starts a runner (nothing due, a back-off, over budget, draining)
+    if (!starting) supervisor.withdraw(id);
     return Math.max(1, Math.min(...waits.filter((w): w is number => w !== undefined)));
+  }
+
+  /**
+   * The session waits for room for its runner: its messages stay pending, the chat is shown typing (the port's state),
+   * and once the wait passes QUEUE_NOTICE_MS it is told why, once per wait. Returns when to look again.
+   */
+  private waitingForRoom(since: number): number {
+    const waited = Date.now() - since;
+    if (waited < QUEUE_NOTICE_MS) return QUEUE_NOTICE_MS - waited + 1;
+    if (this.queueToldSince !== since) {
+      this.queueToldSince = since;
+      const routing = firstDueRouting(this.slot.db) ?? NO_ROUTING;
+      this.deps.log.info(`session ${this.id} has waited ${waited} ms for room for its runner`);
+      this.notice(routing, 'Many conversations are active on this host right now; your message is queued and will be answered as soon as an agent is free.');
+    }
+    return this.deps.config.sweep.intervalMs;
   }
 
   /** The runner ended: keep its provider session for the next one, and tell the chat when it keeps crashing. */

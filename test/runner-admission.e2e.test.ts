@@ -1,0 +1,97 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { liveRunners } from '../bench/runner-census.js';
+import { ensureRunnerImage } from '../src/container/index.js';
+import { packageRoot } from '../src/container/config.js';
+import { dockerdUnavailable, onPath, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
+import { startHost, stopAllHosts } from './support/host-harness.js';
+import { BUILT_CLI } from './support/runner-harness.js';
+
+/**
+ * PINCER_MAX_RUNNERS through a real host: six conversations at once with room for two runners. Every message is
+ * answered exactly once, never more than two runner processes are alive (counted from /proc, not from the host's word),
+ * the sessions that waited start in the order they began to wait, and the room comes from idle runners stopped to make
+ * it (the idle timeout is far away). In each launcher mode this machine has: the cap is the host's, whatever starts
+ * the runner.
+ */
+afterEach(async () => {
+  expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+});
+
+const CONVERSATIONS = 6;
+const IMAGE = 'pincer-runner-test';
+const dockerSkip = dockerdUnavailable();
+let daemon: PrivateDockerd | undefined;
+
+const modes: Array<{ kind: string; skip: string | undefined; env: () => Record<string, string> }> = [
+  { kind: 'process', skip: undefined, env: () => ({}) },
+  { kind: 'bwrap', skip: onPath('bwrap') ? undefined : 'bubblewrap is not installed', env: () => ({}) },
+  { kind: 'docker', skip: dockerSkip, env: () => ({ PINCER_CONTAINER_IMAGE: IMAGE, DOCKER_HOST: daemon!.host }) },
+];
+
+beforeAll(async () => {
+  if (dockerSkip !== undefined) return;
+  daemon = await startPrivateDockerd();
+  await ensureRunnerImage({ image: IMAGE, cliEnv: daemon.cliEnv, appRoot: packageRoot(BUILT_CLI) });
+}, 180_000);
+
+afterAll(async () => {
+  await daemon?.stop();
+}, 60_000);
+
+describe.each(modes)('runners alive at once (PINCER_MAX_RUNNERS, $kind)', ({ kind, skip, env }) => {
+  it.skipIf(skip !== undefined)(
+    'six conversations with room for two: all answered once, at most two runners alive, the waiting ones in order',
+    async () => {
+      const host = await startHost({ PINCER_RUNNER: kind, ...env(), PINCER_MAX_RUNNERS: '2', PINCER_IDLE_TIMEOUT_MS: '600000', MOCK_DELAY_MS: '300' });
+      const names = Array.from({ length: CONVERSATIONS }, (_, i) => `cap-${i}`);
+      const streams = names.map((name) => host.stream(name));
+      let most = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const alive = [...liveRunners(host.home).values()].reduce((n, pids) => n + pids.length, 0);
+          most = Math.max(most, alive);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      const sent = await Promise.all(
+        names.map(async (name) => {
+          const res = await host.request('POST', `/v1/conversations/${name}/messages`, { text: `hello from ${name}`, sender: 'U', senderId: 'u1' });
+          expect(res.status).toBe(202);
+          return res.body as { sessionId: string };
+        }),
+      );
+      await Promise.all(
+        streams.map((stream, i) =>
+          stream.waitFor(`the answer in ${names[i]}`, (e) => e.event === 'chat' && String(e.data.text).includes(`hello from ${names[i]}`), 180_000),
+        ),
+      );
+      // nothing more comes: a second answer would show in the stream's mailbox
+      for (const [i, name] of names.entries()) {
+        const events = await host.request('GET', `/v1/conversations/${name}/events?after=0`);
+        const chats = (events.body.events as { event?: string; type?: string; data?: { text?: string } }[]).filter((e) =>
+          JSON.stringify(e).includes(`hello from ${names[i]}`),
+        );
+        expect(chats).toHaveLength(1);
+      }
+      sampling = false;
+      await sampler;
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(2);
+
+      const log = host.stderr();
+      const waited = [...log.matchAll(/session (\S+) waits for room for its runner/g)].map((m) => m[1]!);
+      const started = [...log.matchAll(/runner started for (\S+):/g)].map((m) => m[1]!);
+      expect(new Set(started)).toEqual(new Set(sent.map((s) => s.sessionId)));
+      expect(started).toHaveLength(CONVERSATIONS); // one runner each: none crashed or started twice
+      expect(waited.length).toBeGreaterThanOrEqual(CONVERSATIONS - 2);
+      // the ones that waited started in the order they began to wait
+      expect(started.filter((id) => waited.includes(id))).toEqual(waited);
+      // room was made by stopping idle runners, not by their idle timeout
+      expect(log.match(/idle; stopping it to make room/g)?.length ?? 0).toBeGreaterThanOrEqual(CONVERSATIONS - 2);
+      for (const stream of streams) stream.close();
+      expect(await host.stop()).toBe(0);
+    },
+    300_000,
+  );
+});
