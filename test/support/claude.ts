@@ -64,6 +64,9 @@ export function claudeTestEnv(fake: FakeAnthropic | { url: string }, extra: Reco
     ANTHROPIC_BASE_URL: fake.url,
     ANTHROPIC_API_KEY: 'sk-ant-fake-test-key',
     CLAUDE_CONFIG_DIR: configDir,
+    // Claude Code's Bash tool starts a login shell: with the machine's own HOME it would run that user's ~/.bashrc (a
+    // stale pyenv lock there once held every Bash call for a minute); the test's own empty home keeps it hermetic.
+    HOME: configDir,
     IS_SANDBOX: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     CLAUDE_CODE_MAX_RETRIES: '1',
