@@ -30,6 +30,8 @@ const HostEnvSchema = settingsSchema([
   'PINCER_HTTP_HOSTNAMES',
   'PINCER_HTTP_TOKEN',
   'PINCER_SSE_MAX_BUFFERED_BYTES',
+  'PINCER_PROXY_RUNNER_CONNECTIONS',
+  'PINCER_PROXY_MAX_CONNECTIONS',
   'PINCER_METRICS_TOKEN',
   'PINCER_RUNNER',
   'PINCER_SESSION_SERVE_RUNNER',
@@ -135,6 +137,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       taskHistory: { keepRuns: e.PINCER_TASK_KEEP_RUNS, keepDays: e.PINCER_TASK_KEEP_DAYS },
     },
     delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
+    proxy: { perRunner: e.PINCER_PROXY_RUNNER_CONNECTIONS, global: e.PINCER_PROXY_MAX_CONNECTIONS },
   };
 }
 

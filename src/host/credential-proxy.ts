@@ -2,22 +2,24 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
 import { loopbackPeerUid } from './peer-uid.js';
+import { ProxyConnections, type ConnectionLimits } from './proxy-connections.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
-import { rawSetting } from '../shared/settings-load.js';
+import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
 
 /**
  * The credential proxy: agents never hold a real key. The host keeps the provider credentials of its own environment;
  * each runner gets, instead, a placeholder token that is only good for its session while its runner runs, and the
  * proxy's base URL (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `OPENCODE_BASE_URL`). The proxy listens on 127.0.0.1 and,
- * for sandboxes with their own network namespace, on a Unix socket bound into the sandbox (the runner forwards its own
- * loopback port to it, src/runner/proxy-forward.ts). A request with a live placeholder is forwarded to the real
- * upstream with the real key put in its place; anything else gets 401. docs/security.md describes the contract.
+ * for sandboxes with their own network namespace, on a Unix socket of each session's own, bound into its sandbox (the
+ * runner forwards its own loopback port to it, src/runner/proxy-forward.ts). A request with a live placeholder is
+ * forwarded to the real upstream with the real key put in its place; anything else gets 401. The connections it holds
+ * are capped per runner and in all (src/host/proxy-connections.ts). docs/security.md describes the contract.
  *
  * A custom OpenAI-compatible server with no key (a local model: `OPENAI_BASE_URL` alone) is proxied too, without
  * placeholders — there is no secret to guard — so a sandbox without a network of its own can still reach it.
@@ -83,26 +85,36 @@ export type UpstreamSource = (sessionId: string | undefined) => ProxyUpstreams;
 export class CredentialProxy {
   private readonly placeholders = new Map<string, string>(); // placeholder → session id
   private readonly bySession = new Map<string, string>(); // session id → placeholder
-  private tcp: http.Server | null = null;
-  private unix: http.Server | null = null;
+  /** every connection, from either listener, is served by this one HTTP server (it listens on nothing itself). */
+  private readonly http = http.createServer((req, res) => this.handle(req, res));
+  private tcp: net.Server | null = null;
+  /** per session: its own Unix socket (in a folder of its own, which its sandbox gets), while its placeholder lives. */
+  private readonly unix = new Map<string, { server: net.Server; dir: string; sockets: Set<net.Socket> }>();
   private socketDir: string | null = null;
+  private socketCount = 0;
   /** TCP connections from another local user than the host's. */
   private readonly foreign = new WeakSet<object>();
+  /** the session whose own Unix socket a connection came in on. */
+  private readonly socketSession = new WeakMap<net.Socket, string>();
+  readonly connections: ProxyConnections;
 
   private constructor(
     private readonly source: UpstreamSource,
     private readonly log: Logger,
-  ) {}
+    limits: ConnectionLimits,
+  ) {
+    this.connections = new ProxyConnections(limits, log);
+  }
 
   /**
    * A proxy for the credentials (and the keyless custom OpenAI-compatible server) in `env`, or undefined when `env`
    * holds none (then runners get no key at all, and a provider that needs one says so). `source`, when given, is
    * asked on every request instead of `env`'s upstreams (the host's published generations: live key rotation).
    */
-  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger, source?: UpstreamSource): CredentialProxy | undefined {
+  static fromEnvironment(env: NodeJS.ProcessEnv, log: Logger, source?: UpstreamSource, limits?: ConnectionLimits): CredentialProxy | undefined {
     const upstreams = proxyUpstreams(env);
     if (!upstreams.anthropic && !upstreams.openai) return undefined;
-    return new CredentialProxy(source ?? (() => upstreams), log);
+    return new CredentialProxy(source ?? (() => upstreams), log, limits ?? DEFAULT_LIMITS);
   }
 
   /** The upstreams now (of no session in particular). */
@@ -110,26 +122,21 @@ export class CredentialProxy {
     return this.source(undefined);
   }
 
-  /** Listen on 127.0.0.1 (an ephemeral port) and on a Unix socket in a fresh owner-only folder. */
+  /** Listen on 127.0.0.1 (an ephemeral port); sessions' Unix sockets come with their placeholders, in an owner-only folder. */
   async start(): Promise<void> {
-    this.tcp = http.createServer((req, res) => this.handle(req, res));
     // Any local user can connect to 127.0.0.1: only the host's own user (its process runners and sandboxes) may use
-    // the proxy there, whatever placeholder it presents. (A sandbox without a network uses the owner-only socket.)
+    // the proxy there, whatever placeholder it presents. (A sandbox without a network uses its owner-only socket.)
     const ownUid = process.getuid?.();
-    this.tcp.on('connection', (socket) => {
+    this.tcp = net.createServer((socket) => {
       const uid = loopbackPeerUid(socket);
       if (ownUid !== undefined && uid !== undefined && uid !== ownUid) this.foreign.add(socket);
+      if (this.connections.admit(socket, undefined)) this.http.emit('connection', socket);
     });
     await new Promise<void>((resolve, reject) => {
       this.tcp!.once('error', reject);
       this.tcp!.listen(0, '127.0.0.1', () => resolve());
     });
     this.socketDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-proxy-'));
-    this.unix = http.createServer((req, res) => this.handle(req, res));
-    await new Promise<void>((resolve, reject) => {
-      this.unix!.once('error', reject);
-      this.unix!.listen(this.socketPath()!, () => resolve());
-    });
     const kinds = Object.entries(this.upstreams)
       .filter(([, u]) => u)
       .map(([name, u]) => `${name} → ${u!.base.origin}${u!.auth ? '' : ' (no key)'}`);
@@ -140,9 +147,40 @@ export class CredentialProxy {
     return (this.tcp?.address() as AddressInfo | null)?.port ?? 0;
   }
 
-  /** The Unix socket on the host (bound read-only into sandboxes). */
-  socketPath(): string | undefined {
-    return this.socketDir ? path.join(this.socketDir, 'proxy.sock') : undefined;
+  /**
+   * The session's Unix socket on the host (its folder is bound read-only into the session's sandbox), while the
+   * session has a placeholder; connections on it count as its runner's.
+   */
+  socketPath(sessionId: string): string | undefined {
+    const own = this.unix.get(sessionId);
+    return own ? path.join(own.dir, 'proxy.sock') : undefined;
+  }
+
+  /** A fresh socket for the session, in a folder of its own (bound synchronously: the runner may connect at once). */
+  private openSocket(sessionId: string): void {
+    if (!this.socketDir) return;
+    const dir = path.join(this.socketDir, `s${++this.socketCount}`);
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      this.socketSession.set(socket, sessionId);
+      if (!this.connections.admit(socket, sessionId)) return;
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      this.http.emit('connection', socket);
+    });
+    server.on('error', (err) => this.log.warn(`credential proxy: the socket of ${sessionId}: ${errorMessage(err)}`));
+    server.listen(path.join(dir, 'proxy.sock'));
+    this.unix.set(sessionId, { server, dir, sockets });
+  }
+
+  private closeSocket(sessionId: string): void {
+    const own = this.unix.get(sessionId);
+    if (!own) return;
+    this.unix.delete(sessionId);
+    own.server.close();
+    for (const socket of own.sockets) socket.destroy(); // its runner stopped: what it left open goes with it
+    fs.rmSync(own.dir, { recursive: true, force: true });
   }
 
   /**
@@ -154,6 +192,7 @@ export class CredentialProxy {
     const placeholder = `${PLACEHOLDER_PREFIX}${randomBytes(24).toString('base64url')}`;
     this.placeholders.set(placeholder, sessionId);
     this.bySession.set(sessionId, placeholder);
+    this.openSocket(sessionId);
     const out: NodeJS.ProcessEnv = { ...env };
     for (const name of PROXIED_CREDENTIALS) delete out[name];
     const base = `http://127.0.0.1:${this.port()}`;
@@ -179,15 +218,14 @@ export class CredentialProxy {
     if (placeholder === undefined) return;
     this.bySession.delete(sessionId);
     this.placeholders.delete(placeholder);
+    this.closeSocket(sessionId);
   }
 
   async stop(): Promise<void> {
-    for (const server of [this.tcp, this.unix]) {
-      if (!server) continue;
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-    this.tcp = this.unix = null;
+    for (const sessionId of [...this.unix.keys()]) this.closeSocket(sessionId);
+    this.http.closeAllConnections();
+    if (this.tcp) await new Promise<void>((resolve) => this.tcp!.close(() => resolve()));
+    this.tcp = null;
     if (this.socketDir) fs.rmSync(this.socketDir, { recursive: true, force: true });
     this.socketDir = null;
   }
@@ -201,6 +239,15 @@ export class CredentialProxy {
     const kind = url.startsWith('/anthropic/') || url === '/anthropic' ? 'anthropic' : url.startsWith('/openai/') || url === '/openai' ? 'openai' : undefined;
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
+    const socketOf = this.socketSession.get(req.socket);
+    if (socketOf !== undefined && sessionId !== undefined && sessionId !== socketOf) {
+      this.log.warn(`credential proxy: refused a request on the socket of ${socketOf} with another session's placeholder`);
+      return refuse(res, 403, "Pincer credential proxy: this socket serves its own session's placeholder only");
+    }
+    if (socketOf === undefined && sessionId !== undefined && !this.connections.attribute(req.socket, sessionId)) {
+      res.shouldKeepAlive = false;
+      return refuse(res, 429, this.connections.runnerRefusal());
+    }
     let upstream: Upstream | undefined;
     try {
       upstream = kind && this.source(sessionId)[kind];
@@ -256,6 +303,9 @@ export class CredentialProxy {
   }
 }
 
+/** The caps of a proxy whose host gave none: the settings' defaults. */
+const DEFAULT_LIMITS: ConnectionLimits = { perRunner: settingOrDefault({}, 'PINCER_PROXY_RUNNER_CONNECTIONS'), global: undefined };
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 /**
@@ -297,8 +347,9 @@ function withoutCredentials(base: URL): string {
 }
 
 function refuse(res: http.ServerResponse, status: number, message: string): void {
+  const type = status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : 'proxy_error';
   res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ type: 'error', error: { type: status === 401 ? 'authentication_error' : 'proxy_error', message } }));
+  res.end(JSON.stringify({ type: 'error', error: { type, message } }));
 }
 
 function anthropicUpstream(env: NodeJS.ProcessEnv): Upstream | undefined {

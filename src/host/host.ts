@@ -126,7 +126,7 @@ export class Host implements HostApi {
     // file that is not 0600): before the home is locked.
     this.secrets = secrets;
     const credentials = this.generations.loadCredentials();
-    this.credentialProxy = CredentialProxy.fromEnvironment({ ...credentials.env }, this.log, (sessionId) => this.upstreamsOf(sessionId));
+    this.credentialProxy = CredentialProxy.fromEnvironment({ ...credentials.env }, this.log, (sessionId) => this.upstreamsOf(sessionId), config.proxy);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {

@@ -69,8 +69,8 @@ export interface RunnerCredentials {
   runnerEnv(sessionId: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   /** the session's placeholder stops working. */
   revoke(sessionId: string): void;
-  /** the proxy's Unix socket, for sandboxes with their own network. */
-  socketPath(): string | undefined;
+  /** the session's own Unix socket of the proxy, for sandboxes with their own network (after runnerEnv). */
+  socketPath(sessionId: string): string | undefined;
 }
 
 /** What the OTLP relay gives runners: the seam the supervisor needs. */
@@ -150,7 +150,7 @@ export class RunnerSupervisor {
         agentDir: launch.agentDir,
         globalDir: launch.globalDir,
         env: this.runnerEnv(launch),
-        credentialProxySocket: this.credentials?.socketPath(),
+        credentialProxySocket: this.credentials?.socketPath(launch.sessionId),
         ...this.traceRelayOptions(),
         logFile: launch.logFile,
         lockFile: launch.lockFile,

@@ -21,6 +21,8 @@ export interface HostConfig {
   /** the HTTP channel, when enabled (`--http PORT`). A missing token is generated and saved under the home. */
   /** `metricsToken` guards `GET /metrics`; without it only loopback callers may scrape. */
   http: { port: number; host: string; hostnames?: string[]; token: string | undefined; metricsToken: string | undefined; sseMaxBufferedBytes: number } | null;
+  /** the credential proxy's connection caps (PINCER_PROXY_RUNNER_CONNECTIONS, PINCER_PROXY_MAX_CONNECTIONS); unset: defaults. */
+  proxy?: { perRunner: number; global: number | undefined };
   /**
    * How the host reaches its sessions (src/host/session/port.ts): `local` (the folder on this machine, its engine in
    * the host) or `session-serve` (PINCER_RUNNER=session-serve: one `pincer session-serve` process per session, over

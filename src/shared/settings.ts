@@ -113,6 +113,10 @@ const REGISTRY = {
   PINCER_HTTP_HOSTNAMES: host(() => text(), 'extra host names the HTTP API answers to (Host header) besides loopback and PINCER_HTTP_HOST'),
   PINCER_HTTP_TOKEN: host(() => token(), 'the HTTP API admin bearer token', { defaultWords: '<home>/http-token', secret: true }),
   PINCER_METRICS_TOKEN: host(() => token(), 'bearer token for /metrics', { secret: true }),
+  PINCER_PROXY_RUNNER_CONNECTIONS: host(() => positiveInt(64), 'connections one runner may hold to the credential proxy'),
+  PINCER_PROXY_MAX_CONNECTIONS: host(() => optionalPositiveInt(), 'connections the credential proxy may hold in all', {
+    defaultWords: "a quarter of the host's open-file limit, at most 4096",
+  }),
   PINCER_SSE_MAX_BUFFERED_BYTES: host(() => positiveInt(1024 * 1024), 'unread bytes an SSE client may have'),
   PINCER_SESSION_SERVE_RUNNER: host(() => z.enum(['auto', 'process', 'docker', 'bwrap']).default('auto'), 'the runner kind of each session-serve process'),
   PINCER_SESSION_ORPHAN_MS: host(() => positiveInt(3 * 60_000), 'a session-serve process without its host drains and exits after this'),

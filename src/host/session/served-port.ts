@@ -185,7 +185,7 @@ export class ServedSessionPort extends ForwardingSessionPort {
       sweep: options.config.sweep as unknown as Record<string, unknown>,
       runners: { ...options.config.runners, env } as unknown as Record<string, unknown>,
       launch: options.launch,
-      ...(options.credentials?.socketPath() ? { credentialProxySocket: options.credentials.socketPath() } : {}),
+      ...(options.credentials?.socketPath(this.sessionId) ? { credentialProxySocket: options.credentials.socketPath(this.sessionId) } : {}),
       ...(options.traceRelay?.socketPath() ? { traceRelay: { socket: options.traceRelay.socketPath()!, port: options.traceRelay.port() } } : {}),
     };
     const log = fs.openSync(options.launch.logFile, 'a', 0o600);
