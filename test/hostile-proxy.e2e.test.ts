@@ -36,8 +36,8 @@ function attackScript(n: number): string {
   const js = `
 const net = require('net'), fs = require('fs');
 const N = ${n}, SOCK = '/run/pincer-proxy/proxy.sock';
-let tried = 0, open = 0, refused = 0, errors = 0, sample = '';
-const report = (done) => { fs.writeFileSync('/workspace/attack.tmp', JSON.stringify({ tried, open, refused, errors, sample, done })); fs.renameSync('/workspace/attack.tmp', '/workspace/attack.json'); };
+let tried = 0, open = 0, refused = 0, errors = 0, sample = ''; const codes = {};
+const report = (done) => { fs.writeFileSync('/workspace/attack.tmp', JSON.stringify({ tried, open, refused, errors, sample, done, codes })); fs.renameSync('/workspace/attack.tmp', '/workspace/attack.json'); };
 function one() {
   return new Promise((resolve) => {
     tried++;
@@ -46,7 +46,7 @@ function one() {
     s.setEncoding('utf8');
     s.on('connect', () => { connected = true; open++; setTimeout(resolve, 20); });
     s.on('data', (d) => { got += d; if (!sample) sample = got.slice(0, 600); });
-    s.on('error', () => {});
+    s.on('error', (e) => { codes[e.code] = (codes[e.code] || 0) + 1; });
     s.on('close', () => {
       if (connected) open--;
       if (/^HTTP\\/1\\.1 (429|503) /.test(got)) refused++; else errors++;
@@ -73,6 +73,8 @@ interface AttackState {
   errors: number;
   sample: string;
   done: boolean;
+  /** the error codes of connections that failed otherwise. */
+  codes: Record<string, number>;
 }
 
 function readAttack(file: string): AttackState | undefined {
@@ -96,6 +98,9 @@ async function floodHost(env: Record<string, string>): Promise<{ host: HostHandl
     ANTHROPIC_API_KEY: 'sk-ant-real-flood',
     ANTHROPIC_BASE_URL: url,
     PINCER_SCRIPT_TIMEOUT_MS: '170000',
+    // the script runs for minutes: its row must not be taken for stale and the script run again meanwhile
+    PINCER_STALE_MS: '600000',
+    PINCER_MAX_TRIES: '1',
     ...env,
   });
   const pid = host.child.pid!;
@@ -132,6 +137,7 @@ describe.skipIf(skip !== undefined)('point 8: a flood of connections to the cred
     const { host, attack, release, apiAnswers } = await floodHost({});
     expect(apiAnswers.filter((s) => s !== 200)).toEqual([]);
     expect(attack.tried).toBe(ATTEMPTS);
+    expect(attack.codes).toEqual({});
     expect(attack.open).toBeLessThanOrEqual(64);
     expect(attack.refused).toBeGreaterThanOrEqual(ATTEMPTS - 64);
     expect(attack.sample).toMatch(/^HTTP\/1\.1 429 /);
@@ -146,6 +152,7 @@ describe.skipIf(skip !== undefined)('point 8: a flood of connections to the cred
     const { host, attack, release, apiAnswers } = await floodHost({ PINCER_PROXY_RUNNER_CONNECTIONS: '100000' });
     expect(apiAnswers.filter((s) => s !== 200)).toEqual([]);
     expect(attack.tried).toBe(ATTEMPTS);
+    expect(attack.codes).toEqual({});
     expect(attack.open).toBeLessThanOrEqual(FD_LIMIT / 4);
     expect(attack.refused).toBeGreaterThanOrEqual(ATTEMPTS - FD_LIMIT / 4);
     expect(attack.sample).toMatch(/^HTTP\/1\.1 503 [\s\S]*it holds 128 connections, its limit/);
