@@ -58,6 +58,25 @@ describe('pincer doctor', () => {
     expect(auto.out).toContain('runners: process (auto: agents run unsandboxed: install bubblewrap or Docker)\nwarning: agents run unsandboxed');
   });
 
+  it('shows how many runners the host keeps alive at once and the inotify limits; a bad cap exits 1', () => {
+    const home = makeHome();
+    fs.writeFileSync(createSessionFolder(path.join(home, 'sessions', 'ok')).config, JSON.stringify({ provider: 'mock' }));
+    const capped = doctor(['--home', home], { PINCER_MAX_RUNNERS: '3' });
+    expect(capped.out).toContain('runners alive at once: at most 3 (PINCER_MAX_RUNNERS)\n');
+    expect(capped.code).toBe(0);
+    const instances = fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8').trim();
+    const watches = fs.readFileSync('/proc/sys/fs/inotify/max_user_watches', 'utf8').trim();
+    expect(capped.out).toMatch(
+      new RegExp(`^inotify: \\d+ of ${instances} instances per user in use \\(fs.inotify.max_user_instances\\), ${watches} watches`, 'm'),
+    );
+    const auto = doctor(['--home', home]);
+    const totalMib = Math.floor(os.totalmem() / 2 ** 20);
+    expect(auto.out).toContain(`runners alive at once: ${Math.floor(totalMib / 2)} MiB (half of ${totalMib} MiB) shared at each provider's footprint`);
+    const bad = doctor(['--home', home], { PINCER_MAX_RUNNERS: 'many' });
+    expect(bad.out).toContain('✗ runners alive at once: bad environment: PINCER_MAX_RUNNERS:');
+    expect(bad.code).toBe(1);
+  });
+
   it.each([
     { case: 'an unknown provider', config: { provider: 'claud' }, line: '✗ provider: unknown provider "claud" (known: claude, codex, opencode, mock' },
     {

@@ -5,6 +5,7 @@ import { packageRoot } from '../src/container/config.js';
 import { dockerdUnavailable, onPath, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
 import { BUILT_CLI } from './support/runner-harness.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * PINCER_MAX_RUNNERS through a real host: six conversations at once with room for two runners. Every message is
@@ -37,6 +38,32 @@ beforeAll(async () => {
 afterAll(async () => {
   await daemon?.stop();
 }, 60_000);
+
+describe('a session waiting for room for its runner', () => {
+  it('is shown typing while it waits, told once after 10 s that it is queued, and answered once room is made', async () => {
+    // room for one runner; each answer takes 20 s: the second conversation waits longer than the notice's 10 s
+    const host = await startHost({ PINCER_RUNNER: 'process', PINCER_MAX_RUNNERS: '1', PINCER_IDLE_TIMEOUT_MS: '600000', MOCK_DELAY_MS: '20000' });
+    const first = host.stream('first');
+    const second = host.stream('second');
+    expect((await host.request('POST', '/v1/conversations/first/messages', { text: 'first one' })).status).toBe(202);
+    await first.waitFor('typing in the first', (e) => e.event === 'typing' && e.data.active === true, 60_000);
+    expect((await host.request('POST', '/v1/conversations/second/messages', { text: 'second one' })).status).toBe(202);
+    await waitFor('the second waiting', () => /session \S+ waits for room for its runner: 1 alive/.test(host.stderr()), { timeoutMs: 60_000 });
+    await second.waitFor('typing in the waiting conversation', (e) => e.event === 'typing' && e.data.active === true, 60_000);
+    expect(first.events.some((e) => e.event === 'chat')).toBe(false); // shown while it waits, not once its runner works
+    const notice = await second.waitFor('the notice that it is queued', (e) => String(e.data.text ?? '').includes('your message is queued'), 60_000);
+    // told while it waited: before the first answer made room
+    expect(second.events.some((e) => String(e.data.text ?? '').includes('second one'))).toBe(false);
+    await first.waitFor('the first answer', (e) => e.event === 'chat' && String(e.data.text).includes('first one'), 60_000);
+    await second.waitFor('the second answer', (e) => e.event === 'chat' && String(e.data.text).includes('second one'), 90_000);
+    const told = second.events.filter((e) => String(e.data.text ?? '').includes('your message is queued'));
+    expect(told).toEqual([notice]); // once
+    expect(first.events.some((e) => String(e.data.text ?? '').includes('your message is queued'))).toBe(false);
+    first.close();
+    second.close();
+    expect(await host.stop()).toBe(0);
+  }, 240_000);
+});
 
 describe.each(modes)('runners alive at once (PINCER_MAX_RUNNERS, $kind)', ({ kind, skip, env }) => {
   it.skipIf(skip !== undefined)(

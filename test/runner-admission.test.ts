@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describeInotify, inotifyLimits } from '../src/doctor/inotify.js';
 import { PROVIDER_FOOTPRINT_MIB, RunnerAdmission, runnerLimit } from '../src/host/runner-admission.js';
 
 /** The line for room: a cap on runners alive at once, and who starts next (src/host/runner-admission.ts). */
@@ -63,7 +67,10 @@ describe('runner admission', () => {
     expect(limit.capacity).toBe(1024);
     expect(limit.costOf('claude')).toBe(PROVIDER_FOOTPRINT_MIB.claude);
     expect(limit.costOf('auto')).toBe(PROVIDER_FOOTPRINT_MIB.claude); // not known yet: the largest
-    expect(limit.describe).toContain('about 2 Claude Code or 16 mock runners at once');
+    expect(limit.describe).toBe(
+      "1024 MiB (half of 2048 MiB) shared at each provider's footprint: about 2 Claude Code or 16 mock runners (PINCER_MAX_RUNNERS unset)",
+    );
+    expect(runnerLimit(3).describe).toBe('at most 3 (PINCER_MAX_RUNNERS)');
     const admission = new RunnerAdmission(limit);
     expect(['c1', 'c2', 'c3'].map((id) => admission.tryStart(id, 'claude', () => undefined))).toEqual([true, true, false]);
     // the first in line is a heavy one: a light one behind it waits too (arrival order, no passing)
@@ -74,5 +81,29 @@ describe('runner admission', () => {
     const tiny = new RunnerAdmission(runnerLimit(undefined, 256 * 2 ** 20)); // 128 MiB: below one Claude runner
     expect(tiny.tryStart('only', 'claude', () => undefined)).toBe(true);
     expect(tiny.tryStart('second', 'claude', () => undefined)).toBe(false);
+  });
+});
+
+describe("the doctor's inotify line", () => {
+  it("reads the limits and counts the instances open in this user's processes, from a /proc laid out as Linux does", () => {
+    const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-proc-'));
+    try {
+      fs.mkdirSync(path.join(proc, 'sys/fs/inotify'), { recursive: true });
+      fs.writeFileSync(path.join(proc, 'sys/fs/inotify/max_user_instances'), '128\n');
+      fs.writeFileSync(path.join(proc, 'sys/fs/inotify/max_user_watches'), '8192\n');
+      for (const [pid, links] of [
+        ['41', ['anon_inode:inotify', '/dev/null', 'anon_inode:inotify']],
+        ['42', ['anon_inode:[eventfd]']],
+      ] as const) {
+        fs.mkdirSync(path.join(proc, pid, 'fd'), { recursive: true });
+        links.forEach((target, fd) => fs.symlinkSync(target, path.join(proc, pid, 'fd', String(fd))));
+      }
+      const limits = inotifyLimits(proc);
+      expect(limits).toEqual({ maxUserInstances: 128, maxUserWatches: 8192, inUse: 2 });
+      expect(describeInotify(limits)).toMatch(/^inotify: 2 of 128 instances per user in use .*, 8192 watches/);
+      expect(describeInotify(inotifyLimits(path.join(proc, 'missing')))).toContain('limits not readable here');
+    } finally {
+      fs.rmSync(proc, { recursive: true, force: true });
+    }
   });
 });

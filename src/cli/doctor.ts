@@ -14,7 +14,9 @@ import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { startMcpServers } from '../doctor/mcp-start.js';
 import { mcpClientSettings } from '../providers/mcp-settings.js';
-import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
+import { rawSetting, readSetting, settingOrDefault } from '../shared/settings-load.js';
+import { runnerLimit } from '../host/runner-admission.js';
+import { describeInotify, inotifyLimits } from '../doctor/inotify.js';
 
 /**
  * `pincer doctor`: which provider each session's runner would start with and why, whether its binary and key are
@@ -49,11 +51,13 @@ export function registerDoctorCommand(program: Command): void {
       if (!options.workspace) process.stdout.write(describeHome(home));
       process.stdout.write(renderCommands(report, env));
       process.stdout.write(await describeRunners(process.env));
+      const admission = describeAdmission(process.env);
+      process.stdout.write(`${admission.line}\n${describeInotify(inotifyLimits())}\n`);
       const server = await probeModelServer(env);
       if (server) process.stdout.write(server.problem ? `✗ model server: ${server.problem}\n` : `model server: ${server.url} (${server.source}) answers\n`);
       if (secretsProblem) process.stdout.write(`✗ secrets: ${secretsProblem} (pincer host does not start with it)\n`);
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
-      process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem || server?.problem ? 1 : 0;
+      process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem || server?.problem || !admission.ok ? 1 : 0;
     });
 }
 
@@ -114,6 +118,15 @@ async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
   if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
   const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
   return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;
+}
+
+/** How many runners the host would keep alive at once (PINCER_MAX_RUNNERS, else from the memory); `ok` false for a bad value. */
+function describeAdmission(env: NodeJS.ProcessEnv): { line: string; ok: boolean } {
+  try {
+    return { line: `runners alive at once: ${runnerLimit(readSetting(env, 'PINCER_MAX_RUNNERS')).describe}`, ok: true };
+  } catch (err) {
+    return { line: `✗ runners alive at once: ${errorMessage(err)} (pincer host does not start with it)`, ok: false };
+  }
 }
 
 /** doctor never runs extension code, so a runtime only an extension registers is unknown here. */

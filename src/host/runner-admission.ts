@@ -24,7 +24,7 @@ export interface RunnerLimit {
 
 /** The limit: `maxRunners` runners, or (unset) half of `totalMemoryBytes` shared by the providers' footprints. */
 export function runnerLimit(maxRunners: number | undefined, totalMemoryBytes = os.totalmem()): RunnerLimit {
-  if (maxRunners !== undefined) return { capacity: maxRunners, costOf: () => 1, describe: `at most ${maxRunners} runner(s) at once (PINCER_MAX_RUNNERS)` };
+  if (maxRunners !== undefined) return { capacity: maxRunners, costOf: () => 1, describe: `at most ${maxRunners} (PINCER_MAX_RUNNERS)` };
   const totalMib = Math.floor(totalMemoryBytes / 2 ** 20);
   const capacity = Math.max(1, Math.floor(totalMib * MEMORY_SHARE));
   const costOf = (provider: string): number => PROVIDER_FOOTPRINT_MIB[provider] ?? PROVIDER_FOOTPRINT_MIB.claude!; // `auto` and others: the largest
@@ -33,7 +33,7 @@ export function runnerLimit(maxRunners: number | undefined, totalMemoryBytes = o
   return {
     capacity,
     costOf,
-    describe: `runners share ${capacity} MiB (half of ${totalMib} MiB): about ${claude} Claude Code or ${mock} mock runners at once (PINCER_MAX_RUNNERS unset)`,
+    describe: `${capacity} MiB (half of ${totalMib} MiB) shared at each provider's footprint: about ${claude} Claude Code or ${mock} mock runners (PINCER_MAX_RUNNERS unset)`,
   };
 }
 

@@ -6,6 +6,7 @@ import { getInbound, insertInbound } from '../../db/messages.js';
 import { insertAnswer, type Answer, type AnswerRouting } from '../../db/questions.js';
 import {
   doneMessages,
+  firstDueRouting,
   inboundReceipt,
   markDelivered,
   platformMessageIdOf,
@@ -104,7 +105,15 @@ export class LocalSessionPort implements SessionPort {
       providerSessionId: this.engine.providerSessionId(),
       epoch: this.epoch,
       incarnation: this.engine.incarnation,
+      queued: this.queued(),
     };
+  }
+
+  private queued(): SessionState['queued'] {
+    const since = this.engine.waitingSince();
+    if (since === undefined) return null;
+    const routing = firstDueRouting(this.db);
+    return routing ? { since: new Date(since).toISOString(), routing } : null;
   }
 
   async ack(results: OutboundResult[]): Promise<void> {

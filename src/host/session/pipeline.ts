@@ -231,18 +231,26 @@ export class SessionPipeline {
     }
   }
 
-  /** Show "typing" in the batch's conversation while the runner is busy; clear it when it is not. */
+  /**
+   * Show "typing" in the batch's conversation while the runner is busy, and in the first due message's while the
+   * session waits for room for its runner; clear it when neither.
+   */
   private async updateTyping(handle: SessionHandle, state: SessionState): Promise<void> {
     const live = state.runner;
-    const busy = live?.state === 'busy';
+    const busyRouting =
+      live?.state === 'busy'
+        ? { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null }
+        : state.queued && !live
+          ? state.queued.routing
+          : undefined;
+    const busy = busyRouting !== undefined;
+    if (busy && this.typingIn && !sameConversation(this.typingIn, conversationOf(handle, busyRouting))) {
+      // from the queued message's conversation to the batch's: clear the old one first
+      await this.deps.channels.get(this.typingIn.channelType)?.setTyping?.(this.typingIn, false);
+      this.typingIn = null;
+    }
     if (busy === (this.typingIn !== null)) return;
-    const conversation = busy
-      ? conversationOf(handle, {
-          channel_type: live.routing?.channelType ?? null,
-          platform_id: live.routing?.platformId ?? null,
-          thread_id: live.routing?.threadId ?? null,
-        })
-      : this.typingIn!;
+    const conversation = busy ? conversationOf(handle, busyRouting) : this.typingIn!;
     this.typingIn = busy ? conversation : null;
     await this.deps.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
   }
@@ -263,6 +271,10 @@ export class SessionPipeline {
 }
 
 const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
+
+function sameConversation(a: ConversationRef, b: ConversationRef): boolean {
+  return a.channelType === b.channelType && a.platformId === b.platformId && (a.threadId ?? null) === (b.threadId ?? null);
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

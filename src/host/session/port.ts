@@ -100,6 +100,11 @@ export interface SessionState {
   epoch: number;
   /** how many times the session's database was set up afresh (by this launch). */
   incarnation: number;
+  /**
+   * the session waits for room for its runner (the host is at PINCER_MAX_RUNNERS): since when, and where its first due
+   * message came from (the chat is shown typing there). Absent: it does not wait (or its port does not say).
+   */
+  queued?: { since: string; routing: EventRouting } | null;
 }
 
 export interface Admission {
