@@ -11,6 +11,7 @@ import { chatSelection, describeChoice, hostSelection } from './provider-views.j
 import { describeResources } from '../runtime/resources/prompt-commands.js';
 import { runDoctor, sessionFoldersUnder, type DoctorReport } from '../doctor/report.js';
 import { resolveRunnerKind, UNSANDBOXED_WARNING } from '../host/runner-kind.js';
+import { describeLimits } from '../container/index.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { startMcpServers } from '../doctor/mcp-start.js';
 import { mcpClientSettings } from '../providers/mcp-settings.js';
@@ -117,7 +118,10 @@ async function describeRunners(env: NodeJS.ProcessEnv): Promise<string> {
     return `runners: kubernetes (a pod per active session, image ${rawSetting(env, 'PINCER_K8S_IMAGE') ?? '(PINCER_K8S_IMAGE not set)'}; see docs/kubernetes.md)\n`;
   if (!['auto', 'process', 'docker', 'bwrap'].includes(asked)) return `runners: unknown PINCER_RUNNER "${asked}" (known: auto, process, docker, bwrap)\n`;
   const { kind, why } = await resolveRunnerKind({ kind: asked as 'auto', env });
-  return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n`;
+  const limits = describeLimits(kind, env)
+    .map((line) => `${line}\n`)
+    .join('');
+  return `runners: ${kind} (${why})${kind === 'process' ? `\nwarning: ${UNSANDBOXED_WARNING}` : ''}\n${limits}`;
 }
 
 /** How many runners the host would keep alive at once (PINCER_MAX_RUNNERS, else from the memory); `ok` false for a bad value. */

@@ -8,6 +8,8 @@ import { ContainerError } from './errors.js';
 import { launchedRunner, lifelineEnv, lockedCommand, onPath, runnerStdio, sendStdinDocument } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { linkedModules, resolveFolders, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { heldBy, makeRunnerCgroup, planCgroups, type CgroupPlan, type RunnerCgroup } from './cgroup.js';
+import { limitedCommand, prlimitOptions, runnerLimits } from './limits.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 
@@ -22,10 +24,18 @@ const log = createLogger('container');
 export class BwrapLauncher implements RunnerLauncher {
   readonly kind = 'bwrap' as const;
 
+  private cgroups?: CgroupPlan;
+
   constructor(
     private readonly settings: BwrapSettings,
     private readonly cliEntry: string,
   ) {}
+
+  /** The cgroups this host can make (looked at once). */
+  get cgroupPlan(): CgroupPlan {
+    this.cgroups ??= planCgroups();
+    return this.cgroups;
+  }
 
   async check(): Promise<void> {
     if (onPath('bwrap') === undefined) throw new ContainerError('bwrap-unavailable', 'bwrap not found on PATH (install bubblewrap)');
@@ -39,7 +49,24 @@ export class BwrapLauncher implements RunnerLauncher {
     const env: Record<string, string> = { ...sandboxEnvironment(options, this.settings.extraEnv), ...lifelineEnv(options) };
     if (this.settings.isolateNetwork) env[NO_NETWORK_ENV] = 'PINCER_BWRAP_NETWORK=host';
     const stdio = runnerStdio(options);
-    const command = lockedCommand(options.lockFile, onPath('bwrap') ?? 'bwrap', bwrapArgs(this.settings, folders, this.cliEntry));
+    const plan = this.cgroupPlan;
+    const limits = this.settings.limits ?? runnerLimits();
+    let cgroup: RunnerCgroup | undefined;
+    try {
+      if (Object.keys(plan.parents).length > 0) cgroup = makeRunnerCgroup(plan, limits);
+    } catch (error) {
+      stdio.close();
+      throw new ContainerError('limits', `cannot set the runner's resource limits: ${(error as Error).message}`);
+    }
+    const options_ = prlimitOptions(limits, heldBy(plan), process.getuid?.() ?? 0);
+    const limited = limitedCommand(
+      cgroup?.dirs ?? [],
+      onPath('prlimit'),
+      options_,
+      onPath('bwrap') ?? 'bwrap',
+      bwrapArgs(this.settings, folders, this.cliEntry),
+    );
+    const command = lockedCommand(options.lockFile, limited.file, limited.args);
     const child = spawn(command.file, command.args, { env: {}, stdio: [...stdio.stdio, 'pipe'] });
     stdio.close();
     // The environment goes through fd 3 (`--args 3`), never on the command line: any local user reads
@@ -61,6 +88,11 @@ export class BwrapLauncher implements RunnerLauncher {
       },
       forceKill: () => child.kill('SIGKILL'), // --die-with-parent takes the sandbox down with bwrap
       killMarginMs: 0,
+      afterExit: async () => {
+        const events = await cgroup?.close();
+        if (events?.oomKills) log.warn(`a process of the bwrap runner for ${folders.workspace} was killed at its memory limit (${events.oomKills} times)`);
+        if (events?.forksRefused) log.warn(`the bwrap runner for ${folders.workspace} reached its process limit (${events.forksRefused} forks refused)`);
+      },
     });
   }
 }

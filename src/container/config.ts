@@ -7,6 +7,7 @@ import { BwrapLauncher } from './bwrap.js';
 import { DockerLauncher } from './docker.js';
 import { dockerCliEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
+import { runnerLimits } from './limits.js';
 import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
@@ -25,6 +26,7 @@ const EnvSchema = settingsSchema([
   'PINCER_CONTAINER_MEMORY',
   'PINCER_CONTAINER_CPUS',
   'PINCER_CONTAINER_PIDS',
+  'PINCER_CONTAINER_FILE_SIZE',
   'PINCER_CONTAINER_NETWORK',
   'PINCER_CONTAINER_USER',
   'PINCER_CONTAINER_ENV',
@@ -62,6 +64,7 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
       node: process.execPath,
       isolateNetwork: e.PINCER_BWRAP_NETWORK === 'none',
       extraEnv: e.PINCER_CONTAINER_ENV,
+      limits: runnerLimits(env),
     },
   };
 }

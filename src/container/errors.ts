@@ -8,8 +8,9 @@ import { PincerError, type ErrorCode } from '../shared/errors.js';
  * - `docker-failed`: a docker command failed; the message carries its stderr.
  * - `image`: the base image could not be built (a library of Node not found, `docker import` failed).
  * - `bwrap-unavailable`: bubblewrap is not installed.
+ * - `limits`: a runner's cgroup could not be made or its limits written.
  */
-export type ContainerErrorCode = 'config' | 'workspace' | 'docker-unavailable' | 'docker-failed' | 'image' | 'bwrap-unavailable';
+export type ContainerErrorCode = 'config' | 'workspace' | 'docker-unavailable' | 'docker-failed' | 'image' | 'bwrap-unavailable' | 'limits';
 
 /** Kept as a subclass: callers (the launcher's auto choice, doctor) branch on the launcher's own `reason`. */
 export class ContainerError extends PincerError {
@@ -29,6 +30,7 @@ const REASON_CODE: Record<ContainerErrorCode, ErrorCode> = {
   'docker-failed': 'unavailable',
   image: 'unavailable',
   'bwrap-unavailable': 'unavailable',
+  limits: 'unavailable',
 };
 
 export function isContainerError(err: unknown, reason?: ContainerErrorCode): err is ContainerError {

@@ -8,3 +8,4 @@ export { BwrapLauncher } from './bwrap.js';
 export { ensureRunnerImage, type ImageOptions, type ImageResult } from './image.js';
 export { runnerEnvironment, dockerCliEnvironment } from './env.js';
 export { containerNameFor, dockerRunArgs } from './docker-args.js';
+export { describeLimits } from './limits-report.js';

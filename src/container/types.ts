@@ -1,3 +1,4 @@
+import type { RunnerLimits } from './limits.js';
 import type { ChildProcess } from 'node:child_process';
 
 /**
@@ -124,6 +125,8 @@ export interface BwrapSettings {
   /** `--unshare-net` (only loopback inside) unless false. */
   isolateNetwork: boolean;
   extraEnv: string[];
+  /** memory, CPU, process and file-size limits (limits.ts; absent: the settings' defaults): a cgroup where the host can make one, rlimits otherwise. */
+  limits?: RunnerLimits;
 }
 
 /** The launcher configuration a host reads from its environment. */

@@ -189,9 +189,17 @@ const REGISTRY = {
         .string()
         .regex(/^\d+(\.\d+)?$/, 'a number like 1 or 0.5')
         .default('1'),
-    'CPU limit of a Docker runner',
+    'CPU limit of a sandboxed runner',
   ),
   PINCER_CONTAINER_PIDS: launcher(() => z.coerce.number().int().positive().default(512), 'process limit of a sandboxed runner'),
+  PINCER_CONTAINER_FILE_SIZE: launcher(
+    () =>
+      z
+        .string()
+        .regex(/^\d+[bkmg]?$/i, 'like 512m or 2g')
+        .default('1g'),
+    'largest file a sandboxed runner may write',
+  ),
   PINCER_CONTAINER_NETWORK: launcher(() => z.string().min(1).default('none'), 'the Docker network of a runner'),
   PINCER_CONTAINER_USER: launcher(
     () =>
