@@ -1,4 +1,11 @@
-import { newQuickJSWASMModuleFromVariant, type QuickJSContext, type QuickJSHandle, type QuickJSWASMModule } from 'quickjs-emscripten-core';
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSSyncVariant,
+  type QuickJSHandle,
+  type QuickJSWASMModule,
+} from 'quickjs-emscripten-core';
 import { transform } from 'sucrase';
 import { GUEST_PRELUDE } from './code-prelude.js';
 
@@ -68,6 +75,27 @@ export type CodeTasks = {
 
 let quickjs: Promise<QuickJSWASMModule> | undefined;
 
+/** Room in the WebAssembly heap beyond a program's own limit, for QuickJS's runtime itself. */
+const HEAP_HEADROOM_BYTES = 64 * 1024 * 1024;
+const WASM_PAGE_BYTES = 65_536;
+
+/**
+ * QuickJS in a WebAssembly heap that cannot grow past the program's limit plus headroom. QuickJS's own memory limit
+ * does not count ArrayBuffer contents: without this cap a program filling ArrayBuffers grows the heap towards 4 GiB
+ * (9 s and over 2 GiB of the runner's memory here, so a sandbox's memory limit killed the whole runner) before QuickJS
+ * says "out of memory"; with it the program stops in well under a second. The limit is the runner's (one setting), so
+ * the first program's sizes the heap.
+ */
+async function loadQuickJS(memoryBytes: number): Promise<QuickJSWASMModule> {
+  // the variant's own loader finds its .wasm file beside it
+  const loaded = (await import('@jitl/quickjs-wasmfile-release-sync')) as unknown as { default?: QuickJSSyncVariant } & Partial<QuickJSSyncVariant>;
+  const base = (loaded.default?.type ? loaded.default : loaded) as QuickJSSyncVariant;
+  const maximum = Math.ceil((memoryBytes + HEAP_HEADROOM_BYTES) / WASM_PAGE_BYTES);
+  const { Memory } = (globalThis as unknown as { WebAssembly: { Memory: new (size: { initial: number; maximum: number }) => unknown } }).WebAssembly;
+  const wasmMemory = new Memory({ initial: Math.min(maximum, Math.ceil((16 * 1024 * 1024) / WASM_PAGE_BYTES)), maximum });
+  return newQuickJSWASMModuleFromVariant(newVariant(base, { wasmMemory } as Parameters<typeof newVariant>[1]));
+}
+
 export async function runProgram(input: ProgramSliceInput): Promise<ProgramSlice> {
   let source: string;
   try {
@@ -75,8 +103,7 @@ export async function runProgram(input: ProgramSliceInput): Promise<ProgramSlice
   } catch (err) {
     return { status: 'error', error: `the program does not compile: ${err instanceof Error ? err.message : String(err)}`, output: '' };
   }
-  // the variant's own loader finds its .wasm file beside it
-  quickjs ??= newQuickJSWASMModuleFromVariant(import('@jitl/quickjs-wasmfile-release-sync'));
+  quickjs ??= loadQuickJS(input.limits.memoryBytes);
   const module = await quickjs;
   const runtime = module.newRuntime();
   runtime.setMemoryLimit(input.limits.memoryBytes);
