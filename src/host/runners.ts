@@ -234,11 +234,9 @@ export class RunnerSupervisor {
     }
     if (ours && state.state === 'idle' && !hasDue) {
       entry.idleSince ??= now;
-      if (this.admission.shortfall(this.freeing()) > 0) {
-        this.log.info(`runner ${entry.pid} for ${sessionId} idle; stopping it to make room for ${this.admission.queue().length} waiting`);
-        void this.stop(sessionId);
-        return 'idle-stop';
-      }
+      // sessions wait for room: the longest idle runners go first (this one, or another)
+      this.makeRoom();
+      if (entry.stopping) return 'idle-stop';
       const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
       if (now - idleSince > this.config.idleTimeoutMs) {
         this.log.info(`runner ${entry.pid} for ${sessionId} idle for ${now - idleSince} ms; stopping it`);

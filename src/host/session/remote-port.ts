@@ -91,7 +91,7 @@ export class RemoteSessionPort implements SessionPort {
    */
   async outboxFile(rowId: string, name: string): Promise<{ name: string; path: string }> {
     const url = `${this.target.url}/v1/sessions/${encodeURIComponent(this.sessionId)}/files/${encodeURIComponent(rowId)}/${encodeURIComponent(name)}`;
-    const res = await this.fetch(url, null, 0);
+    const res = await this.request(url, null, 0);
     if (!res.ok) this.fail(res);
     const dir = path.join(this.target.filesDir, this.sessionId, 'outbox', encodeURIComponent(rowId));
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -148,7 +148,7 @@ export class RemoteSessionPort implements SessionPort {
 
   private async call<T>(method: CallName, args: unknown[], extraMs = 0, signal?: AbortSignal): Promise<T> {
     const url = `${this.target.url}/v1/sessions/${encodeURIComponent(this.sessionId)}/call/${method}`;
-    const res = await this.fetch(url, JSON.stringify({ args }), extraMs, signal);
+    const res = await this.request(url, JSON.stringify({ args }), extraMs, signal);
     if (!res.ok) this.fail(res);
     return (JSON.parse(res.body.toString('utf8')) as { result: T }).result;
   }
@@ -157,7 +157,7 @@ export class RemoteSessionPort implements SessionPort {
    * One request over the port's kept-alive connections (node:http: a call costs a fraction of what `fetch` costs, and
    * the host makes several per turn). A connection the session process closed while idle is retried once.
    */
-  private async fetch(url: string, body: string | null, extraMs: number, signal?: AbortSignal): Promise<Reply> {
+  private async request(url: string, body: string | null, extraMs: number, signal?: AbortSignal): Promise<Reply> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), CALL_TIMEOUT_MS + extraMs);
     const onAbort = (): void => controller.abort();
