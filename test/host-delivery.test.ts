@@ -33,6 +33,7 @@ afterEach(async () => {
 /** A channel adapter that fails its first `failures` deliveries. */
 class FlakyChannel implements ChannelAdapter {
   readonly type = 'http';
+  readonly capabilities = { localInput: false, attachable: false };
   readonly attempts: OutboundDelivery[] = [];
   constructor(private failures: number) {}
   async start(): Promise<void> {}
@@ -66,6 +67,8 @@ function setup(channel: ChannelAdapter) {
   const handle: SessionHandle = { port, session, group };
   const delivery = new Delivery({
     channels: new Map([['http', channel]]),
+    // as `pincer host` has it: a `pincer chat` may attach the terminal later
+    attachable: new Set(['terminal']),
     store,
     actions: new ActionHandlers({ store, sessions, globalAdmins: [] }),
     toAgent: async () => undefined,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadHostConfig } from '../src/host/config.js';
-import type { LaunchedRunner, LaunchRunner } from '../src/host/launchers.js';
+import { started, type LaunchRunner } from '../src/host/launchers.js';
 import { RunnerSupervisor, type RunnerExit } from '../src/host/runners.js';
 import { createLogger } from '../src/shared/log.js';
 import { waitFor } from './support/wait.js';
@@ -34,8 +34,7 @@ describe('the runner supervisor', () => {
     children.push(child);
     const launch: LaunchRunner = () => {
       const exited = new Promise<number | string>((resolve) => (removed = resolve));
-      const handle: LaunchedRunner = { kind: 'docker', child, containerName: 'pincer-runner-s-1', exited, stop: () => exited, kill: () => exited };
-      return handle;
+      return started({ kind: 'docker', child, containerName: 'pincer-runner-s-1', exited, stop: () => exited, kill: () => exited }, () => undefined);
     };
     const exits: RunnerExit[] = [];
     const supervisor = new RunnerSupervisor({ ...config.runners, kind: 'docker' }, silent, (exit) => exits.push(exit), launch);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig } from '../host/config.js';
-import { Host } from '../host/host.js';
+import { createHost, type Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { loadResources } from '../runtime/resources/load.js';
@@ -87,7 +87,7 @@ async function chat(options: ChatOptions): Promise<number> {
   process.on('SIGINT', quit);
   process.once('SIGTERM', () => quitNow());
 
-  const host = await Host.start({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
+  const host = await createHost({ config, channels: [terminal], log, sessionFolders: { 'terminal:local': sessionDir } });
   host.hideKeysFromOwnEnvironment();
   host.announce({ command: 'chat' });
   started.host = host;

@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
 import { loadHostConfig } from '../host/config.js';
 import { isPincerError } from '../shared/errors.js';
-import { Host } from '../host/host.js';
+import { createHost, type Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
@@ -102,7 +102,8 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   });
   let host: Host;
   try {
-    host = await Host.start({ config, channels, log, metrics, tracing: await startTracing('pincer-host', process.env) });
+    // a `pincer chat` on this home talks to its terminal conversation: its answers wait for the next one
+    host = await createHost({ config, channels, attachableChannels: ['terminal'], log, metrics, tracing: await startTracing('pincer-host', process.env) });
   } catch (err) {
     mailboxDb?.close();
     throw err;

@@ -33,6 +33,8 @@ export interface SessionHandle {
 
 export interface DeliveryDeps {
   channels: ReadonlyMap<string, ChannelAdapter>;
+  /** channel types that may attach later (`ChannelCapabilities.attachable`): while absent, their rows wait. */
+  attachable?: ReadonlySet<string>;
   store: CentralStore;
   actions: ActionHandlers;
   /** deliver a `channel_type: 'agent'` row into the target group's session; throws when it cannot. */
@@ -61,9 +63,6 @@ function permanentFailure(message: string): ChannelDeliveryError {
 
 /** The channel is not attached now but will be (the terminal, while no `pincer chat` runs): the row waits for it. */
 const WAIT_FOR_CHANNEL = Symbol('the channel is not attached');
-
-/** Channels that come and go with a process; their rows wait instead of failing. */
-const ATTACHABLE_CHANNELS = new Set(['terminal']);
 
 export class Delivery {
   private readonly attempts = new Map<string, { count: number; nextAt: number }>();
@@ -157,7 +156,7 @@ export class Delivery {
     if (refused) throw permanentFailure(refused);
     const channel = this.deps.channels.get(conversation.channelType);
     if (!channel) {
-      if (ATTACHABLE_CHANNELS.has(conversation.channelType)) return WAIT_FOR_CHANNEL;
+      if (this.deps.attachable?.has(conversation.channelType)) return WAIT_FOR_CHANNEL;
       throw permanentFailure(`no channel "${conversation.channelType}" on this host`);
     }
     const payload = await this.payloadOf(handle, row, content);

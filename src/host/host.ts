@@ -31,6 +31,7 @@ import { mcpSecretValues } from './mcp-servers.js';
 import { McpServerRequests } from './mcp-server-requests.js';
 import { nextOccurrence, planTask, type TaskRequest } from '../db/tasks.js';
 import { resolveRunnerKind } from './runner-kind.js';
+import type { LaunchRunner } from './launchers.js';
 import { RunnerSupervisor, stopOrphanRunners } from './runners.js';
 import { SessionDirectory } from './sessions.js';
 import { Inbox } from './inbox.js';
@@ -64,6 +65,21 @@ export interface HostOptions {
   metrics?: HostMetrics;
   /** traces of each message (on when OTEL_EXPORTER_OTLP_ENDPOINT is set); none when absent. */
   tracing?: Tracing;
+  /**
+   * channel types that are not among `channels` now but may attach later (a `pincer chat` on this home): their
+   * conversations' rows wait for them instead of failing.
+   */
+  attachableChannels?: string[];
+  /** how runners are started; default: the launcher PINCER_RUNNER names (tests: runners in this process). */
+  launch?: LaunchRunner;
+}
+
+/**
+ * A host, started: the central DB opened, every session's port opened, the channels started. What it is made of comes
+ * in `deps`: its configuration and channels, the launcher of its runners, and its observers (log, metrics, traces).
+ */
+export function createHost(deps: HostOptions): Promise<Host> {
+  return Host.start(deps);
 }
 
 /** Agent-to-agent messages answering each other more often than this in a row are stopped (a loop, not a chat). */
@@ -153,7 +169,7 @@ export class Host implements HostApi {
       config.runners,
       this.log,
       (exit) => this.engines.get(exit.sessionId)?.onRunnerExit(exit),
-      undefined,
+      options.launch,
       this.credentialProxy,
       this.traceRelay,
     );
@@ -168,6 +184,7 @@ export class Host implements HostApi {
     });
     this.delivery = new Delivery({
       channels: this.channels,
+      attachable: new Set([...options.channels.filter((c) => c.capabilities.attachable).map((c) => c.type), ...(options.attachableChannels ?? [])]),
       store: this.store,
       actions: new ActionHandlers({ store: this.store, sessions: this.sessions, globalAdmins, mcpRequests: this.mcpRequests }),
       toAgent: (from, row, text) => this.deliverToAgent(from, row, text),
@@ -185,6 +202,7 @@ export class Host implements HostApi {
     });
   }
 
+  /** Use `createHost`. */
   static async start(options: HostOptions): Promise<Host> {
     const log = options.log ?? createLogger('host');
     const runners = await resolveRunnerKind(options.config.runners, log);
@@ -229,7 +247,8 @@ export class Host implements HostApi {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    for (const channel of this.channels.values()) if (channel.type === 'terminal') await channel.stop();
+    // input typed here first: nothing new arrives while the runners finish
+    for (const channel of this.channels.values()) if (channel.capabilities.localInput) await channel.stop();
     this.credentialsWatch?.close();
     for (const engine of this.engines.values()) engine.stopStarting();
     await this.supervisor.stopAll();
@@ -239,7 +258,7 @@ export class Host implements HostApi {
       await pipeline.flush().catch(() => undefined); // the pipeline logs delivery failures; the rows stay for the next start
       await pipeline.port.close();
     }
-    for (const channel of this.channels.values()) if (channel.type !== 'terminal') await channel.stop();
+    for (const channel of this.channels.values()) if (!channel.capabilities.localInput) await channel.stop();
     await this.credentialProxy?.stop();
     await this.traceRelay?.stop();
     await this.traces.shutdown().catch((err: unknown) => this.log.warn(`trace export failed: ${errorMessage(err)}`));

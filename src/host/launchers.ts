@@ -9,15 +9,31 @@ import type { HostConfig } from './types.js';
  */
 export type { LaunchedRunner, LaunchOptions, RunnerKind } from '../container/types.js';
 
-export type LaunchRunner = (options: LaunchOptions) => LaunchedRunner;
+/**
+ * What the host's supervisor needs of a started runner, whatever started it: a launcher's process, container or
+ * sandbox, or a runner in the host's own process (the in-process launcher of src/testing). `pid` is the local
+ * process's (the host's own for an in-process runner); undefined when the spawn failed at once.
+ */
+export interface StartedRunner extends Pick<LaunchedRunner, 'containerName' | 'exited' | 'stop' | 'kill'> {
+  readonly kind: LaunchedRunner['kind'] | 'in-process';
+  readonly pid: number | undefined;
+}
+
+export type LaunchRunner = (options: LaunchOptions) => StartedRunner;
+
+/** A launcher's handle as the supervisor sees it (its process's errors are logged; they also end `exited`). */
+export function started(runner: LaunchedRunner, warn: (line: string) => void, name = 'a session'): StartedRunner {
+  runner.child.on('error', (err) => warn(`runner for ${name}: ${err.message}`));
+  return { kind: runner.kind, pid: runner.child.pid, containerName: runner.containerName, exited: runner.exited, stop: runner.stop, kill: runner.kill };
+}
 
 /**
  * The launcher the configuration asks for (PINCER_RUNNER), configured from the runners' environment (DOCKER_HOST,
  * PINCER_CONTAINER_*, PINCER_BWRAP_NETWORK) and read here, at the host's start, so a bad value fails it at once. Every
  * kind keeps the runner's stdin open as a lifeline: a host that dies, even by SIGKILL, takes its runners with it.
  */
-export function launcherFor(config: HostConfig['runners']): LaunchRunner {
+export function launcherFor(config: HostConfig['runners'], warn: (line: string) => void): LaunchRunner {
   if (config.kind === 'auto') throw new Error('PINCER_RUNNER=auto must be resolved before runners are launched (resolveRunnerKind)');
   const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind });
-  return (options) => launcher.launch(options);
+  return (options) => started(launcher.launch(options), warn, options.name);
 }

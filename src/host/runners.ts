@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RunnerState } from '../db/types.js';
-import { launcherFor, type LaunchedRunner, type LaunchRunner } from './launchers.js';
+import { launcherFor, type LaunchRunner, type StartedRunner } from './launchers.js';
 import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
 import { readRunnerState } from '../db/state.js';
 import { errorMessage, type Logger } from '../shared/log.js';
@@ -49,7 +49,7 @@ export interface RunnerExit {
 }
 
 interface Entry {
-  runner: LaunchedRunner;
+  runner: StartedRunner;
   /** the local process's pid (for a container: the docker client's). */
   pid: number;
   startedAt: number;
@@ -96,7 +96,7 @@ export class RunnerSupervisor {
     private readonly log: Logger,
     private readonly onExit: (exit: RunnerExit) => void,
     /** how runners are started (default: by PINCER_RUNNER). */
-    private readonly launch: LaunchRunner = launcherFor(config),
+    private readonly launch: LaunchRunner = launcherFor(config, (line) => log.warn(line)),
     /** placeholder keys instead of real ones, when the host runs a credential proxy. */
     private readonly credentials?: RunnerCredentials,
     /** where a sandbox sends its spans, when the host runs an OTLP relay (src/host/trace-relay.ts). */
@@ -143,7 +143,7 @@ export class RunnerSupervisor {
       this.makeRoom();
       return false;
     }
-    let runner: LaunchedRunner;
+    let runner: StartedRunner;
     try {
       runner = this.launch({
         workspace: launch.folder,
@@ -164,8 +164,7 @@ export class RunnerSupervisor {
       this.log.warn(`runner for ${launch.sessionId} could not be launched: ${errorMessage(err)}`);
       return false;
     }
-    const { child } = runner;
-    if (child.pid === undefined) {
+    if (runner.pid === undefined) {
       this.admission.release(launch.sessionId);
       this.credentials?.revoke(launch.sessionId);
       // spawn failed synchronously (e.g. EAGAIN, no docker binary): count it as a crash so the next try waits.
@@ -174,7 +173,7 @@ export class RunnerSupervisor {
       return false;
     }
     const startedAt = Date.now();
-    const pid = child.pid;
+    const pid = runner.pid;
     const entry: Entry = {
       runner,
       pid,
@@ -187,7 +186,6 @@ export class RunnerSupervisor {
       owns: runner.kind === 'process' ? (state) => state.pid === pid : (state) => Date.parse(state.startedAt) >= startedAt - 1000,
     };
     void runner.exited.then((code) => this.handleExit(launch.sessionId, entry, code));
-    child.on('error', (err) => this.log.warn(`runner for ${launch.sessionId}: ${err.message}`));
     this.entries.set(launch.sessionId, entry);
     this.log.info(
       `runner started for ${launch.sessionId}: pid ${pid}, provider ${launch.provider}${runner.containerName ? `, container ${runner.containerName}` : ''}`,

@@ -9,7 +9,8 @@ import { choiceFrom, createProvider, selectProviderFor } from '../providers/regi
 import { createRunnerPools } from './pools.js';
 import { describeSelection } from '../runtime/selection.js';
 import { startTracing } from '../shared/tracing.js';
-import { createLogger, errorMessage } from '../shared/log.js';
+import { createLogger, errorMessage, type Logger } from '../shared/log.js';
+import type { AgentProvider } from '../providers/types.js';
 import { describeResources, findExtensions, loadResources, skillsSection } from '../runtime/resources/index.js';
 import { loadExtensions } from '../providers/extensions.js';
 import { BatchFormatter } from './batch-formatter.js';
@@ -24,12 +25,57 @@ import { identityAt } from '../db/db-file.js';
 import { ERROR_CODES, isPincerError } from '../shared/errors.js';
 import { rawSetting } from '../shared/settings-load.js';
 
+/** What a runner in the host's own process is given instead of reading it (the in-process launcher of tests). */
+export interface RunnerOverrides {
+  /** the agent provider to drive instead of the one selection picks (a scripted test double). */
+  provider?: AgentProvider;
+  /** the secrets the session's MCP servers refer to, instead of reading them from stdin. */
+  secrets?: Record<string, string>;
+}
+
+/** A runner set up and ready to run: `run()` until `stop()`, then `close()` releases what it holds. */
+export interface PreparedRunner {
+  runner: Runner;
+  /** its configuration's environment (the session's runner settings applied). */
+  env: NodeJS.ProcessEnv;
+  close(): Promise<void>;
+}
+
 /**
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
  * or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration (one clear line on stderr).
  */
 export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const log = createLogger('runner');
+  const prepared = await prepareRunner(env, log);
+  if (typeof prepared === 'number') return prepared;
+  const { runner } = prepared;
+  const stop = (): void => runner.stop();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  // A launcher that holds our stdin open (PINCER_STOP_ON_STDIN_EOF=1) makes it a lifeline: when the host dies, the
+  // pipe closes and we stop cleanly, so a container never outlives its host (src/container/).
+  const lifeline = rawSetting(prepared.env, 'PINCER_STOP_ON_STDIN_EOF') === '1';
+  if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
+  try {
+    await runner.run();
+  } catch (err) {
+    log.error(`poll loop crashed: ${errorMessage(err)}`);
+    return 1;
+  } finally {
+    if (lifeline || rawSetting(prepared.env, 'PINCER_STDIN_DOCUMENT') === '1') process.stdin.destroy(); // an open stdin would keep the process alive
+    await prepared.close();
+  }
+  log.info('stopped');
+  return 0;
+}
+
+/**
+ * Everything a runner does before its poll loop: configuration, extensions, provider selection, the session DB, the
+ * MCP servers, resources and the system prompt. Returns the exit code instead when the configuration is bad (2, one
+ * line logged). The same for a runner process and for one in the host's process (`overrides`).
+ */
+export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrides: RunnerOverrides = {}): Promise<PreparedRunner | number> {
   registerBuiltInProviders();
   let setup;
   try {
@@ -57,23 +103,25 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     await forwardCredentialProxy(env, (m) => log.warn(m)); // before the provider's first request
     const pincerServer = pincerMcpServer(config.paths.root, config.timeZone, env);
     // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
-    const secrets = rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {};
+    const secrets = overrides.secrets ?? (rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {});
     const userServers = resolveUserMcpServers(config.mcpServers, {
       agentDir: config.paths.agent,
       env,
       secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined),
     });
     for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
-    const provider = await createProvider(choice.name, {
-      env,
-      model: config.model,
-      models: config.models,
-      modelProviders: config.modelProviders,
-      extensionTools: extensions.tools,
-      // A provider in this process (the built-in runtime) runs the Pincer tools here too, with the child's environment.
-      linkedMcpServers: { [MCP_SERVER_NAME]: { connect: async () => (await import('../mcp/linked.js')).connectLinkedPincerServer(pincerServer.env) } },
-      log: (m) => log.info(m),
-    });
+    const provider =
+      overrides.provider ??
+      (await createProvider(choice.name, {
+        env,
+        model: config.model,
+        models: config.models,
+        modelProviders: config.modelProviders,
+        extensionTools: extensions.tools,
+        // A provider in this process (the built-in runtime) runs the Pincer tools here too, with the child's environment.
+        linkedMcpServers: { [MCP_SERVER_NAME]: { connect: async () => (await import('../mcp/linked.js')).connectLinkedPincerServer(pincerServer.env) } },
+        log: (m) => log.info(m),
+      }));
     const pools = createRunnerPools(env, log);
     setup = { config, choice, db, dbIdentity, provider, pools, selection, extensions, pincerServer, userServers: userServers.servers };
   } catch (err) {
@@ -124,31 +172,17 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
     tracing,
     ...(dbIdentity ? { dbFile: { path: config.paths.db, identity: dbIdentity } } : {}),
   });
-  const stop = (): void => runner.stop();
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  // A launcher that holds our stdin open (PINCER_STOP_ON_STDIN_EOF=1) makes it a lifeline: when the host dies, the
-  // pipe closes and we stop cleanly, so a container never outlives its host (src/container/).
-  const lifeline = rawSetting(env, 'PINCER_STOP_ON_STDIN_EOF') === '1';
-  if (lifeline) process.stdin.once('end', stop).once('error', stop).resume();
   log.info(
-    `ready: provider ${choice.name} (${choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
+    `ready: provider ${choice.name} (${overrides.provider ? "replaced by the launcher's own" : choice.reason}), workspace ${config.paths.root}, wake ${config.wake}, pid ${process.pid}` +
       (config.generation === undefined ? '' : `, config generation ${config.generation}`) +
       (config.modelGeneration === undefined ? '' : `, model runtime generation ${config.modelGeneration}`),
   );
-  try {
-    await runner.run();
-  } catch (err) {
-    log.error(`poll loop crashed: ${errorMessage(err)}`);
-    return 1;
-  } finally {
+  const close = async (): Promise<void> => {
     waker.close();
-    if (lifeline || rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1') process.stdin.destroy(); // an open stdin would keep the process alive
     await provider.close?.().catch((err: unknown) => log.warn(`provider close failed: ${errorMessage(err)}`));
     await pools.close();
     await tracing.shutdown().catch((err: unknown) => log.warn(`trace export failed: ${errorMessage(err)}`));
     db.close();
-  }
-  log.info('stopped');
-  return 0;
+  };
+  return { runner, env, close };
 }

@@ -48,6 +48,8 @@ export const LOCAL_HELP = [
 
 export class TerminalChannel implements ChannelAdapter {
   readonly type = 'terminal';
+  /** the user's own keyboard, in a `pincer chat` process that comes and goes */
+  readonly capabilities = { localInput: true, attachable: true };
   private rl: readline.Interface | null = null;
   private openQuestion: { questionId: string; options: { label: string; value: string }[] } | null = null;
   private delivered = 0;

@@ -11,6 +11,8 @@ import { PincerError } from '../../shared/errors.js';
 export interface ChannelAdapter {
   /** the `channel_type` of its conversations, e.g. `terminal`, `http`. */
   readonly type: string;
+  /** what the host may expect of it; the host decides from these, never from the channel's name. */
+  readonly capabilities: ChannelCapabilities;
   /** Start receiving. Inbound messages go to `host`. */
   start(host: HostApi): Promise<void>;
   /**
@@ -21,6 +23,21 @@ export interface ChannelAdapter {
   /** Optional: show that the agent is working on an answer. Must not throw. */
   setTyping?(conversation: ConversationRef, active: boolean): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** What a channel declares about itself (typing is `setTyping`, present or not). */
+export interface ChannelCapabilities {
+  /**
+   * input typed at this machine (the terminal): stopped first when the host stops, so that nothing new arrives while
+   * runners finish their work, and stopped before anything else is.
+   */
+  localInput: boolean;
+  /**
+   * it comes and goes with a process of its own (`pincer chat`): while no such channel is attached, its conversations'
+   * rows wait for it instead of failing. A host that may have it attached later names its type in
+   * `HostOptions.attachableChannels`.
+   */
+  attachable: boolean;
 }
 
 /**

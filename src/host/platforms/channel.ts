@@ -48,6 +48,7 @@ interface QuestionEntry {
 
 export class PlatformChannel implements ChannelAdapter {
   readonly type: string;
+  readonly capabilities = { localInput: false, attachable: false };
   private host: HostApi | null = null;
   private adapter: Adapter | null = null;
   private chat: Chat | null = null;

@@ -22,6 +22,7 @@ import type { HttpChannelOptions, HttpContext, HttpEnv } from './types.js';
  */
 export class HttpChannel implements ChannelAdapter {
   readonly type = 'http';
+  readonly capabilities = { localInput: false, attachable: false };
   private server: http.Server | null = null;
   private readonly sse: SseHub;
 
