@@ -155,6 +155,74 @@ describe('usage ledger', () => {
   });
 });
 
+describe('usage seen at the credential proxy', () => {
+  it('the ledger rows of a version-11 central DB survive the move to sources, and count', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-central-'));
+    homes.push(home);
+    const old = new Database(path.join(home, 'pincer.db'));
+    migrateCentral(old, 11);
+    old
+      .prepare(
+        `INSERT INTO usage_ledger (session_id, turn_id, agent_group_id, conversation, provider, model, at, input_tokens, output_tokens,
+           cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms)
+         VALUES ('s', 't', 'ag', 'http:c', 'mock', 'm', '2026-01-01T00:00:00.000Z', 7, 3, 0, 0, 0.5, 'provider', 1)`,
+      )
+      .run();
+    old.close();
+    const store = new CentralStore(openCentralDb(path.join(home, 'pincer.db')));
+    expect(usageReport(store.db, { since: '2020-01-01' }).total).toMatchObject({ turns: 1, calls: 0, inputTokens: 7, costUsd: 0.5 });
+    store.db.close();
+  });
+
+  const usage = { model: 'claude-haiku-4-5', inputTokens: 1000, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0 };
+
+  it('always counts; the runner row of a turn whose calls it saw is a hint, not counted twice; its calls take the turn and series', async () => {
+    const { s, session, ledger, store, group } = setup();
+    const a = ledger.startCall({ sessionId: session.id, agentGroupId: group.id, conversation: 'http:c1', api: 'anthropic' });
+    const b = ledger.startCall({ sessionId: session.id, agentGroupId: group.id, conversation: 'http:c1', api: 'anthropic' });
+    // in flight: counted as calls with no tokens yet
+    expect(usageReport(store.db, {}).total).toMatchObject({ calls: 2, inputTokens: 0, costUsd: 0 });
+    expect(ledger.finishCall(a, usage, 120)?.costUsd).toBeCloseTo((1000 * 1 + 200 * 5) / 1e6, 12);
+    ledger.finishCall(b, usage, 80);
+    // the runner reports the same turn (its own numbers, smaller: the session DB is the agent's)
+    const task = s.insert({ kind: 'task', content: { prompt: 'p' }, seriesId: 'nightly' });
+    insertTurnResult(s.db, {
+      routing: { ...routing, inReplyTo: task.id },
+      text: 'a',
+      provider: 'claude',
+      usage: { ...base, model: 'claude-haiku-4-5', inputTokens: 1, outputTokens: 1, costUsd: 0.000001, durationMs: 5000 },
+    });
+    const [turn] = await ledger.collect(session, async (after) => turnUsageAfter(s.db, after));
+    expect(turn?.hint).toBe(true);
+    const total = usageReport(store.db, {}).total;
+    expect(total).toMatchObject({ turns: 1, calls: 2, inputTokens: 2000, outputTokens: 400 });
+    expect(total.costUsd).toBeCloseTo(0.004, 12);
+    expect(ledger.spent(group.id, '2000-01-01T00:00:00.000Z').tokens).toBe(2400);
+    expect(usageReport(store.db, { by: 'task' }).rows.map((r) => [r.key, r.turns, r.calls])).toEqual([['nightly', 1, 2]]);
+  });
+
+  it('a turn the proxy saw no call of counts as the runner reported it; a call outside any turn counts as one', async () => {
+    const { s, session, ledger, store, group } = setup();
+    insertTurnResult(s.db, { routing, text: 'a', provider: 'mock', usage: { ...base, model: 'm' } });
+    const [turn] = await ledger.collect(session, async (after) => turnUsageAfter(s.db, after));
+    expect(turn?.hint).toBe(false);
+    const id = ledger.startCall({ sessionId: session.id, agentGroupId: group.id, conversation: 'http:c1', api: 'openai' });
+    ledger.finishCall(id, { model: 'gpt-5', inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 }, 10);
+    const unanswered = ledger.startCall({ sessionId: session.id, agentGroupId: group.id, conversation: 'http:c1', api: 'openai' });
+    expect(ledger.finishCall(unanswered, undefined, 10)).toBeUndefined();
+    expect(usageReport(store.db, {}).total).toMatchObject({ turns: 3, calls: 2, inputTokens: 1010, outputTokens: 105, unpricedTurns: 1 });
+  });
+  it('a call whose model the price table does not know takes the cost the runner reported for that model', async () => {
+    const { s, session, ledger, store, group } = setup();
+    const id = ledger.startCall({ sessionId: session.id, agentGroupId: group.id, conversation: 'http:c1', api: 'anthropic' });
+    expect(ledger.finishCall(id, { ...usage, model: 'claude-next-9' }, 10)?.costUsd).toBeUndefined();
+    insertTurnResult(s.db, { routing, text: 'a', provider: 'claude', usage: { ...base, model: 'claude-next-9', costUsd: 0.3 } });
+    await ledger.collect(session, async (after) => turnUsageAfter(s.db, after));
+    expect(usageReport(store.db, {}).total).toMatchObject({ calls: 1, inputTokens: 1000, costUsd: 0.3, unpricedTurns: 0 });
+    expect(store.db.prepare(`SELECT cost_source FROM usage_ledger WHERE source = 'proxy'`).get()).toEqual({ cost_source: 'runner' });
+  });
+});
+
 describe('budgets', () => {
   it('windows are the day and the month in the group time zone', async () => {
     const now = new Date('2026-11-30T23:30:00.000Z');

@@ -9,6 +9,8 @@ import { errorMessage, type Logger } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
 import { loopbackPeerUid } from './peer-uid.js';
 import { ProxyConnections, type ConnectionLimits } from './proxy-connections.js';
+import { DRAIN_AFTER_CLIENT_MS, isModelCall, MAX_REWRITTEN_BODY, MeteredCall, needsUsageOption, withStreamUsage, type ProxyMeter } from './proxy-meter.js';
+import type { ProxyApi } from './proxy-usage.js';
 import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
 
@@ -19,7 +21,9 @@ import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
  * for sandboxes with their own network namespace, on a Unix socket of each session's own, bound into its sandbox (the
  * runner forwards its own loopback port to it, src/runner/proxy-forward.ts). A request with a live placeholder is
  * forwarded to the real upstream with the real key put in its place; anything else gets 401. The connections it holds
- * are capped per runner and in all (src/host/proxy-connections.ts). docs/security.md describes the contract.
+ * are capped per runner and in all (src/host/proxy-connections.ts). Each model call of a session is counted here from
+ * the upstream's own usage fields, and refused while the session's agent group is over budget (src/host/proxy-meter.ts).
+ * docs/security.md describes the contract.
  *
  * A custom OpenAI-compatible server with no key (a local model: `OPENAI_BASE_URL` alone) is proxied too, without
  * placeholders — there is no secret to guard — so a sandbox without a network of its own can still reach it.
@@ -97,6 +101,8 @@ export class CredentialProxy {
   /** the session whose own Unix socket a connection came in on. */
   private readonly socketSession = new WeakMap<net.Socket, string>();
   readonly connections: ProxyConnections;
+  /** counts sessions' model calls and refuses them over budget (undefined: nothing is metered, e.g. in unit tests). */
+  private meter: ProxyMeter | undefined;
 
   private constructor(
     private readonly source: UpstreamSource,
@@ -115,6 +121,11 @@ export class CredentialProxy {
     const upstreams = proxyUpstreams(env);
     if (!upstreams.anthropic && !upstreams.openai) return undefined;
     return new CredentialProxy(source ?? (() => upstreams), log, limits ?? DEFAULT_LIMITS);
+  }
+
+  /** From now on, every model call of a session is counted by `meter`, and refused when it says so. */
+  meterWith(meter: ProxyMeter): void {
+    this.meter = meter;
   }
 
   /** The upstreams now (of no session in particular). */
@@ -273,6 +284,25 @@ export class CredentialProxy {
       this.log.warn(`credential proxy: refused a ${kind} request for a path outside ${upstream.base.origin}${basePath}/`);
       return refuse(res, 400, `Pincer credential proxy: the path leads outside the upstream's base URL (${basePath || '/'})`);
     }
+    // a session's calls: its placeholder's, or (a keyless upstream) those on its own socket
+    const caller = sessionId ?? socketOf;
+    let call: MeteredCall | undefined;
+    if (this.meter && caller !== undefined) {
+      let refusal: string | undefined;
+      try {
+        refusal = this.meter.refusal(caller);
+        if (!refusal && isModelCall(kind, req.method, target.pathname))
+          call = new MeteredCall(this.meter, this.meter.started(caller, kind, target.pathname), kind);
+      } catch (err) {
+        // fail closed: a call that cannot be checked or counted is not forwarded
+        this.log.warn(`credential proxy: the usage of ${caller} could not be read or written: ${errorMessage(err)}`);
+        return refuse(res, 503, `Pincer credential proxy: the budget could not be checked (${errorMessage(err)}); try again`);
+      }
+      if (refusal) {
+        this.log.info(`credential proxy: refused a ${kind} request of ${caller}: over budget`);
+        return refuseOverBudget(res, kind, refusal);
+      }
+    }
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name) || name === 'host') continue;
@@ -285,21 +315,75 @@ export class CredentialProxy {
     for (const [name, value] of Object.entries(upstream.extraHeaders)) {
       headers[name] = headers[name] ? `${String(headers[name])},${value}` : value;
     }
+    // a metered call's answer is read for its usage: plain, so no encoding the proxy cannot read hides it
+    if (call) headers['accept-encoding'] = 'identity';
+    const forward = (body: Buffer | undefined): void => {
+      if (body) {
+        headers['content-length'] = String(body.length);
+        delete headers['transfer-encoding'];
+      }
+      this.forward(req, res, { kind, target, headers, call, body });
+    };
+    // an OpenAI stream carries usage only when asked for: the proxy asks, so none goes uncounted
+    if (call && upstream.auth && needsUsageOption(kind, target.pathname)) {
+      readBody(req, MAX_REWRITTEN_BODY).then(
+        (body) => {
+          if (body) return forward(withStreamUsage(body));
+          call.finish();
+          res.shouldKeepAlive = false;
+          refuse(res, 413, `Pincer credential proxy: a request body over ${MAX_REWRITTEN_BODY} bytes`);
+        },
+        () => call.finish(), // the client went away while sending: nothing was forwarded
+      );
+      return;
+    }
+    forward(undefined);
+  }
+
+  /** Send the request upstream (its body: `body` when the proxy rewrote it, else the client's, streamed) and pipe the answer back. */
+  private forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    {
+      kind,
+      target,
+      headers,
+      call,
+      body,
+    }: { kind: ProxyApi; target: URL; headers: http.OutgoingHttpHeaders; call: MeteredCall | undefined; body: Buffer | undefined },
+  ): void {
     const client = target.protocol === 'https:' ? https : http;
+    let answered = false;
     const outgoing = client.request(target, { method: req.method, headers }, (upstreamRes) => {
       const back: http.OutgoingHttpHeaders = {};
       for (const [name, value] of Object.entries(upstreamRes.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+      call?.response(upstreamRes);
+      upstreamRes.once('end', () => (answered = true));
       res.writeHead(upstreamRes.statusCode ?? 502, back);
       upstreamRes.pipe(res);
     });
     outgoing.on('error', (err) => {
+      call?.finish();
       this.log.warn(`credential proxy: ${kind} upstream ${target.origin}: ${errorMessage(err)}`);
       if (!res.headersSent) refuse(res, 502, `Pincer credential proxy: upstream ${target.origin} unreachable: ${errorMessage(err)}`);
       else res.destroy();
     });
-    req.on('aborted', () => outgoing.destroy());
-    res.on('close', () => outgoing.destroy());
-    req.pipe(outgoing);
+    // The client went away: a metered call's upstream is read a little longer (its usage is in its last event), so
+    // hanging up just before it is no way to call for free.
+    const cut = (): void => {
+      if (answered) return;
+      if (call) setTimeout(() => outgoing.destroy(), DRAIN_AFTER_CLIENT_MS).unref();
+      else outgoing.destroy();
+    };
+    req.on('aborted', cut);
+    res.on('close', cut);
+    if (body) {
+      call?.sent(body);
+      outgoing.end(body);
+    } else {
+      if (call) req.on('data', (chunk: Buffer) => call.sent(chunk));
+      req.pipe(outgoing);
+    }
   }
 }
 
@@ -344,6 +428,39 @@ function presented(req: http.IncomingMessage): string | undefined {
  */
 function withoutCredentials(base: URL): string {
   return `${base.origin}${base.pathname}`.replace(/\/$/, '');
+}
+
+/**
+ * A model call refused because the group is over budget, as each API says "out of credit" (so its SDK shows the
+ * message and does not retry): Anthropic 400 `invalid_request_error`, OpenAI 429 `insufficient_quota`.
+ */
+function refuseOverBudget(res: http.ServerResponse, kind: ProxyApi, message: string): void {
+  const headers = { 'content-type': 'application/json', 'x-should-retry': 'false' };
+  if (kind === 'anthropic') {
+    res.writeHead(400, headers);
+    res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }));
+  } else {
+    res.writeHead(429, headers);
+    res.end(JSON.stringify({ error: { message, type: 'insufficient_quota', code: 'insufficient_quota', param: null } }));
+  }
+}
+
+/** The request's body, or undefined once it is over `max` bytes (the rest is not read). */
+function readBody(req: http.IncomingMessage, max: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.pause();
+        resolve(undefined);
+      } else chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+    req.once('aborted', () => reject(new Error('aborted')));
+  });
 }
 
 function refuse(res: http.ServerResponse, status: number, message: string): void {

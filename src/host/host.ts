@@ -154,6 +154,13 @@ export class Host implements HostApi {
     this.sessions = new SessionDirectory(this.store, config, this.log);
     this.traces = new HostTraces(options.tracing ?? NO_TRACING);
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
+    this.credentialProxy?.meterWith(
+      this.usage.proxyMeter((sessionId) => {
+        const session = this.store.getSession(sessionId);
+        const group = session && this.store.getAgentGroup(session.agentGroupId);
+        return session && group ? { session, group } : undefined;
+      }),
+    );
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
     this.tasks = new TaskBoard(() =>

@@ -111,19 +111,22 @@ export class HostMetrics {
     this.source = source;
   }
 
-  /** A turn copied into the ledger. */
+  /** A turn copied into the ledger; the tokens of a hint (its calls were metered at the proxy) are not counted again. */
   turn(turn: CollectedTurn): void {
     const provider = this.providerLabels.of(turn.provider);
     this.turnDuration.observe({ provider }, turn.durationMs / 1000);
     this.turns.inc({ provider, model: this.modelLabels.of(turn.models[0]?.model ?? 'unknown') });
-    for (const m of turn.models) {
-      const model = this.modelLabels.of(m.model);
-      this.tokens.inc({ model, type: 'input' }, m.inputTokens);
-      this.tokens.inc({ model, type: 'output' }, m.outputTokens);
-      this.tokens.inc({ model, type: 'cache_read' }, m.cacheReadTokens);
-      this.tokens.inc({ model, type: 'cache_write' }, m.cacheWriteTokens);
-      if (m.costUsd !== undefined) this.cost.inc({ model }, m.costUsd);
-    }
+    if (!turn.hint) for (const m of turn.models) this.modelUsage(m);
+  }
+
+  /** Tokens and cost of one model's share of a turn, or of one call metered at the credential proxy. */
+  modelUsage(m: CollectedTurn['models'][number]): void {
+    const model = this.modelLabels.of(m.model);
+    this.tokens.inc({ model, type: 'input' }, m.inputTokens);
+    this.tokens.inc({ model, type: 'output' }, m.outputTokens);
+    this.tokens.inc({ model, type: 'cache_read' }, m.cacheReadTokens);
+    this.tokens.inc({ model, type: 'cache_write' }, m.cacheWriteTokens);
+    if (m.costUsd !== undefined) this.cost.inc({ model }, m.costUsd);
   }
 
   /** Counts deliveries and failures by channel, and the pickup latency of the first answer to each message. */

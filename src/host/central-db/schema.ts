@@ -279,6 +279,48 @@ export const CENTRAL_MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 12,
+    description: 'usage seen at the credential proxy beside what runners report: each ledger row says where it came from and whether it counts',
+    up(db) {
+      // `source`: 'runner' (a session's turn_usage row) or 'proxy' (one model call the credential proxy forwarded,
+      // `call_id` its id). `counted` 0: a runner's row whose turn the proxy metered itself, kept as a hint only
+      // (src/host/usage/ledger.ts). The unique key takes the call id, so one turn can hold many calls of one model.
+      db.exec(`
+        CREATE TABLE usage_ledger_v12 (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          session_id TEXT NOT NULL,
+          turn_id TEXT NOT NULL,
+          agent_group_id TEXT NOT NULL,
+          conversation TEXT NOT NULL,
+          series_id TEXT,
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          at TEXT NOT NULL,
+          input_tokens INTEGER NOT NULL,
+          output_tokens INTEGER NOT NULL,
+          cache_read_tokens INTEGER NOT NULL,
+          cache_write_tokens INTEGER NOT NULL,
+          cost_usd REAL,
+          cost_source TEXT,
+          duration_ms INTEGER NOT NULL,
+          source TEXT NOT NULL DEFAULT 'runner' CHECK (source IN ('runner', 'proxy')),
+          call_id TEXT NOT NULL DEFAULT '',
+          counted INTEGER NOT NULL DEFAULT 1,
+          UNIQUE (session_id, turn_id, model, call_id)
+        );
+        INSERT INTO usage_ledger_v12 (id, session_id, turn_id, agent_group_id, conversation, series_id, provider, model, at,
+          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms)
+        SELECT id, session_id, turn_id, agent_group_id, conversation, series_id, provider, model, at,
+          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms FROM usage_ledger;
+        DROP TABLE usage_ledger;
+        ALTER TABLE usage_ledger_v12 RENAME TO usage_ledger;
+        CREATE INDEX usage_ledger_at ON usage_ledger (at);
+        CREATE INDEX usage_ledger_group_at ON usage_ledger (agent_group_id, at);
+        CREATE INDEX usage_ledger_calls ON usage_ledger (session_id, source, at);
+      `);
+    },
+  },
 ];
 
 export const CENTRAL_SCHEMA_VERSION = CENTRAL_MIGRATIONS[CENTRAL_MIGRATIONS.length - 1]!.version;

@@ -3,8 +3,9 @@ import type { TurnUsageRow } from '../../db/usage.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { AgentGroup, SessionRecord } from '../central-db/types.js';
 import type { HostMetrics } from '../metrics.js';
+import type { ProxyMeter } from '../proxy-meter.js';
 import { Budgets, type BudgetVerdict } from './budgets.js';
-import { UsageLedger } from './ledger.js';
+import { conversationKey, UsageLedger } from './ledger.js';
 import type { PriceTable } from './prices.js';
 
 /**
@@ -42,5 +43,38 @@ export class HostUsage {
     const verdict = this.budgets.check(group);
     if (verdict.over) this.metrics?.budgetRefusals.inc({ period: verdict.budget.period, unit: verdict.budget.unit });
     return verdict;
+  }
+
+  /**
+   * The credential proxy's meter: a session's model calls go into the ledger as the upstream reports them, and none
+   * is forwarded while its group is over budget. `sessionOf` answers from the host's records (undefined: a session
+   * the host no longer knows; its calls are refused).
+   */
+  proxyMeter(sessionOf: (sessionId: string) => { session: SessionRecord; group: AgentGroup } | undefined): ProxyMeter {
+    return {
+      refusal: (sessionId) => {
+        const known = sessionOf(sessionId);
+        if (!known) return `Pincer credential proxy: the session ${sessionId} is not known to the host`;
+        const verdict = this.gate(known.group);
+        return verdict.over ? `Pincer credential proxy: model calls are refused. ${verdict.notice}` : undefined;
+      },
+      started: (sessionId, api) => {
+        const known = sessionOf(sessionId);
+        return this.ledger.startCall({
+          sessionId,
+          agentGroupId: known?.group.id ?? 'unknown',
+          conversation: known ? conversationKey(known.session) : 'unknown',
+          api,
+        });
+      },
+      finished: (id, usage, durationMs) => {
+        try {
+          const recorded = this.ledger.finishCall(id, usage, durationMs);
+          if (recorded) this.metrics?.modelUsage(recorded);
+        } catch (err) {
+          this.log.warn(`usage of proxy call ${id} not recorded: ${errorMessage(err)}`);
+        }
+      },
+    };
   }
 }

@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
 import { prepared } from '../../db/connection.js';
+import { isoNow } from '../../shared/time.js';
+import { randomUUID } from '../../shared/uuid.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import type { Logger } from '../../shared/log.js';
 import { modelUsageSchema, turnUsageSchema, type ModelUsage } from '../../shared/usage.js';
@@ -12,10 +14,17 @@ import type { PriceTable } from './prices.js';
  * every answer) into `usage_ledger`, one row per turn and model, keyed by session, agent group, conversation, task
  * series, model and time. The session DB is the agent's, so every row is validated; a bad row is logged and skipped,
  * never trusted. The session, group and conversation come from the host's own records, not from the row.
+ *
+ * Beside them, one row per model call the credential proxy forwarded (`source = 'proxy'`), with the tokens the
+ * upstream itself reported: those always count. A runner's row counts only when the proxy metered no call of its
+ * session during that turn; else it is kept as a hint (`counted = 0`) and the proxy's calls of the turn take its turn
+ * id and task series. So a call is counted once, and what the proxy saw cannot be made smaller by the session DB.
  */
 export interface CollectedTurn {
   agentGroupId: string;
   provider: string;
+  /** true: the proxy metered this turn's calls itself; the runner's numbers are not counted (nor in the metrics). */
+  hint: boolean;
   /** one entry per model that worked on the turn, cost filled from the price table where the provider gave none. */
   models: (ModelUsage & { costUsd: number | undefined })[];
   durationMs: number;
@@ -31,6 +40,22 @@ const clampTokens = (n: number): number => Math.min(n, TURN_TOKENS_MAX);
 
 /** Turns copied per pass at most; the rest wait for the next tick. */
 const BATCH = 500;
+
+/**
+ * How far around a runner's turn (its end, and its start: the end less its duration) proxy calls are taken for the
+ * turn's: the runner and the host stamp times on the same clock, a little apart. A duration past a day is a day.
+ */
+const TURN_SLACK_MS = 2000;
+const TURN_SPAN_MAX_MS = 86_400_000;
+
+/** A model call the credential proxy forwards, as the host knows it (never from the agent). */
+export interface ProxyCall {
+  sessionId: string;
+  agentGroupId: string;
+  conversation: string;
+  /** the upstream API (`anthropic`, `openai`): the row's provider. */
+  api: string;
+}
 
 export class UsageLedger {
   constructor(
@@ -49,9 +74,15 @@ export class UsageLedger {
     const insert = prepared(
       this.db,
       `INSERT OR IGNORE INTO usage_ledger (session_id, turn_id, agent_group_id, conversation, series_id, provider, model, at,
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms)
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms, counted)
        VALUES (@sessionId, @turnId, @groupId, @conversation, @seriesId, @provider, @model, @at,
-         @input, @output, @cacheRead, @cacheWrite, @cost, @costSource, @duration)`,
+         @input, @output, @cacheRead, @cacheWrite, @cost, @costSource, @duration, @counted)`,
+    );
+    // the proxy's calls of this session within the turn, not yet taken by a turn, become the turn's
+    const claim = prepared(
+      this.db,
+      `UPDATE usage_ledger SET turn_id = @turnId, series_id = @seriesId
+       WHERE session_id = @sessionId AND source = 'proxy' AND turn_id = 'call:' || call_id AND at >= @from AND at <= @to`,
     );
     const collected: CollectedTurn[] = [];
     this.db
@@ -60,6 +91,11 @@ export class UsageLedger {
           const turn = this.parse(row, session);
           if (!turn) continue;
           const at = clampTime(row.created_at);
+          const end = Date.parse(at);
+          const from = new Date(end - Math.min(turn.durationMs, TURN_SPAN_MAX_MS) - TURN_SLACK_MS).toISOString();
+          const to = new Date(end + TURN_SLACK_MS).toISOString();
+          turn.hint = claim.run({ sessionId: session.id, turnId: row.turn_id, seriesId: row.series_id, from, to }).changes > 0;
+          if (turn.hint) for (const model of turn.models) if (model.costUsd !== undefined) this.priceFromHint(session.id, row.turn_id, model);
           turn.models.forEach((model, index) => {
             const provided = model.costUsd !== undefined;
             const cost = provided ? model.costUsd : this.prices.cost(model);
@@ -81,6 +117,7 @@ export class UsageLedger {
               costSource: cost === undefined ? null : provided ? 'provider' : 'price-table',
               // the turn's duration once, on its first model, so sums over models stay right
               duration: index === 0 ? turn.durationMs : 0,
+              counted: turn.hint ? 0 : 1,
             });
           });
           collected.push(turn);
@@ -92,6 +129,27 @@ export class UsageLedger {
       })
       .immediate();
     return collected;
+  }
+
+  /**
+   * The proxy's calls of a turn whose model the price table does not know take the cost the runner reported for that
+   * model, shared by their tokens: the only estimate there is (Claude Code's own, say), while the tokens stay the
+   * proxy's. A price in the table always wins over it.
+   */
+  private priceFromHint(sessionId: string, turnId: string, hint: ModelUsage): void {
+    const where = `session_id = @sessionId AND source = 'proxy' AND turn_id = @turnId AND model = @model AND cost_usd IS NULL`;
+    const params = { sessionId, turnId, model: hint.model };
+    const { tokens, calls } = prepared(
+      this.db,
+      `SELECT total(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS tokens, count(*) AS calls FROM usage_ledger WHERE ${where}`,
+    ).get(params) as { tokens: number; calls: number };
+    if (calls === 0) return;
+    prepared(
+      this.db,
+      `UPDATE usage_ledger SET cost_source = 'runner',
+         cost_usd = @cost * CASE WHEN @tokens > 0 THEN (input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) / @tokens ELSE 1.0 / @calls END
+       WHERE ${where}`,
+    ).run({ ...params, cost: Math.min(hint.costUsd ?? 0, TURN_COST_MAX_USD), tokens, calls });
   }
 
   private parse(row: TurnUsageRow, session: SessionRecord): CollectedTurn | undefined {
@@ -117,6 +175,7 @@ export class UsageLedger {
     return {
       agentGroupId: session.agentGroupId,
       provider: provider.data,
+      hint: false,
       models: models.map((m) => ({
         model: m.model,
         inputTokens: clampTokens(m.inputTokens),
@@ -129,13 +188,62 @@ export class UsageLedger {
     };
   }
 
-  /** Tokens (input + output) and dollars a group spent since `fromIso`. */
+  /** A model call the proxy is forwarding: it counts from now (no tokens until {@link finishCall}). Returns its id. */
+  startCall(call: ProxyCall): string {
+    const id = randomUUID();
+    prepared(
+      this.db,
+      `INSERT INTO usage_ledger (session_id, turn_id, agent_group_id, conversation, series_id, provider, model, at,
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_source, duration_ms, source, call_id, counted)
+       VALUES (?, ?, ?, ?, NULL, ?, 'unknown', ?, 0, 0, 0, 0, 0, NULL, 0, 'proxy', ?, 1)`,
+    ).run(call.sessionId, `call:${id}`, call.agentGroupId, call.conversation, call.api, isoNow(), id);
+    return id;
+  }
+
+  /**
+   * What the upstream reported for call `id`, priced from the table; undefined usage (an error answer, a stream cut
+   * before any usage) leaves the call with no tokens. Returns the usage as recorded.
+   */
+  finishCall(id: string, usage: ModelUsage | undefined, durationMs: number): (ModelUsage & { costUsd: number | undefined }) | undefined {
+    const duration = Math.round(Math.max(0, durationMs));
+    if (!usage) {
+      prepared(this.db, `UPDATE usage_ledger SET duration_ms = ? WHERE source = 'proxy' AND call_id = ?`).run(duration, id);
+      return undefined;
+    }
+    const clamped = {
+      model: usage.model,
+      inputTokens: clampTokens(usage.inputTokens),
+      outputTokens: clampTokens(usage.outputTokens),
+      cacheReadTokens: clampTokens(usage.cacheReadTokens),
+      cacheWriteTokens: clampTokens(usage.cacheWriteTokens),
+    };
+    const cost = this.prices.cost(clamped);
+    prepared(
+      this.db,
+      `UPDATE usage_ledger SET model = @model, input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead,
+         cache_write_tokens = @cacheWrite, cost_usd = @cost, cost_source = @costSource, duration_ms = @duration
+       WHERE source = 'proxy' AND call_id = @id`,
+    ).run({
+      id,
+      model: clamped.model,
+      input: clamped.inputTokens,
+      output: clamped.outputTokens,
+      cacheRead: clamped.cacheReadTokens,
+      cacheWrite: clamped.cacheWriteTokens,
+      cost: cost === undefined ? null : Math.min(cost, TURN_COST_MAX_USD),
+      costSource: cost === undefined ? null : 'price-table',
+      duration,
+    });
+    return { ...clamped, costUsd: cost };
+  }
+
+  /** Tokens (input + output) and dollars a group spent since `fromIso` (the rows that count: not runners' hints). */
   spent(agentGroupId: string, fromIso: string): { tokens: number; usd: number } {
     const row = prepared(
       this.db,
       // total() never overflows (sum() of integers fails past 2^63, which agent-written rows could reach)
       `SELECT total(input_tokens) + total(output_tokens) AS tokens, total(cost_usd) AS usd
-       FROM usage_ledger WHERE agent_group_id = ? AND at >= ?`,
+       FROM usage_ledger WHERE agent_group_id = ? AND at >= ? AND counted = 1`,
     ).get(agentGroupId, fromIso) as { tokens: number; usd: number };
     return row;
   }

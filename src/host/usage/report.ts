@@ -17,7 +17,10 @@ export interface UsageQuery {
 }
 
 export interface UsageTotals {
+  /** turns, counting a model call the proxy saw outside any turn the runner reported (a task script's) as one. */
   turns: number;
+  /** model calls the credential proxy forwarded and metered (0 where runners call no proxy: the mock, a remote session). */
+  calls: number;
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens: number;
@@ -45,7 +48,7 @@ const KEY_SQL: Record<UsageGrouping, string> = {
 };
 
 // total(), not sum(): sum() of integers fails with "integer overflow" past 2^63, and the rows come from the agent's DB
-const TOTALS_SQL = `count(DISTINCT l.session_id || ' ' || l.turn_id) AS turns,
+const TOTALS_SQL = `count(DISTINCT l.session_id || ' ' || l.turn_id) AS turns, count(CASE WHEN l.source = 'proxy' THEN 1 END) AS calls,
   total(l.input_tokens) AS inputTokens, total(l.output_tokens) AS outputTokens,
   total(l.cache_read_tokens) AS cacheReadTokens, total(l.cache_write_tokens) AS cacheWriteTokens,
   CASE WHEN count(l.cost_usd) = 0 THEN NULL ELSE total(l.cost_usd) END AS costUsd, count(DISTINCT CASE WHEN l.cost_usd IS NULL THEN l.session_id || ' ' || l.turn_id END) AS unpricedTurns`;
@@ -55,10 +58,10 @@ export function usageReport(db: Database.Database, query: UsageQuery, now = new 
   const since = parseSince(query.since ?? '7d', now);
   const rows = prepared(
     db,
-    `SELECT ${KEY_SQL[by]} AS key, ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ?
+    `SELECT ${KEY_SQL[by]} AS key, ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ? AND l.counted = 1
      GROUP BY key ORDER BY total(l.cost_usd) DESC, total(l.input_tokens) + total(l.output_tokens) DESC, key`,
   ).all(since) as UsageReport['rows'];
-  const total = prepared(db, `SELECT ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ?`).get(since) as UsageTotals;
+  const total = prepared(db, `SELECT ${TOTALS_SQL} FROM usage_ledger l WHERE l.at >= ? AND l.counted = 1`).get(since) as UsageTotals;
   return { since, by, rows, total };
 }
 
@@ -82,10 +85,11 @@ export function parseSince(text: string, now = new Date()): string {
 
 /** The report as a plain-text table (what `pincer usage` prints). */
 export function formatUsageTable(report: UsageReport): string {
-  const header = [report.by, 'turns', 'input', 'output', 'cache read', 'cache write', 'cost (USD)'];
+  const header = [report.by, 'turns', 'calls', 'input', 'output', 'cache read', 'cache write', 'cost (USD)'];
   const line = (key: string, t: UsageTotals): string[] => [
     key,
     String(t.turns),
+    String(t.calls),
     count(t.inputTokens),
     count(t.outputTokens),
     count(t.cacheReadTokens),
