@@ -25,6 +25,31 @@ export function deleteSessionValues(db: Database.Database, keys: string[]): void
   db.transaction(() => keys.forEach((key) => stmt.run(key)))();
 }
 
+/**
+ * The rows the live runner holds outside its batch: tasks whose pre-script runs, and claimed messages carried to the
+ * next query. The host's sweep leaves them alone while that runner lives (they are not stale, only not yet asked).
+ */
+const HELD_KEY = 'runner:held';
+/** at most this many ids are read back (the list is the agent's to write: a huge one only slows its own sweep) */
+const MAX_HELD = 1000;
+
+export function setHeldRows(db: Database.Database, ids: readonly string[]): void {
+  if (ids.length === 0) deleteSessionValues(db, [HELD_KEY]);
+  else setSessionValue(db, HELD_KEY, JSON.stringify(ids));
+}
+
+/** The held ids the runner last wrote; none when absent or not a list of strings. */
+export function heldRows(db: Database.Database): string[] {
+  const value = getSessionValue(db, HELD_KEY);
+  if (value === undefined) return [];
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === 'string').slice(0, MAX_HELD) : [];
+  } catch {
+    return []; // not JSON: the agent wrote it; nothing counts as held
+  }
+}
+
 /** The keys under which a provider's conversation is remembered. */
 export function sessionKeys(provider: string): { sessionId: string; resumeAt: string } {
   return { sessionId: `${provider}:session_id`, resumeAt: `${provider}:resume_at` };
@@ -64,6 +89,7 @@ export function initRunnerState(db: Database.Database, pid: number, provider: st
     `INSERT OR REPLACE INTO runner_state (id, pid, provider, state, batch_ids, routing, heartbeat_at, started_at, updated_at)
      VALUES (1, ?, ?, 'starting', '[]', NULL, ?, ?, ?)`,
   ).run(pid, provider, now, now, now);
+  deleteSessionValues(db, [HELD_KEY]); // what an earlier runner held is nobody's now
 }
 
 export function setRunnerStateName(db: Database.Database, state: RunnerStateName): void {

@@ -8,8 +8,9 @@ import type { HostConfig } from './types.js';
 
 /**
  * The sweep of one session DB: the runner never retries, the host
- * does. A `processing` row that is not in the live runner's batch (after a short grace, since the runner claims rows
- * a moment before it records its batch), or any `processing` row of a session whose runner is dead, goes back to
+ * does. A `processing` row that is not in the live runner's batch nor held by it (a task script still running, a
+ * message carried to its next query; after a short grace, since the runner claims rows a moment before it records
+ * them), or any `processing` row of a session whose runner is dead, goes back to
  * `pending` with exponential back-off via `process_after`; after the maximum tries it is `failed` and the caller
  * tells the originating chat. Completed (or failed) occurrences of recurring tasks get their next occurrence, and
  * once a minute finished task rows are pruned (task-history.ts).
@@ -18,6 +19,8 @@ export interface SweepInput {
   runnerAlive: boolean;
   /** `runner_state.batch_ids` of the live runner. */
   batchIds: readonly string[];
+  /** the rows the live runner holds outside its batch (running task scripts, carried messages), read when needed */
+  heldIds?: () => readonly string[];
   timezone: string;
   config: HostConfig['sweep'];
 }
@@ -79,7 +82,7 @@ export class Sweeper {
 
   private recoverStale(input: SweepInput, now: number, result: SweepResult): void {
     const rows = processingRows(this.db);
-    const inBatch = new Set(input.batchIds);
+    const inBatch = new Set(input.runnerAlive && rows.length > 0 ? [...input.batchIds, ...(input.heldIds?.() ?? [])] : input.batchIds);
     const nowIso = new Date(now).toISOString();
     for (const row of rows) {
       if (input.runnerAlive) {

@@ -5,6 +5,7 @@ import {
   sessionKeys,
   setRunnerBatch,
   setRunnerStateName,
+  setHeldRows,
   setRunnerTrace,
   setSessionValue,
   writeHeartbeat,
@@ -86,6 +87,9 @@ export class Runner {
   private readonly keys: { sessionId: string; resumeAt: string };
   /** claimed (processing) messages not yet given to a query: finished task scripts, follow-ups that missed a push. */
   private carry: FormattableMessage[] = [];
+  /** the held rows as last written (`noteHeld`), and the write in flight */
+  private heldWritten = '[]';
+  private heldWrites: Promise<void> = Promise.resolve();
   private stopping = false;
   private active: { query: AgentQuery; progress: QueryProgress; stopTimer?: NodeJS.Timeout } | null = null;
 
@@ -93,10 +97,33 @@ export class Runner {
     const native = deps.provider.nativeSlashCommands;
     this.queue = new InboundQueue(deps.db, deps.config.batch, (message) => detectCommand(message, native, deps.prompts) !== null);
     this.keys = sessionKeys(deps.providerName);
-    this.scripts = new TaskScripts(this.queue, { cwd: deps.config.paths.agent, env: process.env, ...deps.config.script }, deps.log, (message) => {
-      this.carry.push(message);
-      deps.waker.notify();
-    });
+    this.scripts = new TaskScripts(
+      this.queue,
+      { cwd: deps.config.paths.agent, env: process.env, ...deps.config.script },
+      deps.log,
+      (message) => {
+        this.carry.push(message);
+        this.noteHeld();
+        deps.waker.notify();
+      },
+      () => this.noteHeld(),
+    );
+  }
+
+  /**
+   * Tell the host which claimed rows this runner holds outside its batch (running task scripts, carried messages), so
+   * that its sweep does not take them for stale and run them again. Written in order, only when the list changed.
+   */
+  private noteHeld(): void {
+    const ids = [...this.scripts.heldIds(), ...this.carry.map((m) => m.row.id)];
+    const json = JSON.stringify(ids);
+    if (json === this.heldWritten) return;
+    this.heldWritten = json;
+    this.heldWrites = this.heldWrites.then(() =>
+      this.persist('held rows', () => setHeldRows(this.deps.db, ids)).catch((err: unknown) =>
+        this.deps.log.warn(`could not record the rows held outside the batch: ${errorMessage(err)}`),
+      ),
+    );
   }
 
   /** Run until `stop()`. Resolves once the in-flight query has finished or been aborted. */
@@ -144,6 +171,7 @@ export class Runner {
           );
         setRunnerBatch(db, 'stopping', [], null);
       }).catch((err: unknown) => this.deps.log.warn(`could not record the stop: ${errorMessage(err)}`));
+      await this.heldWrites; // the database closes after this
     }
   }
 
@@ -252,6 +280,7 @@ export class Runner {
     const started = Date.now();
     const batch = new Batch(messages);
     await this.persist('runner state', () => setRunnerBatch(db, 'busy', batch.ids, batch.routing));
+    this.noteHeld(); // carried rows are the batch's now
     log.info(`picked ${plural(messages.length, 'message')} (${describeKinds(messages)})`);
     let prepared: { text: string; prompt: QueryInput['prompt'] };
     try {
@@ -387,9 +416,11 @@ export class Runner {
     // stays the current prompt's.
     const ids = [...batch.ids, ...messages.map((m) => m.row.id)];
     if (!progress.inputEnded && !this.stopping) await this.persist('runner state', () => setRunnerBatch(db, 'busy', ids, batch.routing));
+    this.noteHeld();
     if (progress.inputEnded || this.stopping) {
       // The query closed its input meanwhile: these go first into the next query.
       this.carry.push(...prepared.messages);
+      this.noteHeld();
       return;
     }
     batch.add(messages);

@@ -22,6 +22,8 @@ export interface TaskScriptOptions {
 
 export class TaskScripts {
   private readonly running = new Set<Promise<void>>();
+  /** the rows whose script runs now (the runner tells the host's sweep they are held, see `setHeldRows`) */
+  private readonly holding = new Set<string>();
   private readonly abort = new AbortController();
 
   constructor(
@@ -29,7 +31,14 @@ export class TaskScripts {
     private readonly options: TaskScriptOptions,
     private readonly log: Logger,
     private readonly onReady: (message: FormattableMessage) => void,
+    /** the rows held by running scripts changed */
+    private readonly onHeldChange: () => void = () => undefined,
   ) {}
+
+  /** The ids of the rows whose script runs now. */
+  heldIds(): string[] {
+    return [...this.holding];
+  }
 
   /** Start the scripts of scripted tasks in `messages`; return the messages that go on to the agent now. */
   divert(messages: ClaimedMessage[]): ClaimedMessage[] {
@@ -77,6 +86,8 @@ export class TaskScripts {
   private start(message: ClaimedMessage, script: string): void {
     const { row } = message;
     const started = Date.now();
+    this.holding.add(row.id);
+    this.onHeldChange();
     const run = runTaskScript(script, { ...this.options, signal: this.abort.signal })
       .catch((err: unknown): ScriptOutcome => ({ ok: false, error: `script could not run: ${errorMessage(err)}` }))
       .then(async (outcome) => {
@@ -92,6 +103,10 @@ export class TaskScripts {
           this.log.info(`task ${row.seq} script ran in ${took} ms: waking the agent`);
           this.onReady({ ...message, notes: [`Script output:\n${jsonText(outcome.data)}`] });
         }
+      })
+      .finally(() => {
+        this.holding.delete(row.id);
+        this.onHeldChange();
       });
     const tracked = run.finally(() => this.running.delete(tracked));
     this.running.add(tracked);

@@ -131,7 +131,7 @@ const REGISTRY = {
     defaultWords: "half the memory ÷ the provider's footprint",
   }),
   PINCER_SWEEP_INTERVAL_MS: host(() => positiveInt(1000), 'fallback period of each session sweep'),
-  PINCER_STALE_MS: host(() => positiveInt(2000), 'retry a processing row outside the live batch after this'),
+  PINCER_STALE_MS: host(() => positiveInt(2000), 'retry a processing row outside the live batch and not held by the runner after this'),
   PINCER_RETRY_BASE_MS: host(() => positiveInt(2000), 'retry back-off base'),
   PINCER_RETRY_MAX_MS: host(() => positiveInt(5 * 60_000), 'retry back-off cap'),
   PINCER_MAX_TRIES: host(() => positiveInt(5), 'tries before a message fails'),

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { ConfigFile } from '../../db/config-file.js';
 import { sessionPaths, writeJsonAtomic } from '../../db/layout.js';
-import { getSessionValue, readRunnerState, sessionKeys } from '../../db/state.js';
+import { getSessionValue, heldRows, readRunnerState, sessionKeys } from '../../db/state.js';
 import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/session-queries.js';
 import type { RunnerState } from '../../db/types.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
@@ -177,7 +177,13 @@ export class SessionEngine {
     const timezone = this.config.timezone ?? 'UTC';
     const alive = supervisor.isRunning(id);
     const live = supervisor.liveState(id, readRunnerState(slot.db));
-    const sweep = slot.sweeper.sweep({ runnerAlive: alive, batchIds: live?.batchIds ?? [], timezone, config: config.sweep });
+    const sweep = slot.sweeper.sweep({
+      runnerAlive: alive,
+      batchIds: live?.batchIds ?? [],
+      heldIds: () => (live ? heldRows(slot.db) : []),
+      timezone,
+      config: config.sweep,
+    });
     if (sweep.retried.length + sweep.failed.length > 0) this.emit({ type: 'counts', retried: sweep.retried.length, failed: sweep.failed.length });
     for (const row of sweep.retried) this.deps.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
     for (const notice of firstTryNotices(sweep.retried, config.sweep)) this.notice(notice.row, notice.text);
