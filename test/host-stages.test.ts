@@ -116,6 +116,19 @@ describe('the host on the in-process test host', () => {
     provider.assertComplete();
   });
 
+  it('a budget raised after a refusal admits the next message at once', async () => {
+    const provider = new ScriptedProvider([{ expect: 'after the raise', answer: 'answered' }]);
+    const t = await start(provider);
+    const group = t.host.store.listAgentGroups()[0]!;
+    t.host.usage.budgets.set(group.id, 'daily', 'tokens', 0);
+    await expect(t.send('refused')).rejects.toMatchObject({ code: 'over-budget' });
+    await t.reply(); // the budget notice
+    t.host.usage.budgets.set(group.id, 'daily', 'tokens', 1_000_000);
+    await t.send('after the raise');
+    expect(text(await t.reply())).toBe('answered');
+    provider.assertComplete();
+  });
+
   it('the scripted provider fails the test on a prompt it did not expect', async () => {
     const provider = new ScriptedProvider([{ expect: 'ping', answer: 'pong' }]);
     const t = await start(provider);

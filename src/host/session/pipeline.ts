@@ -8,19 +8,16 @@ import type { ChannelAdapter } from '../channels/types.js';
 import { conversationOf, type Delivery, type SessionHandle } from '../delivery.js';
 import type { Inbox } from '../inbox.js';
 import type { HostMetrics } from '../metrics.js';
-import type { ConversationRef } from '../types.js';
 import type { HostUsage } from '../usage/host-usage.js';
+import { AdmissionStage } from './admission.js';
 import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort, type SessionState } from './port.js';
+import { TypingStage } from './typing.js';
 
 /** How long one `sync` waits for a change when nothing else is due (a long-poll over HTTP). */
 const LONG_POLL_MS = 25_000;
 /** A failing turn waits 100 ms, then twice as long each time, up to 30 s. */
 const FAILURE_BACKOFF_BASE_MS = 100;
 const FAILURE_BACKOFF_MAX_MS = 30_000;
-/** A held start (the model runtime not ready) is retried after 1 s, then twice as long each time, up to 30 s. */
-const HOLD_RETRY_BASE_MS = 1000;
-/** The chat is told once a start has been held this many times in a row. */
-const HOLD_NOTICE_AT = 3;
 
 export interface PipelineDeps {
   store: CentralStore;
@@ -49,19 +46,19 @@ export interface PipelineDeps {
  * The host's side of one session, over its port, one turn at a time: publish the runner configuration and the
  * budget's admission when they change, push what the inbox holds that the session has not acknowledged, wait for a
  * change (`sync`), then tell the chat what happened (events), show typing, deliver the outbound rows, collect usage,
- * and drop the inbox rows the session is done with. Every stage reads the session through the port only.
+ * and drop the inbox rows the session is done with. Every stage reads the session through the port only; the budget
+ * (admission.ts), typing (typing.ts) and delivery (../delivery.ts) stages are their own files, and the sweep and the
+ * runner's lifecycle run next to the session folder (engine.ts, in the host or in `pincer session-serve`).
  */
 export class SessionPipeline {
   /** the last state the session reported (what listings show; `state()` on the port for a fresh one). */
   state: SessionState | null = null;
   private version = 0;
-  private typingIn: ConversationRef | null = null;
   private published = '';
-  private admitted: string | undefined;
-  /** the admission call in flight: the next one waits for it, so a raise is never overtaken by an older refusal */
-  private admitting: Promise<void> = Promise.resolve();
-  private held = 0;
   private stopped = false;
+  /** the stages of a turn that keep state of their own (the sweep and the runner's lifecycle run next to the session) */
+  private readonly typing: TypingStage;
+  private readonly admission: AdmissionStage;
   private loop: Promise<void> | null = null;
   private readonly abort = new AbortController();
 
@@ -69,7 +66,16 @@ export class SessionPipeline {
     readonly session: SessionRecord,
     readonly port: SessionPort,
     private readonly deps: PipelineDeps,
-  ) {}
+  ) {
+    this.typing = new TypingStage(deps.channels);
+    this.admission = new AdmissionStage(session.id, {
+      port,
+      usage: deps.usage,
+      log: deps.log,
+      modelRuntimeHold: deps.modelRuntimeHold,
+      notify: (text) => deps.delivery.notify({ session: this.session }, conversationOf({ session: this.session }, NO_ROUTING), text),
+    });
+  }
 
   get id(): string {
     return this.session.id;
@@ -118,11 +124,10 @@ export class SessionPipeline {
   /** One turn; returns how long the next `sync` may wait. */
   private async turn(waitMs: number): Promise<number> {
     let handle = this.handle();
-    const hold = this.deps.modelRuntimeHold?.(handle.group);
+    const hold = this.admission.hold(handle.group);
     await this.publish(handle);
-    await this.admit(handle, hold);
-    if (hold !== undefined) waitMs = Math.min(waitMs, await this.onHold(hold));
-    else this.held = 0;
+    await this.admission.admit(handle, hold);
+    waitMs = Math.min(waitMs, (await this.admission.afterHold(hold)) ?? waitMs);
     await this.pushUnacknowledged();
     const snapshot = await this.port.sync(this.version, 0, waitMs, this.abort.signal);
     if (this.stopped) return 0;
@@ -130,7 +135,7 @@ export class SessionPipeline {
     this.state = snapshot.state;
     for (const event of snapshot.events) await this.handleEvent(event);
     handle = this.handle();
-    await this.updateTyping(handle, snapshot.state);
+    await this.typing.update(handle, snapshot.state);
     const retryMs = await this.deps.delivery.deliverSession(handle, snapshot.outbound);
     // after the answers: the ledger can wait a moment, the chat should not
     await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after), snapshot.state.lastUsageId);
@@ -139,48 +144,11 @@ export class SessionPipeline {
     return Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);
   }
 
-  /**
-   * Tell the session whether the group's budget admits turns (and whether its model runtime holds runner starts),
-   * when that changed: on every turn, and before every write (a budget raised since the last turn must not leave the
-   * session refusing the message it is given now).
-   */
-  private admit(handle: SessionHandle, hold?: string): Promise<void> {
-    // One at a time, each reading the budget when its turn comes: two callers that both read "unchanged" while an
-    // older call was still on its way would let that older admission stand after a raise.
-    const next = this.admitting.then(() => this.admitNow(handle, hold ?? this.deps.modelRuntimeHold?.(handle.group)));
-    this.admitting = next.catch(() => {
-      // the caller of `next` gets its failure; the chain only waits for it to settle
-    });
-    return next;
-  }
-
-  private async admitNow(handle: SessionHandle, hold: string | undefined): Promise<void> {
-    const budget = this.deps.usage.budgets.check(handle.group);
-    const admission = `${budget.over}\n${hold ?? ''}`;
-    if (admission === this.admitted) return;
-    await this.port.setAdmission({ over: budget.over, notice: budget.over ? budget.notice : '', ...(hold !== undefined ? { hold } : {}) });
-    this.admitted = admission;
-  }
-
-  /** A start held again: back off, and tell the chat once it has happened {@link HOLD_NOTICE_AT} times in a row. */
-  private async onHold(why: string): Promise<number> {
-    this.held += 1;
-    if (this.held === 1 || this.held === HOLD_NOTICE_AT) this.deps.log.warn(`session ${this.id}: runner start held (${this.held} in a row): ${why}`);
-    if (this.held === HOLD_NOTICE_AT) {
-      await this.deps.delivery.notify(
-        { session: this.session },
-        conversationOf({ session: this.session }, NO_ROUTING),
-        `The agent cannot start yet: ${why}. Your messages wait; retrying with back-off.`,
-      );
-    }
-    return Math.min(HOLD_RETRY_BASE_MS * 2 ** Math.min(this.held - 1, 5), FAILURE_BACKOFF_MAX_MS);
-  }
-
   /** Write an inbound row into the session, kept in the inbox first; returns its receipt (seq null: not there yet). */
   async write(row: InboxRow): Promise<{ id: string; seq: number | null }> {
     this.deps.inbox.keep(this.id, row);
     try {
-      await this.admit(this.handle());
+      await this.admission.admit(this.handle());
       const written = await this.port.accept(row);
       this.deps.inbox.markPushed(this.id, row.id);
       return written;
@@ -231,30 +199,6 @@ export class SessionPipeline {
     }
   }
 
-  /**
-   * Show "typing" in the batch's conversation while the runner is busy, and in the first due message's while the
-   * session waits for room for its runner; clear it when neither.
-   */
-  private async updateTyping(handle: SessionHandle, state: SessionState): Promise<void> {
-    const live = state.runner;
-    const busyRouting =
-      live?.state === 'busy'
-        ? { channel_type: live.routing?.channelType ?? null, platform_id: live.routing?.platformId ?? null, thread_id: live.routing?.threadId ?? null }
-        : state.queued && !live
-          ? state.queued.routing
-          : undefined;
-    const busy = busyRouting !== undefined;
-    if (busy && this.typingIn && !sameConversation(this.typingIn, conversationOf(handle, busyRouting))) {
-      // from the queued message's conversation to the batch's: clear the old one first
-      await this.deps.channels.get(this.typingIn.channelType)?.setTyping?.(this.typingIn, false);
-      this.typingIn = null;
-    }
-    if (busy === (this.typingIn !== null)) return;
-    const conversation = busy ? conversationOf(handle, busyRouting) : this.typingIn!;
-    this.typingIn = busy ? conversation : null;
-    await this.deps.channels.get(conversation.channelType)?.setTyping?.(conversation, busy);
-  }
-
   /** Stop after the turn in progress (a `sync` waiting for a change is cut short). */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -271,10 +215,6 @@ export class SessionPipeline {
 }
 
 const NO_ROUTING = { channel_type: null, platform_id: null, thread_id: null };
-
-function sameConversation(a: ConversationRef, b: ConversationRef): boolean {
-  return a.channelType === b.channelType && a.platformId === b.platformId && (a.threadId ?? null) === (b.threadId ?? null);
-}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
