@@ -19,7 +19,11 @@ export interface SweepInput {
   runnerAlive: boolean;
   /** `runner_state.batch_ids` of the live runner. */
   batchIds: readonly string[];
-  /** the rows the live runner holds outside its batch (running task scripts, carried messages), read when needed */
+  /**
+   * the rows the live runner has now — its batch and what it holds outside it (running task scripts, carried
+   * messages) — read inside the sweep's write transaction, so that a row moving from one to the other between two
+   * reads is never in neither (the runner records a batch before it lets go of what it held)
+   */
   heldIds?: () => readonly string[];
   timezone: string;
   config: HostConfig['sweep'];

@@ -38,8 +38,8 @@ export class ScriptedProvider implements AgentProvider {
     this.script = [...script];
   }
 
-  /** Add calls to the end of the script (a test that learns what comes next as it goes). */
-  then(...calls: ScriptedCall[]): this {
+  /** Add calls to the end of the script (a test that learns what comes next as it goes). Not `then`: that would make it a thenable. */
+  add(...calls: ScriptedCall[]): this {
     this.script.push(...calls);
     return this;
   }

@@ -1,4 +1,4 @@
-import type { ChannelAdapter, ChannelCapabilities, DeliveryReceipt, HostApi, OutboundDelivery } from '../host/channels/types.js';
+import type { ChannelAdapter, ChannelCapabilities, DeliveryReceipt, OutboundDelivery } from '../host/channels/types.js';
 import type { ConversationRef } from '../host/types.js';
 
 /** A channel that keeps what the host delivers to it, for tests: every delivery and every typing change, in order. */
@@ -7,12 +7,9 @@ export class TestChannel implements ChannelAdapter {
   readonly capabilities: ChannelCapabilities = { localInput: false, attachable: false };
   readonly delivered: OutboundDelivery[] = [];
   readonly typing: { conversation: ConversationRef; active: boolean }[] = [];
-  host: HostApi | undefined;
   private waiters: (() => void)[] = [];
 
-  async start(host: HostApi): Promise<void> {
-    this.host = host;
-  }
+  async start(): Promise<void> {}
 
   async stop(): Promise<void> {
     this.changed();

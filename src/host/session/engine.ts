@@ -180,7 +180,7 @@ export class SessionEngine {
     const sweep = slot.sweeper.sweep({
       runnerAlive: alive,
       batchIds: live?.batchIds ?? [],
-      heldIds: () => (live ? heldRows(slot.db) : []),
+      heldIds: () => (live ? [...(readRunnerState(slot.db)?.batchIds ?? []), ...heldRows(slot.db)] : []),
       timezone,
       config: config.sweep,
     });

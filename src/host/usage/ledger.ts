@@ -37,6 +37,14 @@ export interface CollectedTurn {
 export const TURN_TOKENS_MAX = 10_000_000_000;
 export const TURN_COST_MAX_USD = 1_000_000;
 const clampTokens = (n: number): number => Math.min(n, TURN_TOKENS_MAX);
+/** A model's tokens, each at most the cap (a runner's row and a proxy call alike). */
+const clampUsage = (m: ModelUsage): ModelUsage => ({
+  model: m.model,
+  inputTokens: clampTokens(m.inputTokens),
+  outputTokens: clampTokens(m.outputTokens),
+  cacheReadTokens: clampTokens(m.cacheReadTokens),
+  cacheWriteTokens: clampTokens(m.cacheWriteTokens),
+});
 
 /** Turns copied per pass at most; the rest wait for the next tick. */
 const BATCH = 500;
@@ -176,14 +184,7 @@ export class UsageLedger {
       agentGroupId: session.agentGroupId,
       provider: provider.data,
       hint: false,
-      models: models.map((m) => ({
-        model: m.model,
-        inputTokens: clampTokens(m.inputTokens),
-        outputTokens: clampTokens(m.outputTokens),
-        cacheReadTokens: clampTokens(m.cacheReadTokens),
-        cacheWriteTokens: clampTokens(m.cacheWriteTokens),
-        costUsd: m.costUsd === undefined ? undefined : Math.min(m.costUsd, TURN_COST_MAX_USD),
-      })),
+      models: models.map((m) => ({ ...clampUsage(m), costUsd: m.costUsd === undefined ? undefined : Math.min(m.costUsd, TURN_COST_MAX_USD) })),
       durationMs: usage.durationMs,
     };
   }
@@ -210,13 +211,7 @@ export class UsageLedger {
       prepared(this.db, `UPDATE usage_ledger SET duration_ms = ? WHERE source = 'proxy' AND call_id = ?`).run(duration, id);
       return undefined;
     }
-    const clamped = {
-      model: usage.model,
-      inputTokens: clampTokens(usage.inputTokens),
-      outputTokens: clampTokens(usage.outputTokens),
-      cacheReadTokens: clampTokens(usage.cacheReadTokens),
-      cacheWriteTokens: clampTokens(usage.cacheWriteTokens),
-    };
+    const clamped = clampUsage(usage);
     const cost = this.prices.cost(clamped);
     prepared(
       this.db,
