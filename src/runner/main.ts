@@ -47,12 +47,20 @@ export interface PreparedRunner {
  */
 export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const log = createLogger('runner');
+  // Take SIGTERM before start-up, not after it: a stop that arrives once `ready` is logged (or while starting) is a
+  // clean stop, never the default disposition's kill.
+  const stopping: { requested: boolean; runner?: PreparedRunner['runner'] } = { requested: false };
+  const stop = (): void => {
+    stopping.requested = true;
+    stopping.runner?.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
   const prepared = await prepareRunner(env, log);
   if (typeof prepared === 'number') return prepared;
   const { runner } = prepared;
-  const stop = (): void => runner.stop();
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  stopping.runner = runner;
+  if (stopping.requested) runner.stop();
   // A launcher that holds our stdin open (PINCER_STOP_ON_STDIN_EOF=1) makes it a lifeline: when the host dies, the
   // pipe closes and we stop cleanly, so a container never outlives its host (src/container/).
   const lifeline = rawSetting(prepared.env, 'PINCER_STOP_ON_STDIN_EOF') === '1';
