@@ -114,38 +114,19 @@ export function bwrapEnvArgs(env: Record<string, string>): string[] {
  * The bwrap arguments (pure, for tests). Host paths are never exposed beyond the listed binds; the environment is
  * not among them (`--args`: see `bwrapEnvArgs`).
  */
+/** The sandbox's root: the machine's /usr read-only, with the merged-/usr links beside it (also what the probe runs in). */
+export const USR_ROOT: readonly string[] = [
+  ['--ro-bind', '/usr', '/usr'],
+  ...['lib', 'lib64', 'bin', 'sbin'].map((dir) => ['--symlink', `usr/${dir}`, `/${dir}`]),
+].flat();
+
 export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEntry: string): string[] {
   const args = ['--unshare-all'];
   if (!settings.isolateNetwork) args.push('--share-net');
   // run by root, bwrap keeps every capability inside unless told otherwise
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--clearenv');
   args.push('--args', String(ENV_FD)); // the environment (`bwrapEnvArgs`), read from that descriptor
-  args.push(
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    '--symlink',
-    'usr/lib',
-    '/lib',
-    '--symlink',
-    'usr/lib64',
-    '/lib64',
-    '--symlink',
-    'usr/bin',
-    '/bin',
-    '--symlink',
-    'usr/sbin',
-    '/sbin',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
-    '--tmpfs',
-    '/tmp',
-    '--bind',
-    folders.workspace,
-    '/workspace',
-  );
+  args.push(...USR_ROOT, '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', folders.workspace, '/workspace');
   // only the parts of /etc a runner and its tools use: never the whole folder (shadow, keys, host config)
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');

@@ -1,4 +1,4 @@
-import { PincerError, type ErrorCode } from '../shared/errors.js';
+import { ReasonedError, type ErrorCode } from '../shared/errors.js';
 
 /**
  * Errors of the container launchers. `reason`:
@@ -13,12 +13,9 @@ import { PincerError, type ErrorCode } from '../shared/errors.js';
 export type ContainerErrorCode = 'config' | 'workspace' | 'docker-unavailable' | 'docker-failed' | 'image' | 'bwrap-unavailable' | 'limits';
 
 /** Kept as a subclass: callers (the launcher's auto choice, doctor) branch on the launcher's own `reason`. */
-export class ContainerError extends PincerError {
-  constructor(
-    readonly reason: ContainerErrorCode,
-    message: string,
-  ) {
-    super(REASON_CODE[reason], message);
+export class ContainerError extends ReasonedError<ContainerErrorCode> {
+  constructor(reason: ContainerErrorCode, message: string) {
+    super(reason, REASON_CODE[reason], message);
     this.name = 'ContainerError';
   }
 }

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { USR_ROOT } from '../container/bwrap.js';
 import { createLauncher, loadLauncherConfig } from '../container/config.js';
 import { CLI_ENTRY } from '../shared/cli-entry.js';
 import type { RunnerKind } from '../container/types.js';
@@ -28,28 +29,6 @@ export async function resolveRunnerKind(runners: Pick<HostConfig['runners'], 'ki
 
 /** bwrap is on PATH and can create its namespaces (a kernel or container may forbid user namespaces). */
 export function bwrapWorks(): boolean {
-  const probe = spawnSync(
-    'bwrap',
-    [
-      '--unshare-all',
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      '--symlink',
-      'usr/bin',
-      '/bin',
-      '--symlink',
-      'usr/lib',
-      '/lib',
-      '--symlink',
-      'usr/lib64',
-      '/lib64',
-      '/usr/bin/true',
-    ],
-    {
-      stdio: 'ignore',
-      timeout: 5000,
-    },
-  );
+  const probe = spawnSync('bwrap', ['--unshare-all', ...USR_ROOT, '/usr/bin/true'], { stdio: 'ignore', timeout: 5000 });
   return probe.status === 0;
 }

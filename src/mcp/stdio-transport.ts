@@ -1,9 +1,9 @@
 import process from 'node:process';
 import type { Readable, Writable } from 'node:stream';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { JsonRpcLines, mib, type OversizedMessage } from '../shared/jsonrpc-lines.js';
+import { JsonRpcLines, mib, parseMessageLine, type OversizedMessage } from '../shared/jsonrpc-lines.js';
 
 /**
  * The Pincer MCP server's stdio transport: newline-delimited JSON-RPC like the SDK's StdioServerTransport, with one
@@ -68,14 +68,8 @@ export class LimitedStdioServerTransport implements Transport {
   private readonly onData = (chunk: Buffer): void => this.lines.push(chunk);
 
   private onLine(line: string): void {
-    let message: JSONRPCMessage;
-    try {
-      message = deserializeMessage(line);
-    } catch (error) {
-      // Like the SDK: a line that is not a JSON-RPC message is reported and skipped.
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
-      return;
-    }
+    const message = parseMessageLine(line, this.onerror);
+    if (!message) return;
     this.onmessage?.(message);
   }
 

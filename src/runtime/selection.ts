@@ -153,28 +153,17 @@ function chooseAuto(input: SelectionInput, candidates: CandidateReport[], why: s
 function fallBack(input: SelectionInput, candidates: CandidateReport[], why: string, source: PolicySource): Selection {
   const fallback = input.normalise(input.fallback ?? 'claude');
   const probe = input.probes.find((p) => p.name === fallback);
-  if (!probe) {
-    return { ok: false, code: 'unknown', source, candidates, message: `auto (${why}): no provider is usable and the fallback "${fallback}" is unknown` };
-  }
-  if (!probe.installed) {
-    return {
-      ok: false,
-      code: 'not-installed',
-      source,
-      candidates,
-      message: `auto (${why}): no provider is usable and the fallback "${fallback}" is not installed: ${probe.notInstalled}`,
-    };
-  }
-  if (!probe.credentials) {
-    // Fail here, in one line, rather than start a provider that can only fail (or retry for minutes) later.
-    return {
-      ok: false,
-      code: 'no-credentials',
-      source,
-      candidates,
-      message: `auto (${why}): no provider is usable and the fallback "${fallback}" has no credentials: ${probe.noCredentials}`,
-    };
-  }
+  const refuse = (code: 'unknown' | 'not-installed' | 'no-credentials', what: string): Selection => ({
+    ok: false,
+    code,
+    source,
+    candidates,
+    message: `auto (${why}): no provider is usable and the fallback "${fallback}" ${what}`,
+  });
+  if (!probe) return refuse('unknown', 'is unknown');
+  if (!probe.installed) return refuse('not-installed', `is not installed: ${probe.notInstalled}`);
+  // Fail here, in one line, rather than start a provider that can only fail (or retry for minutes) later.
+  if (!probe.credentials) return refuse('no-credentials', `has no credentials: ${probe.noCredentials}`);
   return { ok: true, provider: fallback, source, candidates, reason: `auto (${why}): no provider is usable, falling back to ${fallback}` };
 }
 

@@ -172,6 +172,18 @@ export class PincerError extends Error {
   }
 }
 
+/** A PincerError that also carries its area's finer `reason`, which callers branch on; its code follows from the reason. */
+export class ReasonedError<R extends string> extends PincerError {
+  constructor(
+    readonly reason: R,
+    code: ErrorCode,
+    message: string,
+    details?: ErrorDetails,
+  ) {
+    super(code, message, details);
+  }
+}
+
 export function isPincerError(err: unknown, code?: ErrorCode): err is PincerError {
   return err instanceof PincerError && (code === undefined || err.code === code);
 }

@@ -1,4 +1,5 @@
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { deserializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * Newline-delimited JSON-RPC as MCP's stdio transport carries it, split into lines with a size limit that never ends
@@ -111,4 +112,14 @@ function describeOversized(bytes: number, head: string, tail: string): Oversized
   const method = METHOD.exec(head)?.[1] ?? METHOD.exec(tail)?.[1];
   const tool = method === 'tools/call' ? TOOL.exec(head)?.[1] : undefined;
   return { bytes, method, tool, id };
+}
+
+/** One line as a JSON-RPC message. Like the SDK's transports, a line that is not one is reported to `onerror` and skipped. */
+export function parseMessageLine(line: string, onerror: ((error: Error) => void) | undefined): JSONRPCMessage | undefined {
+  try {
+    return deserializeMessage(line);
+  } catch (error) {
+    onerror?.(error instanceof Error ? error : new Error(String(error)));
+    return undefined;
+  }
 }

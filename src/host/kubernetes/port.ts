@@ -4,7 +4,15 @@ import type { TurnUsageRow } from '../../db/usage.js';
 import { Backoff } from '../../shared/backoff.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerCredentials } from '../runners.js';
-import { isSessionPortError, SessionPortError, type Admission, type DrainResult, type SessionSnapshot, type SessionState } from '../session/port.js';
+import {
+  idleSessionState,
+  isSessionPortError,
+  SessionPortError,
+  type Admission,
+  type DrainResult,
+  type SessionSnapshot,
+  type SessionState,
+} from '../session/port.js';
 import { ForwardingSessionPort } from '../session/forwarding-port.js';
 import type { LaunchDocument } from '../session/serve-protocol.js';
 import type { HostConfig } from '../types.js';
@@ -73,19 +81,7 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
   constructor(private readonly options: KubernetesSessionOptions) {
     super();
     this.backoff = new Backoff(options.config.runners.backoffBaseMs, options.config.runners.backoffMaxMs);
-    this.known = {
-      runner: null,
-      runnerPid: null,
-      provider: null,
-      open: 0,
-      pending: 0,
-      undelivered: 0,
-      lastError: null,
-      nextDueAt: options.nextWakeAt,
-      providerSessionId: null,
-      epoch: 0,
-      incarnation: 0,
-    };
+    this.known = idleSessionState(options.nextWakeAt);
     this.ctx = {
       cluster: options.cluster,
       settings: options.settings,

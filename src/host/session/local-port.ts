@@ -22,22 +22,10 @@ import { changeTask, listTasks, type TaskCommand } from '../../db/tasks.js';
 import { checkRegularFileInside, checkSafeId, isUntrustedPathError } from '../untrusted-files.js';
 import type { SessionEngine } from './engine.js';
 import { PincerError } from '../../shared/errors.js';
+import { idleSessionState } from './port.js';
 import { type Admission, type DrainResult, type InboxRow, type OutboundResult, type SessionPort, type SessionSnapshot, type SessionState } from './port.js';
 
-const CLOSED_STATE: SessionState = {
-  runner: null,
-  runnerPid: null,
-  provider: null,
-  open: 0,
-  pending: 0,
-  undelivered: 0,
-  lastError: null,
-  nextDueAt: null,
-  lastUsageId: 0,
-  providerSessionId: null,
-  epoch: 0,
-  incarnation: 0,
-};
+const CLOSED_STATE: SessionState = { ...idleSessionState(), lastUsageId: 0 };
 
 /**
  * The session port over a session folder on this machine: each call is a query of `src/db` on the engine's own

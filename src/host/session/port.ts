@@ -107,6 +107,23 @@ export interface SessionState {
   queued?: { since: string; routing: EventRouting } | null;
 }
 
+/** The state of a session with no runner and no work: a closed local session, or a launch not yet heard from. */
+export function idleSessionState(nextDueAt: string | null = null): SessionState {
+  return {
+    runner: null,
+    runnerPid: null,
+    provider: null,
+    open: 0,
+    pending: 0,
+    undelivered: 0,
+    lastError: null,
+    nextDueAt,
+    providerSessionId: null,
+    epoch: 0,
+    incarnation: 0,
+  };
+}
+
 export interface Admission {
   /** over budget: due messages are refused with `notice` */
   over: boolean;

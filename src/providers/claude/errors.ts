@@ -1,4 +1,4 @@
-import { PincerError, type ErrorCode } from '../../shared/errors.js';
+import { ReasonedError, type ErrorCode } from '../../shared/errors.js';
 /**
  * How the Claude provider classifies failures. Every failure becomes one `error` ProviderEvent whose `classification`
  * is a `ClaudeErrorCode`, so the runner's `last_error` (and the host's retry decision) says what went wrong.
@@ -44,12 +44,9 @@ const CLAUDE_CODE: Record<ClaudeErrorCode, ErrorCode> = {
 };
 
 /** Kept as a subclass: the runner records Claude's own classification (`reason`) and its retry rule. */
-export class ClaudeProviderError extends PincerError {
-  constructor(
-    readonly reason: ClaudeErrorCode,
-    message: string,
-  ) {
-    super(CLAUDE_CODE[reason], message);
+export class ClaudeProviderError extends ReasonedError<ClaudeErrorCode> {
+  constructor(reason: ClaudeErrorCode, message: string) {
+    super(reason, CLAUDE_CODE[reason], message);
     this.name = 'ClaudeProviderError';
   }
 

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { JsonRpcLines, mib, type OversizedMessage } from '../../shared/jsonrpc-lines.js';
+import { JsonRpcLines, mib, parseMessageLine, type OversizedMessage } from '../../shared/jsonrpc-lines.js';
 import type { McpStdioServerConfig } from '../types.js';
 
 /**
@@ -114,14 +114,8 @@ export class LimitedStdioClientTransport implements Transport {
   }
 
   private onLine(line: string): void {
-    let message: JSONRPCMessage;
-    try {
-      message = deserializeMessage(line);
-    } catch (error) {
-      // Like the SDK: a line that is not a JSON-RPC message is reported and skipped.
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
-      return;
-    }
+    const message = parseMessageLine(line, this.onerror);
+    if (!message) return;
     if (('result' in message || 'error' in message) && 'id' in message && message.id !== undefined) this.requests.delete(message.id);
     this.onmessage?.(message);
   }

@@ -1,4 +1,4 @@
-import { PincerError, type ErrorCode } from '../../shared/errors.js';
+import { ReasonedError, type ErrorCode } from '../../shared/errors.js';
 /**
  * Errors of the worker-task pool. Codes:
  * - `overloaded`: the pool's pending-task or pending-byte limit was reached; the task was refused before its input
@@ -18,13 +18,13 @@ export interface WorkerTaskErrorDetails {
 }
 
 /** Kept as a subclass: it carries the pool, the task and the limit, and the pool counts outcomes by `reason`. */
-export class WorkerTaskError extends PincerError {
+export class WorkerTaskError extends ReasonedError<WorkerTaskErrorCode> {
   constructor(
-    readonly reason: WorkerTaskErrorCode,
+    reason: WorkerTaskErrorCode,
     message: string,
     readonly details: WorkerTaskErrorDetails,
   ) {
-    super(WORKER_CODE[reason], message);
+    super(reason, WORKER_CODE[reason], message);
     this.name = 'WorkerTaskError';
   }
 }

@@ -79,24 +79,13 @@ export function writeTool({ confinement, limits, planner, queue }: FileToolDeps)
       if (bytes > limits.maxWriteBytes) throw new Error(`content is ${bytes} bytes; at most ${limits.maxWriteBytes} per write`);
       return queue.run(file, async () => {
         await fs.mkdir(path.dirname(file), { recursive: true });
-        for (let attempt = 1; ; attempt++) {
-          const before = await readIfExists(file, limits);
-          const receipts = before === null ? undefined : await planner.planWrite({ path: shown, before, after: params.content }, signal);
-          recheck(signal, confinement, params.path);
-          if ((await readIfExists(file, limits)) !== before) {
-            if (attempt < PLAN_ATTEMPTS) continue;
-            throw new Error(`${shown} changed while the write was planned, twice; nothing was written: read it and try again`);
-          }
-          await fs.writeFile(file, params.content);
-          await verifyPersisted(file, params.content, shown);
-          if (!receipts) return result(`wrote ${bytes} bytes to ${shown} (new file)`, undefined);
-          return result(`wrote ${bytes} bytes to ${shown}\n${receipts.display}`, {
-            path: shown,
-            display: receipts.display,
-            unified: receipts.unified,
-            summarised: receipts.summarised,
-          });
-        }
+        const target = { file, shown, requested: params.path };
+        const receipts = await planThenWrite(target, 'write', { confinement, limits }, signal, async (before) => ({
+          after: params.content,
+          answer: before === null ? undefined : await planner.planWrite({ path: shown, before, after: params.content }, signal),
+        }));
+        if (!receipts) return result(`wrote ${bytes} bytes to ${shown} (new file)`, undefined);
+        return result(`wrote ${bytes} bytes to ${shown}\n${receipts.display}`, { path: shown, ...receiptsOf(receipts) });
       });
     },
   });
@@ -122,28 +111,17 @@ export function editTool({ confinement, limits, planner, queue }: FileToolDeps):
       const file = confinement.resolve(params.path);
       const shown = confinement.display(file);
       return queue.run(file, async () => {
-        for (let attempt = 1; ; attempt++) {
-          const before = await readIfExists(file, limits);
+        const target = { file, shown, requested: params.path };
+        const plan = await planThenWrite(target, 'edit', { confinement, limits }, signal, async (before) => {
           if (before === null) throw new Error(`${shown} does not exist (use write to create it)`);
-          const plan = await planner.planEdit({ path: shown, before, edits, maxBytes: limits.maxWriteBytes }, signal);
-          if (!plan.ok) throw new Error(plan.error);
-          recheck(signal, confinement, params.path);
-          if ((await readIfExists(file, limits)) !== before) {
-            if (attempt < PLAN_ATTEMPTS) continue;
-            throw new Error(`${shown} changed while the edit was planned, twice; nothing was written: read it again and retry`);
-          }
-          await fs.writeFile(file, plan.after);
-          await verifyPersisted(file, plan.after, shown);
-          const where = plan.replacements
-            .map((r) => `line ${r.line}` + (r.kind === 'normalised' ? ` (matched after normalising ${r.normalisations.join(', ') || 'whitespace'})` : ''))
-            .join(', ');
-          return result(`edited ${shown} at ${where}\n${plan.display}`, {
-            path: shown,
-            display: plan.display,
-            unified: plan.unified,
-            summarised: plan.summarised,
-          });
-        }
+          const planned = await planner.planEdit({ path: shown, before, edits, maxBytes: limits.maxWriteBytes }, signal);
+          if (!planned.ok) throw new Error(planned.error);
+          return { after: planned.after, answer: planned };
+        });
+        const where = plan.replacements
+          .map((r) => `line ${r.line}` + (r.kind === 'normalised' ? ` (matched after normalising ${r.normalisations.join(', ') || 'whitespace'})` : ''))
+          .join(', ');
+        return result(`edited ${shown} at ${where}\n${plan.display}`, { path: shown, ...receiptsOf(plan) });
       });
     },
   });
@@ -157,6 +135,35 @@ function replacementsOf(params: { oldText?: string; newText?: string; edits?: Re
   }
   if (params.oldText === undefined || params.newText === undefined) throw new Error('give oldText and newText (or edits)');
   return [{ oldText: params.oldText, newText: params.newText }];
+}
+
+/**
+ * Plans a change from what the file holds now and writes it only if the file did not change while it was planned
+ * (planned again once, then a clear error: never a lost write); what was written is read back and compared.
+ */
+async function planThenWrite<T>(
+  target: { file: string; shown: string; requested: string },
+  what: 'write' | 'edit',
+  { confinement, limits }: Pick<FileToolDeps, 'confinement' | 'limits'>,
+  signal: AbortSignal | undefined,
+  plan: (before: string | null) => Promise<{ after: string; answer: T }>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const before = await readIfExists(target.file, limits);
+    const planned = await plan(before);
+    recheck(signal, confinement, target.requested);
+    if ((await readIfExists(target.file, limits)) !== before) {
+      if (attempt < PLAN_ATTEMPTS) continue;
+      throw new Error(`${target.shown} changed while the ${what} was planned, twice; nothing was written: read it again and retry`);
+    }
+    await fs.writeFile(target.file, planned.after);
+    await verifyPersisted(target.file, planned.after, target.shown);
+    return planned.answer;
+  }
+}
+
+function receiptsOf(receipts: Receipts): Omit<FileReceiptDetails, 'path'> {
+  return { display: receipts.display, unified: receipts.unified, summarised: receipts.summarised };
 }
 
 /** After planning, before writing: the call may have been cancelled, or a link swapped in. */
