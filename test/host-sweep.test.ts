@@ -56,6 +56,24 @@ describe('sweep', () => {
     expect(result.failed.map((r) => r.id)).toEqual([done]);
   });
 
+  it('leaves rows in work alone while a runner it does not know of still runs, and recovers them once it has ended', () => {
+    const s = createTestSession();
+    const held = processing(s, 'held by a runner whose supervisor died', 1, minutesAgo(10));
+    const sweeper = new Sweeper(s.db);
+    let unknownRunner = true;
+    let asked = 0;
+    const input = () => ({ runnerAlive: false, batchIds: [], timezone: 'UTC', config, unknownRunner: () => (asked++, unknownRunner) });
+    expect(sweeper.sweep(input()).retried).toEqual([]);
+    expect(s.inbound(held).status).toBe('processing');
+    unknownRunner = false;
+    expect(sweeper.sweep(input()).retried.map((r) => r.id)).toEqual([held]);
+    expect(s.inbound(held).status).toBe('pending');
+    expect(asked).toBe(2);
+    // nothing in work: nobody is asked (the question may spawn a probe)
+    sweeper.sweep(input());
+    expect(asked).toBe(2);
+  });
+
   it('schedules the next occurrence of a recurring task in the session time zone, once', () => {
     const s = createTestSession();
     const { id } = s.insert({ kind: 'task', content: { prompt: 'standup' }, recurrence: '0 9 * * *', channelType: 'http', platformId: 'c' });

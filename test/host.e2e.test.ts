@@ -249,6 +249,11 @@ describe('pincer host runner lifecycle and retries', () => {
     const stream = second.stream('orphan', { lastEventId: '0' }); // the answer may come before the stream opens
     await stream.waitFor('the answer', (e) => e.event === 'chat' && String(e.data.text).includes('outlive your host'));
     expect(inboundRows(second, sent.sessionId)[0]!.status).toBe('completed');
+    // Answered once: while the orphan still held the message, the new host's sweep left it alone (it did not put it
+    // back to pending for the next runner to answer again). A later message's answer shows the next runner has run.
+    await post(second, 'orphan', { text: 'and then' });
+    await stream.waitFor('the next answer', (e) => e.event === 'chat' && String(e.data.text).includes('and then'));
+    expect(stream.events.filter((e) => e.event === 'chat' && String(e.data.text).includes('outlive your host'))).toHaveLength(1);
     stream.close();
     expect(await second.stop()).toBe(0);
   });

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { liveRunners } from '../bench/runner-census.js';
 import { BwrapLauncher, ProcessLauncher, type RunnerLauncher } from '../src/container/index.js';
 import { packageRoot } from '../src/container/config.js';
+import { launchLockHeld } from '../src/container/handle.js';
 import { onPath } from './support/dockerd.js';
 import { killAllLaunched, launchTracked } from './support/launched-runners.js';
 import { BUILT_CLI } from './support/runner-harness.js';
@@ -93,6 +94,22 @@ describe.each(kinds)('one runner per session ($kind)', ({ kind, launcher, skip }
     },
     240_000,
   );
+});
+
+describe('launchLockHeld', () => {
+  it('says whether a process holds the lock: yes while one does, no once it has ended, no for a file never made', async () => {
+    const lock = lockFile();
+    expect(launchLockHeld(lock)).toBe(false);
+    const holder = spawn('flock', [lock, 'sleep', '60'], { stdio: 'ignore', detached: true }); // its sleep holds the lock too
+    try {
+      await waitFor('the lock taken', () => locked(lock));
+      expect(launchLockHeld(lock)).toBe(true);
+    } finally {
+      process.kill(-holder.pid!, 'SIGKILL');
+    }
+    await waitFor('the lock let go', () => !locked(lock));
+    expect(launchLockHeld(lock)).toBe(false);
+  });
 });
 
 /** Whether someone holds the lock (`flock -n` cannot take it). */

@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { STDIN_DOCUMENT_ENV, stdinDocumentLine } from '../shared/stdin-document.js';
@@ -71,6 +71,17 @@ export function lockedCommand(lockFile: string | undefined, command: string, arg
   if (lockFile === undefined || flock === undefined) return { file: command, args };
   // `command` must be a path: the launched environment may have no PATH (bwrap runs with an empty one)
   return { file: '/bin/sh', args: ['-c', LOCKED_SCRIPT, lockFile, flock, command, ...args] };
+}
+
+/**
+ * Whether some process still holds the session's launch lock: a runner is alive, perhaps one whose supervisor died
+ * and that is finishing its turn. A probe with `flock -n` (75: taken by another); false without flock(1) or a lock
+ * file, where `lockedCommand` locks nothing either.
+ */
+export function launchLockHeld(lockFile: string): boolean {
+  const flock = onPath('flock');
+  if (flock === undefined || !fs.existsSync(lockFile)) return false;
+  return spawnSync(flock, ['-n', '-E', '75', lockFile, 'true'], { stdio: 'ignore', timeout: 5000 }).status === 75;
 }
 
 /** $0 the lock file, $1 flock(1), then the command. Exit 75 (EX_TEMPFAIL): the host counts it as a failed start. */

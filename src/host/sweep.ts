@@ -10,7 +10,8 @@ import type { HostConfig } from './types.js';
  * The sweep of one session DB: the runner never retries, the host
  * does. A `processing` row that is not in the live runner's batch nor held by it (a task script still running, a
  * message carried to its next query; after a short grace, since the runner claims rows a moment before it records
- * them), or any `processing` row of a session whose runner is dead, goes back to
+ * them), or any `processing` row of a session whose runner is dead (and no runner the caller does not know of still
+ * runs), goes back to
  * `pending` with exponential back-off via `process_after`; after the maximum tries it is `failed` and the caller
  * tells the originating chat. Completed (or failed) occurrences of recurring tasks get their next occurrence, and
  * once a minute finished task rows are pruned (task-history.ts).
@@ -25,6 +26,12 @@ export interface SweepInput {
    * reads is never in neither (the runner records a batch before it lets go of what it held)
    */
   heldIds?: () => readonly string[];
+  /**
+   * whether a runner the caller does not know of still runs (asked only while rows are in work and no live runner of
+   * the caller's has said what it holds): one left by a supervisor that died, finishing its turn. Its rows stay in work
+   * until it has ended; put back now, the next runner would answer them a second time.
+   */
+  unknownRunner?: () => boolean;
   timezone: string;
   config: HostConfig['sweep'];
 }
@@ -62,11 +69,13 @@ export class Sweeper {
     const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined, pruned: 0 };
     const now = Date.now();
     // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
-    const work = hasProcessing(this.db) || endedOccurrences(this.db).some((row) => !this.reported.has(row.id));
+    const processing = hasProcessing(this.db);
+    const work = processing || endedOccurrences(this.db).some((row) => !this.reported.has(row.id));
     if (work) {
+      const leftAlone = processing && input.unknownRunner?.() === true; // before the write lock: it may spawn a probe
       this.db
         .transaction(() => {
-          this.recoverStale(input, now, result);
+          if (!leftAlone) this.recoverStale(input, now, result);
           this.scheduleNext(input, result);
         })
         .immediate();

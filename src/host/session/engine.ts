@@ -4,6 +4,7 @@ import { sessionPaths, writeJsonAtomic } from '../../db/layout.js';
 import { getSessionValue, heldRows, readRunnerState, sessionKeys } from '../../db/state.js';
 import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/session-queries.js';
 import type { RunnerState } from '../../db/types.js';
+import { launchLockHeld } from '../../container/handle.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { firstTryNotices } from '../retry-notice.js';
 import type { RunnerExit, RunnerSupervisor } from '../runners.js';
@@ -176,11 +177,14 @@ export class SessionEngine {
     const id = this.id;
     const timezone = this.config.timezone ?? 'UTC';
     const alive = supervisor.isRunning(id);
+    const { lockFile } = this.deps.launch;
     const live = supervisor.liveState(id, readRunnerState(slot.db));
     const sweep = slot.sweeper.sweep({
       runnerAlive: alive,
       batchIds: live?.batchIds ?? [],
       heldIds: () => (live ? [...(readRunnerState(slot.db)?.batchIds ?? []), ...heldRows(slot.db)] : []),
+      // no runner of ours has said what it holds: one still holding the launch lock is another's (or ours, not yet ready)
+      unknownRunner: () => !live && lockFile !== undefined && launchLockHeld(lockFile),
       timezone,
       config: config.sweep,
     });
