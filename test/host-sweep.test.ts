@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Sweeper } from '../src/host/sweep.js';
+import { Sweeper } from '../src/host/session/sweep.js';
 import { PRUNE_BATCH } from '../src/db/task-history.js';
 import type { HostConfig } from '../src/host/types.js';
 import { cleanupSessions, createTestSession } from './support/session.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadHostConfig } from '../src/host/config.js';
 import { started, type LaunchRunner } from '../src/host/launchers.js';
-import { RunnerSupervisor, type RunnerExit } from '../src/host/runners.js';
+import { RunnerSupervisor, type RunnerExit } from '../src/host/session/runners.js';
 import { createLogger } from '../src/shared/log.js';
 import { waitFor } from './support/wait.js';
 

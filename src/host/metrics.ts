@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { DeliveryObserver } from './delivery.js';
+import type { DeliveryObserver } from './session/delivery.js';
 import { BoundedLabel } from './metric-labels.js';
 import type { CollectedTurn } from './usage/ledger.js';
 

@@ -1,7 +1,7 @@
 import { errorMessage } from '../shared/log.js';
 import type { SpanHandle, Tracing } from '../shared/tracing.js';
 import type { InboundEnvelope } from './channels/types.js';
-import type { DeliveryObserver } from './delivery.js';
+import type { DeliveryObserver } from './session/delivery.js';
 
 /**
  * The host's spans of a message's trace: `pincer.receive` (the trace's root, when a channel hands a message over),

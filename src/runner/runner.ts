@@ -262,7 +262,7 @@ export class Runner {
   /**
    * Heartbeats only while a turn runs: an idle runner writes nothing, so it wakes neither itself nor the host's watcher
    * of its session (idle costs nothing). While idle, the host knows it is alive from its process, and that it is not
-   * frozen from its claiming what is due (src/host/runners.ts). A beat that meets another process's lock is skipped:
+   * frozen from its claiming what is due (src/host/session/runners.ts). A beat that meets another process's lock is skipped:
    * the next one comes `heartbeatMs` later.
    */
   private async runBatch(messages: FormattableMessage[], rawPrompt?: string): Promise<void> {

@@ -3,7 +3,7 @@ import type { ConfigFile } from '../../db/config-file.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import { Backoff } from '../../shared/backoff.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import type { RunnerCredentials } from '../runners.js';
+import type { RunnerCredentials } from '../session/runners.js';
 import {
   idleSessionState,
   isSessionPortError,

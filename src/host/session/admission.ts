@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/log.js';
 import type { AgentGroup } from '../central-db/types.js';
-import type { SessionHandle } from '../delivery.js';
+import type { SessionHandle } from './delivery.js';
 import type { HostUsage } from '../usage/host-usage.js';
 import type { SessionPort } from './port.js';
 

@@ -6,10 +6,10 @@ import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/ses
 import type { RunnerState } from '../../db/types.js';
 import { launchLockHeld } from '../../container/handle.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import { firstTryNotices } from '../retry-notice.js';
-import type { RunnerExit, RunnerSupervisor } from '../runners.js';
-import { SessionDbKeeper } from '../session-db-keeper.js';
-import { SessionSlot } from '../session-slot.js';
+import { firstTryNotices } from './retry-notice.js';
+import type { RunnerExit, RunnerSupervisor } from './runners.js';
+import { SessionDbKeeper } from './db-keeper.js';
+import { SessionSlot } from './slot.js';
 import type { HostConfig } from '../types.js';
 import type { Admission, EventRouting, SessionEvent } from './port.js';
 import { ChangeSignal } from './signal.js';

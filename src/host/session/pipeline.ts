@@ -5,7 +5,7 @@ import { errorMessage, type Logger } from '../../shared/log.js';
 import type { CentralStore } from '../central-db/store.js';
 import type { AgentGroup, SessionRecord } from '../central-db/types.js';
 import type { ChannelAdapter } from '../channels/types.js';
-import { conversationOf, type Delivery, type SessionHandle } from '../delivery.js';
+import { conversationOf, type Delivery, type SessionHandle } from './delivery.js';
 import type { Inbox } from '../inbox.js';
 import type { HostMetrics } from '../metrics.js';
 import type { HostUsage } from '../usage/host-usage.js';
@@ -47,7 +47,7 @@ export interface PipelineDeps {
  * budget's admission when they change, push what the inbox holds that the session has not acknowledged, wait for a
  * change (`sync`), then tell the chat what happened (events), show typing, deliver the outbound rows, collect usage,
  * and drop the inbox rows the session is done with. Every stage reads the session through the port only; the budget
- * (admission.ts), typing (typing.ts) and delivery (../delivery.ts) stages are their own files, and the sweep and the
+ * (admission.ts), typing (typing.ts) and delivery (delivery.ts) stages are their own files, and the sweep and the
  * runner's lifecycle run next to the session folder (engine.ts, in the host or in `pincer session-serve`).
  */
 export class SessionPipeline {

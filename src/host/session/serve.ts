@@ -9,7 +9,7 @@ import { errorMessage, type Logger } from '../../shared/log.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { httpReply } from '../../shared/error-edges.js';
 import { isPincerError } from '../../shared/errors.js';
-import { RunnerSupervisor } from '../runners.js';
+import { RunnerSupervisor } from './runners.js';
 import type { HostConfig } from '../types.js';
 import { SessionEngine } from './engine.js';
 import { LocalSessionPort } from './local-port.js';

@@ -7,7 +7,7 @@ import { Backoff } from '../../shared/backoff.js';
 import { lockedCommand } from '../../container/handle.js';
 import { CLI_ENTRY } from '../../shared/cli-entry.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
-import type { RunnerCredentials, RunnerTraceRelay } from '../runners.js';
+import type { RunnerCredentials, RunnerTraceRelay } from './runners.js';
 import type { HostConfig } from '../types.js';
 import type { EngineLaunch } from './engine.js';
 import { isSessionPortError, SessionPortError, type Admission, type DrainResult, type SessionSnapshot } from './port.js';

@@ -1,5 +1,5 @@
 import type { ChannelAdapter } from '../channels/types.js';
-import { conversationOf, type SessionHandle } from '../delivery.js';
+import { conversationOf, type SessionHandle } from './delivery.js';
 import type { ConversationRef } from '../types.js';
 import type { SessionState } from './port.js';
 

@@ -1,16 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
-import { SessionDbError } from '../db/connection.js';
-import { describeDbFileChange, isDamagedDbError } from '../db/db-file.js';
-import { createSessionFolder, sessionPaths } from '../db/layout.js';
-import { allUndelivered, insertOutboundCopies, unfinishedIds } from '../db/session-queries.js';
-import type { OutboundRow } from '../db/types.js';
-import { errorMessage, type Logger } from '../shared/log.js';
+import { SessionDbError } from '../../db/connection.js';
+import { describeDbFileChange, isDamagedDbError } from '../../db/db-file.js';
+import { createSessionFolder, sessionPaths } from '../../db/layout.js';
+import { allUndelivered, insertOutboundCopies, unfinishedIds } from '../../db/session-queries.js';
+import type { OutboundRow } from '../../db/types.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
 import type { RunnerSupervisor } from './runners.js';
-import type { SessionEvent } from './session/port.js';
-import { openSessionDbChecked, type OpenedSessionDb, type SessionSlot } from './session-slot.js';
-import { isUntrustedPathError } from './untrusted-files.js';
+import type { SessionEvent } from './port.js';
+import { openSessionDbChecked, type OpenedSessionDb, type SessionSlot } from './slot.js';
+import { isUntrustedPathError } from '../untrusted-files.js';
 
 /**
  * A session's database lost under its engine: `session.db` deleted, another file moved over it, a page overwritten. A

@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { RunnerState } from '../db/types.js';
-import { launcherFor, type LaunchRunner, type StartedRunner } from './launchers.js';
-import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../container/index.js';
-import { readRunnerState } from '../db/state.js';
-import { errorMessage, type Logger } from '../shared/log.js';
-import type { SessionRecord } from './central-db/types.js';
-import { isProcessAlive } from './home-lock.js';
-import { openSessionDbSafely } from './session-slot.js';
-import { isUntrustedPathError } from './untrusted-files.js';
-import type { HostConfig } from './types.js';
-import { setting } from '../shared/settings.js';
-import { RunnerAdmission, runnerLimit } from './runner-admission.js';
+import type { RunnerState } from '../../db/types.js';
+import { launcherFor, type LaunchRunner, type StartedRunner } from '../launchers.js';
+import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../../container/index.js';
+import { readRunnerState } from '../../db/state.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
+import type { SessionRecord } from '../central-db/types.js';
+import { isProcessAlive } from '../home-lock.js';
+import { openSessionDbSafely } from './slot.js';
+import { isUntrustedPathError } from '../untrusted-files.js';
+import type { HostConfig } from '../types.js';
+import { setting } from '../../shared/settings.js';
+import { RunnerAdmission, runnerLimit } from '../runner-admission.js';
 
 /**
  * Runner lifecycle: at most one runner per session, started as a child process when the session has due work,

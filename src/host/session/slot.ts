@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
-import { openSessionDb } from '../db/connection.js';
-import { dbFileChange, syncWal, type DbFileChange, type FileIdentity } from '../db/db-file.js';
-import { sessionPaths } from '../db/layout.js';
-import { Waker } from '../db/wake.js';
-import { errorMessage, type Logger } from '../shared/log.js';
+import { openSessionDb } from '../../db/connection.js';
+import { dbFileChange, syncWal, type DbFileChange, type FileIdentity } from '../../db/db-file.js';
+import { sessionPaths } from '../../db/layout.js';
+import { Waker } from '../../db/wake.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
 import { Sweeper } from './sweep.js';
-import { checkSessionDatabase, UntrustedPathError } from './untrusted-files.js';
-import { Backoff } from '../shared/backoff.js';
+import { checkSessionDatabase, UntrustedPathError } from '../untrusted-files.js';
+import { Backoff } from '../../shared/backoff.js';
 
 /** A failing tick waits 100 ms, then twice as long each time, up to 30 s. */
 const TICK_BACKOFF_BASE_MS = 100;

@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import { endedOccurrences, failProcessing, hasDueTrigger, hasProcessing, nextDueAt, processingRows, retryProcessing } from '../db/sweep.js';
-import type { InboundRow } from '../db/types.js';
-import { isPincerError } from '../shared/errors.js';
-import { insertNextOccurrence, nextOccurrence } from '../db/tasks.js';
-import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from '../db/task-history.js';
-import type { HostConfig } from './types.js';
+import { endedOccurrences, failProcessing, hasDueTrigger, hasProcessing, nextDueAt, processingRows, retryProcessing } from '../../db/sweep.js';
+import type { InboundRow } from '../../db/types.js';
+import { isPincerError } from '../../shared/errors.js';
+import { insertNextOccurrence, nextOccurrence } from '../../db/tasks.js';
+import { PRUNE_BATCH, PRUNE_EVERY_MS, pruneTaskHistory } from '../../db/task-history.js';
+import type { HostConfig } from '../types.js';
 
 /**
  * The sweep of one session DB: the runner never retries, the host

@@ -7,16 +7,16 @@ import {
   OutboundQuestionSchema,
   OutboundReactionSchema,
   OutboundSystemSchema,
-} from '../db/content.js';
-import type { OutboundRow } from '../db/types.js';
-import { errorMessage, type Logger } from '../shared/log.js';
-import type { ActionHandlers } from './actions.js';
-import type { CentralStore } from './central-db/store.js';
-import type { AgentGroup, SessionRecord } from './central-db/types.js';
-import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from './channels/types.js';
-import type { InboxRow, SessionPort } from './session/port.js';
-import type { ConversationRef, HostConfig } from './types.js';
-import { isPincerError } from '../shared/errors.js';
+} from '../../db/content.js';
+import type { OutboundRow } from '../../db/types.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
+import type { ActionHandlers } from '../actions.js';
+import type { CentralStore } from '../central-db/store.js';
+import type { AgentGroup, SessionRecord } from '../central-db/types.js';
+import { ChannelDeliveryError, type ChannelAdapter, type OutboundPayload } from '../channels/types.js';
+import type { InboxRow, SessionPort } from './port.js';
+import type { ConversationRef, HostConfig } from '../types.js';
+import { isPincerError } from '../../shared/errors.js';
 
 /**
  * Delivery of `messages_out`: chat rows (text, files, edits, reactions, cards, questions) go to the channel

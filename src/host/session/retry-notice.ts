@@ -4,9 +4,9 @@
  * Later tries stay quiet (the final failure has its own notice); one notice per conversation per sweep, however many
  * messages the failed batch held.
  */
-import type { InboundRow } from '../db/types.js';
+import type { InboundRow } from '../../db/types.js';
 import { retryDelayMs } from './sweep.js';
-import type { HostConfig } from './types.js';
+import type { HostConfig } from '../types.js';
 
 export interface RetryNotice {
   row: InboundRow;
