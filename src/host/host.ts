@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { isSessionDbError } from '../db/connection.js';
 import { parseInboundContent, type InboundContent } from '../db/content.js';
@@ -35,14 +34,10 @@ import type { LaunchRunner } from './launchers.js';
 import { RunnerSupervisor, stopOrphanRunners } from './session/runners.js';
 import { SessionDirectory } from './sessions.js';
 import { Inbox } from './inbox.js';
-import { SessionEngine } from './session/engine.js';
-import { LocalSessionPort } from './session/local-port.js';
 import { SessionPipeline } from './session/pipeline.js';
-import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort } from './session/port.js';
-import { ServedSessionPort } from './session/served-port.js';
-import { SessionCluster } from './kubernetes/cluster.js';
-import { KubernetesSessionPort } from './kubernetes/port.js';
-import type { KubernetesSettings } from './kubernetes/settings.js';
+import { SessionPorts } from './session/ports.js';
+import type { SessionEngine } from './session/engine.js';
+import { isSessionPortError, type InboxRow, type SessionEvent } from './session/port.js';
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
@@ -119,8 +114,8 @@ export class Host implements HostApi {
   private credentialsWatch: CredentialsWatch | undefined;
   /** per local session: the turn in flight and the generation its first upstream request went with */
   private readonly turnPins = new Map<string, { turn: string; generation: ModelGeneration }>();
-  /** the cluster of `PINCER_RUNNER=kubernetes`, connected on the first session opened. */
-  private cluster: Promise<SessionCluster> | undefined;
+  /** opens each session's port in the host's runner kind. */
+  private readonly ports: SessionPorts;
   /** MCP servers agents asked for (add_mcp_server), waiting for or decided by an admin */
   readonly mcpRequests: McpServerRequests;
 
@@ -181,6 +176,16 @@ export class Host implements HostApi {
       this.traceRelay,
     );
     this.inbox = new Inbox(this.store.db);
+    this.ports = new SessionPorts({
+      config,
+      store: this.store,
+      sessions: this.sessions,
+      supervisor: this.supervisor,
+      credentials: this.credentialProxy,
+      traceRelay: this.traceRelay,
+      notify: (session, text) => void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), text),
+      log: this.log,
+    });
     const globalAdmins = config.defaultGroup?.admins ?? [];
     this.mcpRequests = new McpServerRequests({
       store: this.store,
@@ -442,54 +447,16 @@ export class Host implements HostApi {
     if (quarantined) throw new PincerError('quarantined', `session ${session.id} is quarantined: ${quarantined}`);
     const known = this.pipelines.get(session.id);
     if (known) return known;
-    const { config } = this.options;
-    const launch = {
-      agentDir: this.sessions.groupDirOf(session),
-      globalDir: path.join(config.home, 'global'),
-      logFile: this.runnerLog(session.id),
-      lockFile: this.runnerLock(session.id),
-    };
-    let port: SessionPort;
-    let engine: SessionEngine | undefined;
-    if (config.sessionPort.kind === 'kubernetes') {
-      port = await this.kubernetesPort(session, config.sessionPort.kubernetes, config.sessionPort.orphanMs);
-    } else if (config.sessionPort.kind === 'session-serve') {
-      port = new ServedSessionPort({
-        session: { id: session.id, folder: session.folder },
-        config,
-        launch,
-        nextEpoch: () => this.store.nextEpoch(session.id),
-        credentials: this.credentialProxy,
-        traceRelay: this.traceRelay,
-        filesDir: path.join(config.home, 'tmp', 'outbox'),
-        orphanMs: config.sessionPort.orphanMs,
-        lockFile: this.runnerLock(`${session.id}.serve`),
-        log: this.log,
-        onLaunchFailures: (failures, why) =>
-          void this.delivery.notify(
-            { session },
-            conversationOf({ session }, NO_ROUTING),
-            `The agent's session could not be started (${failures} failures in a row: ${why}); retrying with back-off.`,
-          ),
-      });
-    } else {
-      try {
-        engine = new SessionEngine({
-          session: { id: session.id, folder: session.folder },
-          config,
-          supervisor: this.supervisor,
-          launch,
-          log: this.log,
-          restoreFolder: () => this.sessions.restoreFolder(session),
-        });
-      } catch (err) {
-        if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
-        // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
-        this.quarantine(session, errorMessage(err));
-        throw new PincerError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
-      }
-      port = new LocalSessionPort(engine);
+    let opened: Awaited<ReturnType<SessionPorts['open']>>;
+    try {
+      opened = await this.ports.open(session);
+    } catch (err) {
+      if (!isUntrustedPathError(err) && !isSessionDbError(err)) throw err;
+      // A session the agent broke (or a disk that did) must not take the host down: set it aside, say so once.
+      this.quarantine(session, errorMessage(err));
+      throw new PincerError('quarantined', `session ${session.id} is quarantined: ${errorMessage(err)}`);
     }
+    const { port, engine } = opened;
     const again = this.pipelines.get(session.id);
     if (again) {
       await port.close();
@@ -518,34 +485,6 @@ export class Host implements HostApi {
     engine?.run();
     if (this.running) pipeline.run();
     return pipeline;
-  }
-
-  /** The session on Kubernetes: its pods started (and let go when idle) through the cluster the settings name. */
-  private async kubernetesPort(session: SessionRecord, settings: KubernetesSettings, orphanMs: number): Promise<SessionPort> {
-    this.cluster ??= SessionCluster.connect(settings);
-    const cluster = await this.cluster;
-    const group = this.store.getAgentGroup(session.agentGroupId);
-    const notify = (text: string): void => void this.delivery.notify({ session }, conversationOf({ session }, NO_ROUTING), text);
-    return new KubernetesSessionPort({
-      session: { sessionId: session.id, groupFolder: group?.folder ?? 'main' },
-      config: this.options.config,
-      settings,
-      cluster,
-      nextEpoch: () => this.store.nextEpoch(session.id),
-      currentEpoch: () => this.store.launchStateOf(session.id).epoch,
-      nextWakeAt: this.store.launchStateOf(session.id).nextWakeAt,
-      credentials: this.credentialProxy,
-      filesDir: path.join(this.options.config.home, 'tmp', 'outbox'),
-      orphanMs,
-      log: this.log,
-      onLaunchFailures: (failures, why) =>
-        notify(
-          `The agent's session could not be started on Kubernetes (${failures} failure(s) in a row: ${why}); retrying with back-off. Messages sent meanwhile are kept.`,
-        ),
-      onPodEvent: (reason, message) => {
-        if (reason === 'FailedAttachVolume') notify(`The agent's session is waiting for its volume (${message}); it answers once Kubernetes lets go of it.`);
-      },
-    });
   }
 
   private async onSessionEvent(pipeline: SessionPipeline, event: SessionEvent): Promise<void> {
@@ -652,23 +591,6 @@ export class Host implements HostApi {
     let sum = 0;
     for (const pipeline of this.pipelines.values()) sum += pipeline.state?.pending ?? 0;
     return sum;
-  }
-
-  /** `<home>/logs/<session id>.log`: where the agent cannot plant a link (the session id is the host's own). */
-  private runnerLog(sessionId: string): string {
-    const dir = path.join(this.options.config.home, 'logs');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return path.join(dir, `${sessionId}.log`);
-  }
-
-  /**
-   * `<home>/locks/<name>.lock`: a launch lock held by the OS (src/container/handle.ts): `<session id>` for its runner,
-   * `<session id>.serve` for its session-serve process.
-   */
-  private runnerLock(sessionId: string): string {
-    const dir = path.join(this.options.config.home, 'locks');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return path.join(dir, `${sessionId}.lock`);
   }
 
   /** A `channel_type: 'agent'` row: a chat message into the target group's session, answered back the same way. */
