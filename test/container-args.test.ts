@@ -60,6 +60,7 @@ describe('docker run arguments', () => {
     expect(values(args, '--pids-limit')).toEqual(['512']);
     expect(values(args, '--memory')).toEqual(['2g']);
     expect(values(args, '--cpus')).toEqual(['1']);
+    expect(values(args, '--ulimit')).toEqual(['core=0']); // no file-size limit set in these settings
     const stat = fs.statSync(root);
     expect(values(args, '--user')).toEqual([`${stat.uid}:${stat.gid}`]);
     expect(values(args, '--mount')).toEqual([
@@ -233,7 +234,15 @@ describe('launcher configuration', () => {
   it('defaults to a child process; docker settings have safe defaults', () => {
     const config = loadLauncherConfig({ PATH: '/usr/bin', DOCKER_HOST: 'unix:///d.sock', PINCER_HTTP_TOKEN: 't' }, cli);
     expect(config.kind).toBe('process');
-    expect(config.docker).toMatchObject({ image: 'pincer-node', memory: '2g', cpus: '1', pids: 512, network: 'none', extraEnv: [] });
+    expect(config.docker).toMatchObject({ image: 'pincer-node', memory: '2g', cpus: '1', pids: 512, fileSizeBytes: 2 ** 30, network: 'none', extraEnv: [] });
+    const limited = dockerRunArgs(config.docker, {
+      containerName: 'pincer-runner-s1',
+      launchId: 'launch-1',
+      folders: resolveFolders({ workspace: session(), env: {} }),
+      cliEntry: '/opt/pincer/dist/src/cli/main.js',
+      envNames: [],
+    });
+    expect(values(limited, '--ulimit')).toEqual([`fsize=${2 ** 30}`, 'core=0']);
     expect(config.docker.appRoot).toBe(path.resolve('.'));
     expect(config.docker.cliEnv).toEqual({ PATH: '/usr/bin', DOCKER_HOST: 'unix:///d.sock' });
     expect(createLauncher(config).kind).toBe('process');

@@ -142,6 +142,22 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     }
   });
 
+  it('holds the runner to PINCER_CONTAINER_FILE_SIZE and writes no core files: what it starts inherits them', async () => {
+    const s = createTestSession();
+    const limited = new DockerLauncher({ ...settings, fileSizeBytes: 8 << 20 }, BUILT_CLI);
+    const runner = launchTracked(limited, { workspace: s.paths.root, env, name: 'fsize' });
+    await runner.ready();
+    const pid = readRunnerState(s.db)!.pid;
+    const probe = await exec(runner.handle.containerName!, [
+      'const fs = require("fs");',
+      `const limits = fs.readFileSync("/proc/${pid}/limits", "utf8").split("\\n");`,
+      'const row = (name) => limits.find((l) => l.startsWith(name)).split(/\\s{2,}/).slice(1, 3);',
+      'console.log(JSON.stringify({ fsize: row("Max file size"), core: row("Max core file size") }));',
+    ]);
+    expect(JSON.parse(probe)).toEqual({ fsize: [String(8 << 20), String(8 << 20)], core: ['0', '0'] });
+    expect(await runner.handle.stop()).toBe(0);
+  });
+
   it('has no network and none of the host secrets; values never appear on the docker command line', async () => {
     const s = createTestSession();
     const server = net.createServer((socket) => socket.end('reached'));

@@ -159,6 +159,9 @@ describe('pincer doctor’s lines', () => {
       /! largest file .*not held \(prlimit \(util-linux\) not found\)/,
     );
     expect(describeLimits('process', {})).toEqual([expect.stringMatching(/^limits: none/)]);
+    expect(describeLimits('docker', { PINCER_CONTAINER_FILE_SIZE: '8m' }).join('\n')).toContain(
+      'largest file 8 MiB (PINCER_CONTAINER_FILE_SIZE): docker --ulimit fsize; no core files',
+    );
     expect(describeLimits('bwrap', { PINCER_CONTAINER_PIDS: 'many' })[0]).toMatch(/^limits: bad limit settings/);
   });
 });

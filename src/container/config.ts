@@ -7,7 +7,7 @@ import { BwrapLauncher } from './bwrap.js';
 import { DockerLauncher } from './docker.js';
 import { dockerCliEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
-import { runnerLimits } from './limits.js';
+import { parseSize, runnerLimits } from './limits.js';
 import { ProcessLauncher } from './process.js';
 import type { LauncherConfig, RunnerLauncher } from './types.js';
 
@@ -57,6 +57,7 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
       memory: e.PINCER_CONTAINER_MEMORY,
       cpus: e.PINCER_CONTAINER_CPUS,
       pids: e.PINCER_CONTAINER_PIDS,
+      fileSizeBytes: parseSize(e.PINCER_CONTAINER_FILE_SIZE),
       network: e.PINCER_CONTAINER_NETWORK,
     },
     bwrap: {

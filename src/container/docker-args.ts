@@ -82,6 +82,10 @@ export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): st
     settings.memory,
     '--cpus',
     settings.cpus,
+    // a write past it fails (EFBIG); no core files (a 2 GiB runner's core would land on the host's disk)
+    ...(settings.fileSizeBytes === undefined ? [] : ['--ulimit', `fsize=${settings.fileSizeBytes}`]),
+    '--ulimit',
+    'core=0',
     ...mounts.flatMap((mount) => ['--mount', mount]),
     '--workdir',
     CONTAINER_WORKSPACE,

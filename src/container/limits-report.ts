@@ -25,7 +25,8 @@ export function describeLimits(
   if (kind === 'docker')
     return [
       `limits: memory ${size(limits.memoryBytes)}, ${limits.cpus} CPUs, ${limits.pids} processes (docker --memory/--cpus/--pids-limit)`,
-      '  not limited: file sizes and the session folder’s total size (a bind of a host folder)',
+      `  largest file ${size(limits.fileSizeBytes)} (PINCER_CONTAINER_FILE_SIZE): docker --ulimit fsize; no core files`,
+      '  not limited: the session folder’s total size (a bind of a host folder)',
     ];
   if (kind !== 'bwrap') return [];
   return describeBwrap(limits, plan ?? planCgroups(undefined, undefined, true), prlimit, uid);

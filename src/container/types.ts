@@ -100,6 +100,8 @@ export interface SandboxLimits {
   cpus: string;
   /** `docker run --pids-limit`. */
   pids: number;
+  /** `docker run --ulimit fsize=`: the largest file a runner may write, in bytes (absent: no limit). */
+  fileSizeBytes?: number;
   /** `docker run --network`: `none` by default; a real provider needs a network that reaches its API. */
   network: string;
 }
