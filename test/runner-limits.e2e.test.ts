@@ -78,6 +78,12 @@ describe.skipIf(!bwrapWorks())('bubblewrap runner limits', { timeout: 180_000 },
     expect((await host.request('POST', '/v1/conversations/limits/messages', { text: 'still there?' })).status).toBe(202);
     const reply = await stream.waitFor('the reply', (e) => e.event === 'chat');
     expect(reply.data.text).toContain('still there?</message>');
+    // once the runner has ended, the chat is told that a limit stopped a process of its sandbox
+    expect((await host.request('POST', `/v1/sessions/${task.body.sessionId as string}/stop`)).status).toBe(200);
+    const history = host.stream('limits', { lastEventId: '0' }); // the runner may have ended (idle) before the stop
+    const notice = await history.waitFor('the memory notice', (e) => e.event === 'notice' && String(e.data.text).includes('ran out of memory'), 30_000);
+    history.close();
+    expect(notice.data.text).toContain('the 256 MiB limit (PINCER_CONTAINER_MEMORY)');
     stream.close();
     expect(await host.stop()).toBe(0);
   });

@@ -92,6 +92,7 @@ export class BwrapLauncher implements RunnerLauncher {
         const events = await cgroup?.close();
         if (events?.oomKills) log.warn(`a process of the bwrap runner for ${folders.workspace} was killed at its memory limit (${events.oomKills} times)`);
         if (events?.forksRefused) log.warn(`the bwrap runner for ${folders.workspace} reached its process limit (${events.forksRefused} forks refused)`);
+        return events;
       },
     });
   }

@@ -2,6 +2,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { STDIN_DOCUMENT_ENV, stdinDocumentLine } from '../shared/stdin-document.js';
+import type { LimitEvents } from './cgroup.js';
 import type { LaunchedRunner, LaunchOptions, RunnerKind } from './types.js';
 
 /** How one kind of launcher asks its runner to end; `launchedRunner` adds the shared bookkeeping. */
@@ -14,7 +15,7 @@ export interface EndHooks {
   /** how long after `graceMs` to wait before `forceKill` (docker: its own `stop` escalates first). */
   killMarginMs: number;
   /** runs after the local process has exited and before `exited` resolves (docker: remove a leftover container). */
-  afterExit?(): Promise<void>;
+  afterExit?(): Promise<LimitEvents | void>;
 }
 
 /** The runner's variable that turns its stdin into a lifeline (see `runnerStdio`). */
@@ -112,12 +113,16 @@ export function onPath(name: string): string | undefined {
 export function launchedRunner(kind: RunnerKind, child: ChildProcess, hooks: EndHooks): LaunchedRunner {
   let ended = false;
   let killTimer: NodeJS.Timeout | undefined;
+  let limits: LimitEvents | undefined;
   const exited = new Promise<number | string>((resolve) => {
     const finish = (code: number | string): void => {
       if (ended) return;
       ended = true;
       if (killTimer) clearTimeout(killTimer);
-      void (hooks.afterExit?.() ?? Promise.resolve()).catch(() => undefined).then(() => resolve(code)); // the hook logs its own failures; the exit is reported either way
+      void (hooks.afterExit?.() ?? Promise.resolve())
+        .then((events) => (limits = events || undefined))
+        .catch(() => undefined) // the hook logs its own failures; the exit is reported either way
+        .then(() => resolve(code));
     };
     child.once('exit', (code, signal) => finish(code ?? signal ?? -1));
     // spawn failures (ENOENT) emit `error` and may never emit `exit`.
@@ -135,5 +140,5 @@ export function launchedRunner(kind: RunnerKind, child: ChildProcess, hooks: End
     if (!ended) hooks.forceKill();
     return exited;
   };
-  return { kind, child, containerName: hooks.containerName, exited, stop, kill };
+  return { kind, child, containerName: hooks.containerName, exited, stop, kill, limitsHit: () => limits };
 }

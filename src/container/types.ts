@@ -1,3 +1,4 @@
+import type { LimitEvents } from './cgroup.js';
 import type { RunnerLimits } from './limits.js';
 import type { ChildProcess } from 'node:child_process';
 
@@ -79,6 +80,8 @@ export interface LaunchedRunner {
   stop(graceMs?: number): Promise<number | string>;
   /** end it now (SIGKILL; a container is removed); resolves like `exited`. Rows in flight stay `processing`. */
   kill(): Promise<number | string>;
+  /** once `exited` resolved: what its limits stopped (a bwrap runner's cgroup counters), if they are known. */
+  limitsHit?(): LimitEvents | undefined;
 }
 
 /** Starts runners of one kind. `launch` throws `ContainerError` at once for bad options; later failures end `exited`. */

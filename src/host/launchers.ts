@@ -14,7 +14,7 @@ export type { LaunchedRunner, LaunchOptions, RunnerKind } from '../container/typ
  * sandbox, or a runner in the host's own process (the in-process launcher of src/testing). `pid` is the local
  * process's (the host's own for an in-process runner); undefined when the spawn failed at once.
  */
-export interface StartedRunner extends Pick<LaunchedRunner, 'containerName' | 'exited' | 'stop' | 'kill'> {
+export interface StartedRunner extends Pick<LaunchedRunner, 'containerName' | 'exited' | 'stop' | 'kill' | 'limitsHit'> {
   readonly kind: LaunchedRunner['kind'] | 'in-process';
   readonly pid: number | undefined;
 }
@@ -24,7 +24,8 @@ export type LaunchRunner = (options: LaunchOptions) => StartedRunner;
 /** A launcher's handle as the supervisor sees it (its process's errors are logged; they also end `exited`). */
 export function started(runner: LaunchedRunner, warn: (line: string) => void, name = 'a session'): StartedRunner {
   runner.child.on('error', (err) => warn(`runner for ${name}: ${err.message}`));
-  return { kind: runner.kind, pid: runner.child.pid, containerName: runner.containerName, exited: runner.exited, stop: runner.stop, kill: runner.kill };
+  const { kind, containerName, exited, stop, kill, limitsHit } = runner;
+  return { kind, pid: runner.child.pid, containerName, exited, stop, kill, limitsHit };
 }
 
 /**

@@ -5,6 +5,8 @@ import { getSessionValue, heldRows, readRunnerState, sessionKeys } from '../../d
 import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/session-queries.js';
 import type { RunnerState } from '../../db/types.js';
 import { launchLockHeld } from '../../container/handle.js';
+import { runnerLimits } from '../../container/limits.js';
+import { formatSize } from '../../container/limits-report.js';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { firstTryNotices } from './retry-notice.js';
 import type { RunnerExit, RunnerSupervisor } from './runners.js';
@@ -262,6 +264,13 @@ export class SessionEngine {
       }
     } catch (err) {
       this.deps.log.warn(`could not save the provider session of ${exit.sessionId}: ${errorMessage(err)}`);
+    }
+    if (exit.limits?.oomKills) {
+      const limit = formatSize(runnerLimits(this.deps.config.runners.env).memoryBytes);
+      this.notice(
+        NO_ROUTING,
+        `The agent's sandbox ran out of memory: a process of it was stopped at the ${limit} limit (PINCER_CONTAINER_MEMORY). What it was doing may be unfinished; the administrator can raise the limit.`,
+      );
     }
     if (exit.crashes === CRASH_NOTICE_AT) {
       const log = lastLogLine(this.deps.launch.logFile);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RunnerState } from '../../db/types.js';
+import type { LimitEvents } from '../../container/cgroup.js';
 import { launcherFor, type LaunchRunner, type StartedRunner } from '../launchers.js';
 import { containerNameFor, dockerCliEnvironment, removeRunnerContainers } from '../../container/index.js';
 import { readRunnerState } from '../../db/state.js';
@@ -46,6 +47,8 @@ export interface RunnerExit {
   crashes: number;
   /** when the next start is allowed (ms since epoch). */
   nextStartAt: number;
+  /** what its limits stopped while it ran (bubblewrap runners with a cgroup), if known. */
+  limits?: LimitEvents;
 }
 
 interface Entry {
@@ -359,7 +362,8 @@ export class RunnerSupervisor {
     } else {
       this.log.info(`runner ${entry.pid} for ${sessionId} stopped (${code})`);
     }
-    this.onExit({ sessionId, pid: entry.pid, code, requested: entry.stopping, crashes, nextStartAt });
+    const limits = entry.runner.limitsHit?.();
+    this.onExit({ sessionId, pid: entry.pid, code, requested: entry.stopping, crashes, nextStartAt, ...(limits ? { limits } : {}) });
   }
 
   private recordCrash(sessionId: string): { count: number; nextStartAt: number; delayMs: number } {
