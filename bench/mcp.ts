@@ -14,8 +14,8 @@ import { pincerMcpServer } from '../src/mcp/config.js';
  * `pincer mcp` process, started exactly as a provider starts it (`pincerMcpServer`), on a session with a batch in
  * flight (as the runner leaves it in `runner_state` while a query runs). We time call → result: the tool commits its
  * `messages_out` row before it answers, so the result arriving means the row is committed — this is the upper bound
- * of call → commit, and what the agent waits for. Every row is checked afterwards. There is no baseline: the design
- * has no MCP server of this kind to compare with.
+ * of call → commit, and what the agent waits for. Every row is checked afterwards. There is no baseline: a runner
+ * without Pincer's tool server has nothing of this kind to compare with.
  */
 export interface McpSamples {
   toCommitted: number[];

@@ -41,7 +41,7 @@ const perRunner = (runners: number, each: number, unit: string): Row['target'] =
   return atMost(limit, `≤ ${limit} ${unit} (${each} ${unit} each)`);
 };
 
-/** The table rows, the performance targets first in their order, then the rest of the issue's list. */
+/** The table rows, the performance targets first in their order, then the other measurements (see docs/performance.md). */
 export function buildRows(results: BenchResults): Row[] {
   const rows: Row[] = [];
   const { pickup, followUp, burst15, burst, idle, throughput, fleet, coldStart, hostStart, mcp, mcpStart, platform, sessionPort, builtin, observability } =

@@ -9,7 +9,7 @@ import { startHost, stopAllHosts, type HostHandle } from './support/host-harness
 import { waitFor } from './support/wait.js';
 
 /**
- * Issue 26 point 8: a sandboxed agent opens connections to the credential proxy's socket by the thousand. The host's
+ * A sandboxed agent opens connections to the credential proxy's socket by the thousand. The host's
  * open-file limit is lowered (prlimit on its pid) so a thousand are past it: on a proxy without caps the host runs out
  * of descriptors and its HTTP API stops answering. With the caps the excess is refused with a clear HTTP answer the
  * agent reads, logged once, and the API answers while the rest are held.

@@ -7,7 +7,7 @@ import { startHost, stopAllHosts } from './support/host-harness.js';
 import { waitFor } from './support/wait.js';
 
 /**
- * Issue 26 point 5: an agent calls the credential proxy straight from its shell, with the placeholder key it finds in
+ * An agent calls the credential proxy straight from its shell, with the placeholder key it finds in
  * its runner's environment, 40 times in one turn. Those calls used to be neither counted nor checked against the
  * group's budget (the ledger counted one turn). Now the proxy counts each from the upstream's own usage fields and
  * refuses calls once the group is over budget: the fake upstream sees no call after that.

@@ -21,8 +21,8 @@ export function label(what: string, max = MAX_LABEL_CHARS) {
 }
 
 /**
- * The agent-visible integer id of a message (the `id` of `<message id="…">`, or the id a tool returned). The seed
- * types it as a string; models send both, so a positive integer or its decimal string is accepted.
+ * The agent-visible integer id of a message (the `id` of `<message id="…">`, or the id a tool returned). Models
+ * send it as a number or as a string, so a positive integer or its decimal string is accepted.
  */
 export const messageId = z
   .union([z.number().int().positive(), z.string().regex(/^\s*\d+\s*$/, { error: 'messageId must be a message id such as 42' })])
