@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Waker } from '../src/db/wake.js';
+import { idleWaitMs } from '../src/runner/runner.js';
 import { onPath } from './support/dockerd.js';
 
 /**
@@ -40,11 +41,12 @@ describe('the waker without inotify', () => {
       setTimeout(() => waker.notify(), 10);
       await waker.wait(60_000);
       waker.close();
-      process.stdout.write(JSON.stringify({ pollingBecause: waker.pollingBecause, timedOut }));
+      process.stdout.write(JSON.stringify({ pollingBecause: waker.pollingBecause, timedOut, watching: waker.watching }));
     `;
     const child = spawnSync('prlimit', ['--nofile=64:64', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect(child.stderr).toBe('');
-    const result = JSON.parse(child.stdout) as { pollingBecause: string; timedOut: boolean };
+    const result = JSON.parse(child.stdout) as { pollingBecause: string; timedOut: boolean; watching: boolean };
+    expect(result.watching).toBe(false);
     expect(result.pollingBecause).toBe(`no inotify instance for ${dir} (EMFILE; see fs.inotify.max_user_instances)`);
     expect(result.timedOut).toBe(true);
   });
@@ -53,16 +55,30 @@ describe('the waker without inotify', () => {
     const dir = tempDir();
     const watching = new Waker(dir, 'watch');
     expect(watching.pollingBecause).toBeUndefined();
+    expect(watching.watching).toBe(true);
     const woken = watching.wait(60_000);
     fs.writeFileSync(path.join(dir, 'session.db'), 'x');
     await woken; // woken by the write, not by the timeout
     watching.close();
+    expect(watching.watching).toBe(false); // closed
     const polling = new Waker(dir, 'poll');
     expect(polling.pollingBecause).toBeUndefined();
+    expect(polling.watching).toBe(false);
     polling.close();
   });
 
   it('a watch error that is not about instances still fails at once', () => {
     expect(() => new Waker(path.join(tempDir(), 'missing'), 'watch')).toThrow(/ENOENT/);
+  });
+});
+
+describe("an idle runner's wait", () => {
+  const config = { pollIdleMs: 1000, idleCheckMs: 60_000 };
+  it('is the long idle check while a change wakes it, the poll interval while it polls, and never past the next due row', () => {
+    expect(idleWaitMs(undefined, true, config)).toBe(60_000);
+    expect(idleWaitMs(undefined, false, config)).toBe(1000);
+    expect(idleWaitMs(5000, true, config)).toBe(5000);
+    expect(idleWaitMs(5000, false, config)).toBe(1000);
+    expect(idleWaitMs(0, true, config)).toBe(0);
   });
 });

@@ -80,7 +80,7 @@ export const ConfigFileSchema = z.strictObject({
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
 /** What every process of a session reads from its environment, parsed by the registry (src/shared/settings.ts). */
-const EnvSchema = settingsSchema(['TZ', 'PINCER_WAKE', 'PINCER_POLL_IDLE_MS']);
+const EnvSchema = settingsSchema(['TZ', 'PINCER_WAKE', 'PINCER_POLL_IDLE_MS', 'PINCER_IDLE_CHECK_MS']);
 
 export interface SessionConfig {
   paths: SessionPaths;
@@ -89,6 +89,8 @@ export interface SessionConfig {
   wake: WakeMode;
   /** fallback wake interval when nothing changes (watch mode), or the poll interval (poll mode) */
   pollIdleMs: number;
+  /** an idle runner's fallback while its waker watches: a change wakes it at once, this only covers a missed event */
+  idleCheckMs: number;
 }
 
 export function loadSessionConfig(ownEnv: NodeJS.ProcessEnv): SessionConfig {
@@ -105,7 +107,8 @@ export function loadSessionConfig(ownEnv: NodeJS.ProcessEnv): SessionConfig {
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
   const timeZone = tuning.data.TZ || file.timezone || systemTimeZone();
   if (!isValidTimeZone(timeZone)) throw new SessionConfigError('env', `unknown time zone "${timeZone}" (TZ)`);
-  return { paths, file, timeZone, wake: tuning.data.PINCER_WAKE, pollIdleMs: tuning.data.PINCER_POLL_IDLE_MS };
+  const { PINCER_WAKE: wake, PINCER_POLL_IDLE_MS: pollIdleMs, PINCER_IDLE_CHECK_MS: idleCheckMs } = tuning.data;
+  return { paths, file, timeZone, wake, pollIdleMs, idleCheckMs };
 }
 
 /**

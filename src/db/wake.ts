@@ -40,6 +40,11 @@ export class Waker {
     }
   }
 
+  /** Whether a change wakes a waiter at once (then `wait()`'s timeout only covers a missed event). */
+  get watching(): boolean {
+    return this.watcher !== null;
+  }
+
   private watch(dir: string, dbFile: string): fs.FSWatcher {
     const watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
       if (filename !== null && !filename.startsWith(path.basename(dbFile))) return;

@@ -62,6 +62,8 @@ export interface RunnerConfig {
   resumeSessionId: string | undefined;
   wake: WakeMode;
   pollIdleMs: number;
+  /** while the waker watches: how long an idle runner waits for a change before it looks anyway */
+  idleCheckMs: number;
   pollActiveMs: number;
   heartbeatMs: number;
   batch: { maxMessages: number; maxBytes: number };
@@ -76,7 +78,7 @@ export interface RunnerConfig {
 }
 
 export function loadRunnerConfig(ownEnv: NodeJS.ProcessEnv): RunnerConfig {
-  const { paths, file, timeZone, wake, pollIdleMs } = loadSessionConfig(ownEnv);
+  const { paths, file, timeZone, wake, pollIdleMs, idleCheckMs } = loadSessionConfig(ownEnv);
   const env = withRunnerSection(ownEnv, file);
   const tuning = EnvSchema.safeParse(env);
   if (!tuning.success) throw new SessionConfigError('env', `bad environment: ${describeIssues(tuning.error)}`);
@@ -100,6 +102,7 @@ export function loadRunnerConfig(ownEnv: NodeJS.ProcessEnv): RunnerConfig {
     resumeSessionId: file.sessionId,
     wake,
     pollIdleMs,
+    idleCheckMs,
     pollActiveMs: t.PINCER_POLL_ACTIVE_MS,
     heartbeatMs: t.PINCER_HEARTBEAT_MS,
     batch: { maxMessages: t.PINCER_BATCH_MAX_MESSAGES, maxBytes: t.PINCER_BATCH_MAX_BYTES },

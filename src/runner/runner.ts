@@ -223,7 +223,7 @@ export class Runner {
 
   private async idleWaitMs(): Promise<number> {
     const untilDue = await this.persist('next due time', () => this.queue.msUntilNextDue());
-    return untilDue === undefined ? this.deps.config.pollIdleMs : Math.min(untilDue, this.deps.config.pollIdleMs);
+    return idleWaitMs(untilDue, this.deps.waker.watching, this.deps.config);
   }
 
   private get mediaOptions(): MediaOptions {
@@ -489,4 +489,14 @@ export class Runner {
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * How long an idle runner waits: until the next row falls due, and at most the poll interval — or, while its waker
+ * watches the folder (any write wakes it at once), the much longer idle check, which only covers a missed event. An
+ * idle runner that woke every second cost about 0.03 % of a core each, for nothing.
+ */
+export function idleWaitMs(untilDue: number | undefined, watching: boolean, config: Pick<RunnerConfig, 'pollIdleMs' | 'idleCheckMs'>): number {
+  const fallback = watching ? config.idleCheckMs : config.pollIdleMs;
+  return untilDue === undefined ? fallback : Math.min(untilDue, fallback);
 }

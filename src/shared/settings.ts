@@ -258,6 +258,7 @@ const REGISTRY = {
   PINCER_ATTACHMENT_WORKER_BYTES: runner(() => positiveInt(64 * 1024), 'encode an attachment this large on a worker'),
   PINCER_WAKE: runner(() => z.enum(['watch', 'poll']).default('watch'), 'watch or poll the session DB'),
   PINCER_POLL_IDLE_MS: runner(() => positiveInt(1000), 'poll interval when idle'),
+  PINCER_IDLE_CHECK_MS: runner(() => positiveInt(60_000), 'how often an idle runner that watches for changes looks anyway'),
   PINCER_POLL_ACTIVE_MS: runner(() => positiveInt(500), 'poll interval during a query'),
   PINCER_HEARTBEAT_MS: runner(() => positiveInt(5000), 'heartbeat period'),
   PINCER_BATCH_MAX_MESSAGES: runner(() => positiveInt(50), 'messages per batch'),
