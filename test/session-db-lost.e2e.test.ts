@@ -77,6 +77,9 @@ describe('session.db deleted under a running host', () => {
     expect(await answered(host, 'idle', 'second')).toBe(1);
     expect(statusOf(file, second.id)).toBe('completed'); // the file at the path is the one in use
     expect(host.stderr()).toMatch(/session\.db was deleted; stopping its runner and setting up a new database/);
+    // the new database's usage rows start again at id 1, below the old one's: they are counted all the same
+    const turns = async (): Promise<number> => Number(((await host.request('GET', '/v1/usage')).body.total as { turns: number }).turns);
+    expect(await waitFor('both turns counted', async () => ((await turns()) >= 2 ? turns() : undefined), { timeoutMs: 20_000, intervalMs: 100 })).toBe(2);
     expect(await host.stop()).toBe(0);
   });
 

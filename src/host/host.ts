@@ -500,6 +500,7 @@ export class Host implements HostApi {
     if (event.type !== 'reset') return;
     // The provider's own conversation went with the old database's history: the agent starts afresh.
     this.store.setProviderSessionId(session.id, null);
+    this.usage.sessionReset(session.id);
     this.sessions.keepLinks(session);
     await pipeline.publish(undefined, true);
     const resent = this.inbox.reopen(session.id, event.unfinished);

@@ -38,6 +38,11 @@ export class HostUsage {
     }
   }
 
+  /** The session's database was set up afresh: read its usage rows from the first again. */
+  sessionReset(sessionId: string): void {
+    this.ledger.restart(sessionId);
+  }
+
   /** Whether the group may start a turn now; a refusal is counted. */
   gate(group: AgentGroup): BudgetVerdict {
     const verdict = this.budgets.check(group);

@@ -72,6 +72,14 @@ export class UsageLedger {
     private readonly log: Logger,
   ) {}
 
+  /**
+   * The session's database was set up afresh: its usage rows start at id 1 again, so the cursor starts over (a row
+   * read again is ignored: the ledger keeps one per session, turn and model).
+   */
+  restart(sessionId: string): void {
+    prepared(this.db, 'DELETE FROM usage_cursors WHERE session_id = ?').run(sessionId);
+  }
+
   /** Copy the session's new usage rows into the ledger; returns the turns copied. */
   async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<CollectedTurn[]> {
     const cursor =
