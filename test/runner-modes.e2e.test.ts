@@ -5,19 +5,28 @@ import { killsScenario } from '../bench/fault.js';
 import { packageRoot } from '../src/container/config.js';
 import { ensureRunnerImage } from '../src/container/index.js';
 import { openSessionDb } from '../src/db/connection.js';
+import { turnUsageAfter } from '../src/db/usage.js';
 import { bwrapWorks } from '../src/host/runner-kind.js';
+import { cleanupClaude } from './support/claude.js';
+import { closeFakeOpenAIs } from './support/fake-openai.js';
+import { startFakeTelegram, type FakeTelegram, type TelegramCall } from './support/fake-telegram.js';
 import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
+import { inboundOf, outboundOf, sessionFor } from './support/platform-host.js';
+import { PROVIDER_CASES } from './support/provider-fakes.js';
 import { BUILT_CLI } from './support/runner-harness.js';
 import { startOtlpReceiver } from './support/otlp-receiver.js';
 import { waitFor } from './support/wait.js';
 
 /**
- * The core scenarios in every runner mode users run — a plain process, bubblewrap, Docker — through one real host
- * each: an answer, a follow-up, a host restart that resumes the provider session, a task that fires, a file the user
- * sends. One suite, parametrised; the Docker mode shares one private daemon and one image build. A mode this machine
- * cannot run is skipped with the reason. The fault suite's short kills row with Docker runners runs here too, on the
- * same daemon and image (test/fault-suite.e2e.test.ts runs it with process, bwrap and session-serve runners).
+ * The core scenarios in every runner mode users run — a plain process, bubblewrap, Docker — through real hosts: an
+ * answer, a follow-up, a host restart that resumes the provider session, the mock's usage in the ledger, a task that
+ * fires, a file the user sends over HTTP and one a Telegram user sends (the Telegram fake); each provider (Claude
+ * Code, Codex, OpenCode, the built-in runtime) answering from its fake model server, the calls and tokens it reported
+ * in the ledger (one host per provider). One suite, parametrised; the Docker mode shares one private daemon and one
+ * image build. A mode this machine cannot run is skipped with the reason. The fault suite's short kills row with
+ * Docker runners runs here too, on the same daemon and image (test/fault-suite.e2e.test.ts runs it with process,
+ * bwrap and session-serve runners).
  */
 const IMAGE = 'pincer-runner-modes';
 let daemon: PrivateDockerd | undefined;
@@ -41,8 +50,15 @@ afterAll(async () => {
   await daemon?.stop();
 }, 60_000);
 
+let telegram: FakeTelegram | undefined;
 afterEach(async () => {
-  expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
+  const left = await stopAllHosts();
+  await telegram?.close();
+  telegram = undefined;
+  await closeFakeOpenAIs();
+  const claudeLeft = await cleanupClaude();
+  expect(left).toEqual({ hosts: 0, runners: 0 });
+  expect(claudeLeft).toBe(0);
   if (daemon) expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
 });
 
@@ -50,6 +66,15 @@ async function post(host: HostHandle, conversation: string, body: Record<string,
   const res = await host.request('POST', `/v1/conversations/${conversation}/messages`, body);
   expect(res.status).toBe(202);
   return res.body as { sessionId: string; id: string };
+}
+
+function turnRows(host: HostHandle, sessionId: string): Array<{ input_tokens: number; output_tokens: number }> {
+  const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+  try {
+    return turnUsageAfter(db, 0);
+  } finally {
+    db.close();
+  }
 }
 
 function sessionState(host: HostHandle, sessionId: string): Record<string, string> {
@@ -76,6 +101,17 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
     expect(host.stderr()).toMatch(launched!);
     const before = sessionState(host, first.sessionId);
     expect(before['mock:session_id']).toMatch(/^mock-/);
+    // the usage the mock reported for both turns is in the host's ledger as the runner wrote it
+    const ledger = await waitFor('both turns in the ledger', async () => {
+      const total = (await host.request('GET', '/v1/usage')).body.total as { turns: number; inputTokens: number; outputTokens: number };
+      return total.turns === 2 ? total : undefined;
+    });
+    const turns = turnRows(host, first.sessionId);
+    expect(turns.map((t) => t.output_tokens > 0)).toEqual([true, true]);
+    expect(ledger).toMatchObject({
+      inputTokens: turns.reduce((n, t) => n + t.input_tokens, 0),
+      outputTokens: turns.reduce((n, t) => n + t.output_tokens, 0),
+    });
     stream.close();
     expect(await host.stop()).toBe(0);
 
@@ -90,8 +126,11 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
     expect(await again.stop()).toBe(0);
   });
 
-  it.skipIf(skip !== undefined)('fires a task, and a file the user sends reaches the agent in the session folder', async () => {
-    const host = await startHost(env());
+  it.skipIf(skip !== undefined)('fires a task, and a file the user sends over HTTP or Telegram reaches the agent in the session folder', async () => {
+    telegram = await startFakeTelegram();
+    const fake = telegram;
+    const host = await startHost({ ...env(), TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_BASE_URL: fake.url, PINCER_ALLOWED_USERS: '' });
+    await waitFor('telegram connected', () => host.stderr().includes('telegram: connected'), { timeoutMs: 20_000 });
     const stream = host.stream('work');
     const task = await host.request('POST', '/v1/conversations/work/tasks', {
       prompt: 'water the plants',
@@ -117,9 +156,44 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
         db.close();
       }
     });
+    // the same through a chat platform: a Telegram user's document is saved in the session, the agent told where
+    const data = Buffer.from('a file from telegram\n');
+    const toChat = (c: TelegramCall): boolean => Number(c.body.chat_id) === 701;
+    fake.userSends({ chatId: 701, userId: 701, text: 'see attached', document: { name: 'notes.txt', data, mimeType: 'text/plain' } });
+    const said = await fake.waitForSent('the telegram answer', (c) => toChat(c) && String(c.body.text ?? '').includes('see attached'), 60_000);
+    const session = await sessionFor(host, 'telegram', 'telegram:701');
+    const row = inboundOf(host, session.id).find((r) => r.kind === 'chat-sdk')!;
+    const attachment = (JSON.parse(row.content) as { attachments: Array<{ localPath: string }> }).attachments[0]!;
+    expect(fs.readFileSync(path.join(host.sessionDir(session.id), attachment.localPath))).toEqual(data);
+    // the agent was told where, in its own path (its answer, echoing the prompt, was sent to the chat)
+    const answered = JSON.parse(outboundOf(host, session.id)[0]!.content) as { text: string };
+    expect(answered.text).toContain(`${attachment.localPath}]`);
+    expect(said.method).toBe('sendMessage');
     stream.close();
     expect(await host.stop()).toBe(0);
   });
+
+  it.skipIf(skip !== undefined)(
+    'each provider answers from its fake model server, the usage it reported in the ledger',
+    async () => {
+      for (const { provider, start } of PROVIDER_CASES) {
+        const fake = await start();
+        const host = await startHost({ ...env(), ...fake.env });
+        const stream = host.stream(provider);
+        await post(host, provider, { text: `a question for ${provider}` });
+        await stream.waitFor(`${provider}'s answer`, (e) => e.event === 'chat', 90_000);
+        expect(fake.asked(), provider).toContain(`a question for ${provider}`);
+        const total = await waitFor(`${provider}'s turn in the ledger`, async () => {
+          const t = (await host.request('GET', '/v1/usage')).body.total as { turns: number; calls: number; outputTokens: number };
+          return t.turns >= 1 ? t : undefined;
+        });
+        expect({ provider, calls: total.calls, outputTokens: total.outputTokens }).toEqual({ provider, ...fake.reported() });
+        stream.close();
+        expect(await host.stop(), provider).toBe(0);
+      }
+    },
+    600_000,
+  );
 
   it.skipIf(skip !== undefined)("one trace per message holds the runner's spans (a sandbox exports through the host's relay)", async () => {
     await expectCompleteTrace(env());
