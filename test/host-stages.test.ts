@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { createTestHost, type TestHost } from '../src/testing/test-host.js';
 import { ScriptedProvider } from '../src/testing/scripted-provider.js';
+import { ChannelDeliveryError } from '../src/host/channels/types.js';
 
 /**
  * The host's stages on the in-process test host: a real host, central DB and session databases, the runner's own code
@@ -13,8 +14,8 @@ afterEach(async () => {
   for (const host of hosts.splice(0)) await host.stop();
 });
 
-async function start(provider: ScriptedProvider, env: Record<string, string> = {}): Promise<TestHost> {
-  const host = await createTestHost({ provider, env });
+async function start(provider: ScriptedProvider, env: Record<string, string> = {}, clock?: () => number): Promise<TestHost> {
+  const host = await createTestHost({ provider, env, ...(clock ? { clock } : {}) });
   hosts.push(host);
   onTestFailed(() => console.log(host.logLines.join('')));
   return host;
@@ -25,6 +26,23 @@ function text(delivery: { payload: { type: string; text?: string } }): string | 
 }
 
 describe('the host on the in-process test host', () => {
+  it("waits out a platform's retry-after on the host's clock: moved an hour on, the answer is delivered at the next turn", async () => {
+    let offsetMs = 0;
+    const provider = new ScriptedProvider([
+      { expect: 'first', answer: 'answer one' },
+      { expect: 'second', answer: 'answer two' },
+    ]);
+    const t = await start(provider, {}, () => Date.now() + offsetMs);
+    t.channel.failNext(new ChannelDeliveryError('rate limited', { retryAfterMs: 3_600_000 }));
+    await t.send('first');
+    await waitUntil(() => t.logLines.some((line) => /delivery of message \d+ in \S+ failed \(attempt 1\): rate limited; retry in 3600000 ms/.test(line)));
+    offsetMs = 3_600_000; // an hour later, for the host; the next message wakes the session's turn
+    await t.send('second');
+    expect(text(await t.reply())).toBe('answer one'); // in order: the held answer first
+    expect(text(await t.reply())).toBe('answer two');
+    provider.assertComplete();
+  });
+
   it('delivers the answer to a message into its conversation, and the provider saw the message', async () => {
     const provider = new ScriptedProvider([{ expect: 'hello there', answer: 'hi, how can I help?' }]);
     const t = await start(provider);

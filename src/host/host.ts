@@ -67,6 +67,12 @@ export interface HostOptions {
   attachableChannels?: string[];
   /** how runners are started; default: the launcher PINCER_RUNNER names (tests: runners in this process). */
   launch?: LaunchRunner;
+  /**
+   * the host's clock for its own waits (a crashed runner's back-off, a failed delivery's retry), in ms since the epoch;
+   * default `Date.now`. Times that runners write (heartbeats, state changes, a row's due time) are read against the
+   * real time.
+   */
+  clock?: () => number;
 }
 
 /**
@@ -174,6 +180,7 @@ export class Host implements HostApi {
       options.launch,
       this.credentialProxy,
       this.traceRelay,
+      options.clock,
     );
     this.inbox = new Inbox(this.store.db);
     this.ports = new SessionPorts({
@@ -195,6 +202,7 @@ export class Host implements HostApi {
       log: this.log,
     });
     this.delivery = new Delivery({
+      now: options.clock,
       channels: this.channels,
       attachable: new Set([...options.channels.filter((c) => c.capabilities.attachable).map((c) => c.type), ...(options.attachableChannels ?? [])]),
       store: this.store,

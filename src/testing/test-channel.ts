@@ -8,6 +8,7 @@ export class TestChannel implements ChannelAdapter {
   readonly delivered: OutboundDelivery[] = [];
   readonly typing: { conversation: ConversationRef; active: boolean }[] = [];
   private waiters: (() => void)[] = [];
+  private failures: Error[] = [];
 
   async start(): Promise<void> {}
 
@@ -15,7 +16,14 @@ export class TestChannel implements ChannelAdapter {
     this.changed();
   }
 
+  /** The next delivery fails with `error` (a platform that is down, or asks to wait). */
+  failNext(error: Error): void {
+    this.failures.push(error);
+  }
+
   async deliver(message: OutboundDelivery): Promise<DeliveryReceipt> {
+    const failure = this.failures.shift();
+    if (failure) throw failure;
     this.delivered.push(message);
     this.changed();
     return { platformMessageId: `test-${this.delivered.length}` };

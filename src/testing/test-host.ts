@@ -18,6 +18,8 @@ export interface TestHostOptions {
   env?: Record<string, string>;
   /** the host's log (default: kept in `TestHost.logLines`, printed by nothing) */
   log?: Logger;
+  /** the host's clock (`HostOptions.clock`): a test moves it past a back-off instead of waiting it out */
+  clock?: () => number;
 }
 
 /** A real host in this process: its central DB in a fresh home, a test channel, runners in-process (no child process). */
@@ -67,6 +69,7 @@ export async function createTestHost(options: TestHostOptions = {}): Promise<Tes
       channels: [channel],
       log,
       launch: inProcessLauncher({ provider, log: createLogger('runner', (line) => logLines.push(line)) }),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
   } catch (err) {
     fs.rmSync(home, { recursive: true, force: true });

@@ -32,6 +32,8 @@ export interface SessionHandle {
 }
 
 export interface DeliveryDeps {
+  /** the host's clock (`HostOptions.clock`): when a failed delivery is tried again */
+  now?: () => number;
   channels: ReadonlyMap<string, ChannelAdapter>;
   /** channel types that may attach later (`ChannelCapabilities.attachable`): while absent, their rows wait. */
   attachable?: ReadonlySet<string>;
@@ -78,7 +80,8 @@ export class Delivery {
     for (const row of rows) {
       const key = `${handle.session.id}:${row.id}`;
       const attempt = this.attempts.get(key);
-      if (attempt && attempt.nextAt > Date.now()) return attempt.nextAt - Date.now();
+      const now = (this.deps.now ?? Date.now)();
+      if (attempt && attempt.nextAt > now) return attempt.nextAt - now;
       try {
         const platformMessageId = await this.deliverRow(handle, row, reach);
         if (platformMessageId === WAIT_FOR_CHANNEL) continue; // delivered when the channel is back (e.g. the next `pincer chat`)
@@ -99,7 +102,7 @@ export class Delivery {
         // A platform that said how long to wait (429 retry-after) is not asked again sooner.
         const retryAfterMs = err instanceof ChannelDeliveryError ? (err.options.retryAfterMs ?? 0) : 0;
         const delay = Math.max(retryAfterMs, this.deps.config.retryBaseMs * 2 ** (count - 1));
-        this.attempts.set(key, { count, nextAt: Date.now() + delay });
+        this.attempts.set(key, { count, nextAt: (this.deps.now ?? Date.now)() + delay });
         this.deps.log.warn(`delivery of message ${row.seq} in ${handle.session.id} failed (attempt ${count}): ${message}; retry in ${delay} ms`);
         return delay;
       }

@@ -104,6 +104,8 @@ export class RunnerSupervisor {
     private readonly credentials?: RunnerCredentials,
     /** where a sandbox sends its spans, when the host runs an OTLP relay (src/host/trace-relay.ts). */
     private readonly traceRelay?: RunnerTraceRelay,
+    /** the host's clock (`HostOptions.clock`) for its crash back-off; what runners write is read against the real time */
+    private readonly now: () => number = Date.now,
   ) {
     this.admission = new RunnerAdmission(runnerLimit(config.maxRunners));
   }
@@ -125,7 +127,7 @@ export class RunnerSupervisor {
   /** Milliseconds until a start is allowed (0: now). */
   backoffRemainingMs(sessionId: string): number {
     const crash = this.crashes.get(sessionId);
-    return crash ? Math.max(0, crash.nextStartAt - Date.now()) : 0;
+    return crash ? Math.max(0, crash.nextStartAt - this.now()) : 0;
   }
 
   /**
@@ -175,7 +177,7 @@ export class RunnerSupervisor {
       this.log.warn(`runner for ${launch.sessionId} could not be spawned`);
       return false;
     }
-    const startedAt = Date.now();
+    const startedAt = Date.now(); // compared with the runner's own startedAt: the real time
     const pid = runner.pid;
     const entry: Entry = {
       runner,
@@ -203,7 +205,7 @@ export class RunnerSupervisor {
   check(sessionId: string, state: RunnerState | undefined, hasDue: boolean, lastActivityAt: number): LivenessVerdict {
     const entry = this.entries.get(sessionId);
     if (!entry || entry.stopping) return 'none';
-    const now = Date.now();
+    const now = Date.now(); // compared with the runner's heartbeats: the real time
     const ours = state !== undefined && entry.owns(state);
     // An idle runner does not beat (idle costs nothing): its process is watched for its exit, and it must claim what
     // is due within the heartbeat timeout of seeing it due — a frozen idle runner is found as soon as it has work.
@@ -308,7 +310,7 @@ export class RunnerSupervisor {
   idleDeadlineMs(state: RunnerState | undefined, lastActivityAt: number): number | undefined {
     if (!state || state.state !== 'idle') return undefined;
     const idleSince = Math.max(Date.parse(state.updatedAt), lastActivityAt);
-    return Math.max(0, idleSince + this.config.idleTimeoutMs - Date.now()) + 1;
+    return Math.max(0, idleSince + this.config.idleTimeoutMs - Date.now()) + 1; // the runner's own times
   }
 
   /** SIGTERM (the runner finishes its query within its grace), SIGKILL after the host's grace. */
@@ -353,7 +355,7 @@ export class RunnerSupervisor {
       this.admission.release(sessionId);
     }
     let crashes = 0;
-    let nextStartAt = Date.now();
+    let nextStartAt = this.now();
     if (!entry.stopping) {
       const crash = this.recordCrash(sessionId);
       crashes = crash.count;
@@ -369,7 +371,7 @@ export class RunnerSupervisor {
   private recordCrash(sessionId: string): { count: number; nextStartAt: number; delayMs: number } {
     const count = (this.crashes.get(sessionId)?.count ?? 0) + 1;
     const delayMs = Math.min(this.config.backoffMaxMs, this.config.backoffBaseMs * 2 ** (count - 1));
-    const crash = { count, nextStartAt: Date.now() + delayMs };
+    const crash = { count, nextStartAt: this.now() + delayMs };
     this.crashes.set(sessionId, crash);
     return { ...crash, delayMs };
   }
