@@ -33,11 +33,14 @@ describe("Codex's shell with default settings", { timeout: 120_000 }, () => {
       home,
     );
     const stream = host.stream('c');
-    expect((await host.request('POST', '/v1/conversations/c/messages', { text: 'make a file' })).status).toBe(202);
+    const sent = await host.request('POST', '/v1/conversations/c/messages', { text: 'make a file' });
+    expect(sent.status).toBe(202);
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'done', 90_000);
     const output = JSON.stringify(fake.modelRequests()[1]!.body.input);
     expect(output).toContain('made-42');
     expect(output).toContain('exited with code 0');
-    expect(fs.readFileSync(path.join(host.home, 'groups', 'main', 'made.txt'), 'utf8')).toBe('made-42\n');
+    // in the session's own agent/, never the group's folder
+    expect(fs.readFileSync(path.join(host.sessionDir(sent.body.sessionId as string), 'agent', 'made.txt'), 'utf8')).toBe('made-42\n');
+    expect(fs.existsSync(path.join(host.home, 'groups', 'main', 'made.txt'))).toBe(false);
   });
 });

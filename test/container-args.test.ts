@@ -81,16 +81,16 @@ describe('docker run arguments', () => {
     ]);
   });
 
-  it('mount a separate agent folder and global folder, and honour an explicit user and network', () => {
+  it('mount the group folder and the global folder read-only, and honour an explicit user and network', () => {
     const root = session();
-    const agent = session();
+    const group = session();
     const global = session();
     const args = dockerRunArgs(
       { ...settings, user: '1000:1000', network: 'pincer-egress' },
       {
         containerName: 'n',
         launchId: 'l',
-        folders: resolveFolders({ workspace: root, agentDir: agent, globalDir: global, env: {} }),
+        folders: resolveFolders({ workspace: root, agentDir: group, globalDir: global, env: {} }),
         cliEntry: '/opt/pincer/dist/src/cli/main.js',
         envNames: [],
         identity: { passwd: '/tmp/id/passwd', group: '/tmp/id/group' },
@@ -98,7 +98,9 @@ describe('docker run arguments', () => {
     );
     expect(values(args, '--mount')).toContain('type=bind,src=/tmp/id/passwd,dst=/etc/passwd,readonly');
     expect(values(args, '--mount')).toContain('type=bind,src=/tmp/id/group,dst=/etc/group,readonly');
-    expect(values(args, '--mount')).toContain(`type=bind,src=${agent},dst=/workspace/agent`);
+    // the group's folder is read-only to every session; nothing is mounted over the session's own agent/
+    expect(values(args, '--mount')).toContain(`type=bind,src=${group},dst=/workspace/group,readonly`);
+    expect(values(args, '--mount').filter((m) => m.includes('/workspace/agent'))).toEqual([]);
     expect(values(args, '--mount')).toContain(`type=bind,src=${global},dst=/workspace/global,readonly`);
     expect(values(args, '--user')).toEqual(['1000:1000']);
     expect(values(args, '--network')).toEqual(['pincer-egress']);
@@ -112,9 +114,9 @@ describe('docker run arguments', () => {
     expect(containerNameFor(name)).toBe(expected);
   });
 
-  it('refuse a missing session, agent or global folder with a workspace error', () => {
+  it('refuse a missing session, group or global folder with a workspace error', () => {
     const root = session();
-    for (const options of [{ workspace: '/nope' }, { workspace: root, agentDir: '/nope-agent' }, { workspace: root, globalDir: '/nope-global' }]) {
+    for (const options of [{ workspace: '/nope' }, { workspace: root, agentDir: '/nope-group' }, { workspace: root, globalDir: '/nope-global' }]) {
       let caught: unknown;
       try {
         resolveFolders({ ...options, env: {} });
@@ -332,6 +334,20 @@ describe('bwrap arguments', () => {
       '/opt/pincer/dist/src/cli/main.js',
     );
     expect(shared).toContain('--share-net');
+  });
+
+  it("bind the group's folder read-only at /workspace/group, after the session, and nothing over the session's own agent/", () => {
+    const root = session();
+    const group = session();
+    const args = bwrapArgs(
+      { appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: true, extraEnv: [] },
+      resolveFolders({ workspace: root, agentDir: group, env: {} }),
+      '/opt/pincer/dist/src/cli/main.js',
+    );
+    const at = args.indexOf(group);
+    expect(args.slice(at - 1, at + 2)).toEqual(['--ro-bind', group, '/workspace/group']);
+    expect(at).toBeGreaterThan(args.indexOf('/workspace')); // a later mount covers the session folder's group/
+    expect(args.filter((arg) => arg.startsWith('/workspace/agent'))).toEqual([]);
   });
 });
 

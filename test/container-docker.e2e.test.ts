@@ -107,18 +107,18 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
     expect(await runner.handle.stop()).toBe(0);
   });
 
-  it('reads config.json, agent/CLAUDE.md and a read-only global/CLAUDE.md from separate host folders through the mounts', async () => {
+  it('reads config.json, a read-only group/CLAUDE.md and a read-only global/CLAUDE.md from separate host folders through the mounts', async () => {
     const s = createTestSession();
-    const groupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-group-'));
+    const agentDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-group-'));
     const globalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-global-'));
     try {
-      fs.writeFileSync(path.join(groupDir, 'CLAUDE.md'), 'You are the group agent.');
+      fs.writeFileSync(path.join(agentDir, 'CLAUDE.md'), 'You are the group agent.');
       fs.writeFileSync(path.join(globalDir, 'CLAUDE.md'), 'Shared rules for all.');
       fs.writeFileSync(path.join(s.paths.root, 'config.json'), JSON.stringify({ timezone: 'Asia/Tokyo', assistantName: 'Pinchy' }));
       const { TZ: _tz, ...noTz } = env;
       const runner = launchTracked(launcher(), {
         workspace: s.paths.root,
-        agentDir: groupDir,
+        agentDir,
         globalDir,
         env: { ...noTz, MOCK_RECORD_FILE: '/workspace/mock-record.jsonl' },
         name: 'mounts',
@@ -130,14 +130,16 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       const probe = await exec(runner.handle.containerName!, [
         'const fs = require("fs"); const out = {};',
         'try { fs.writeFileSync("/workspace/global/x", "x"); out.global = "writable"; } catch (e) { out.global = e.code; }',
+        'try { fs.writeFileSync("/workspace/group/CLAUDE.md", "x"); out.group = "writable"; } catch (e) { out.group = e.code; }',
         'fs.writeFileSync("/workspace/agent/notes.md", "x"); out.agent = "writable";',
         'console.log(JSON.stringify(out));',
       ]);
-      expect(JSON.parse(probe)).toEqual({ global: 'EROFS', agent: 'writable' });
-      expect(fs.existsSync(path.join(groupDir, 'notes.md'))).toBe(true);
+      expect(JSON.parse(probe)).toEqual({ global: 'EROFS', group: 'EROFS', agent: 'writable' });
+      expect(fs.readFileSync(path.join(agentDir, 'CLAUDE.md'), 'utf8')).toBe('You are the group agent.');
+      expect(fs.existsSync(path.join(s.paths.agent, 'notes.md'))).toBe(true);
       expect(await runner.handle.stop()).toBe(0);
     } finally {
-      fs.rmSync(groupDir, { recursive: true, force: true });
+      fs.rmSync(agentDir, { recursive: true, force: true });
       fs.rmSync(globalDir, { recursive: true, force: true });
     }
   });

@@ -62,7 +62,7 @@ const PROVIDERS: Record<'claude' | 'codex' | 'opencode', ProviderCase> = {
       const fake = await fakeAnthropic();
       fake.script(
         { toolUse: { name: 'Bash', input: { command: PROBE, description: 'look around' } } },
-        { toolUse: { name: 'mcp__pincer__send_file', input: { path: 'notes.md', text: 'the notes' } } },
+        { toolUse: { name: 'mcp__pincer__send_file', input: { path: '../group/notes.md', text: 'the notes' } } },
         { text: 'done' },
       );
       const base = claudeTestEnv(fake, { ANTHROPIC_API_KEY: realKey });
@@ -166,7 +166,7 @@ describe('the credential proxy: agents never hold a real key', { timeout: 180_00
     expect(filesContaining(path.join(host.home, 'groups'), realKey)).toEqual([]);
 
     if (provider === 'claude') {
-      // send_file of agent/notes.md, read through the agent folder's link (process) or mount (bwrap)
+      // send_file of the group's notes.md, read through the group folder's link (process) or read-only mount (bwrap)
       const sent = await stream.waitFor('the file', (e) => e.event === 'chat' && e.data.text === 'the notes');
       expect(sent.data.files).toEqual(['notes.md']);
       const [url] = sent.data.fileUrls as string[];

@@ -1,6 +1,6 @@
 /**
  * A home is self-contained and movable: after `cp -a home copy`, `pincer chat` on the copy answers from the copy and
- * writes nothing into the original (the central DB stores session folders relative to the home; `agent/` and
+ * writes nothing into the original (the central DB stores session folders relative to the home; `group/` and
  * `global/` link relatively into it). A home written with absolute paths is adopted when a host opens the copy.
  */
 import Database from 'better-sqlite3';
@@ -65,29 +65,30 @@ describe('a movable home', () => {
     const { original, copy } = copyHome();
     expect(chat(original, 'first')).toContain('first</message>');
     expect(storedFolders(original)).toEqual(['sessions/chat']);
-    expect(fs.readlinkSync(path.join(original, 'sessions', 'chat', 'agent'))).toBe(path.join('..', '..', 'groups', 'main'));
+    expect(fs.readlinkSync(path.join(original, 'sessions', 'chat', 'group'))).toBe(path.join('..', '..', 'groups', 'main'));
 
     cpA(original, copy);
     const answer = chat(copy, 'second');
     expect(answer).toContain('second</message>');
     expect(texts(original)).toEqual(['first']);
     expect(texts(copy)).toEqual(['first', 'second']);
-    expect(fs.realpathSync(path.join(copy, 'sessions', 'chat', 'agent'))).toBe(fs.realpathSync(path.join(copy, 'groups', 'main')));
+    expect(fs.realpathSync(path.join(copy, 'sessions', 'chat', 'group'))).toBe(fs.realpathSync(path.join(copy, 'groups', 'main')));
   });
 
   it('a home with absolute paths (written before) is adopted by a host on its copy', () => {
     const { original, copy } = copyHome();
     chat(original, 'first');
-    // As an older Pincer left it: the absolute folder in the central DB, absolute links.
+    // As an older Pincer left it: the absolute folder in the central DB, absolute links, `agent/` the group's folder.
     const session = path.join(original, 'sessions', 'chat');
     const db = new Database(path.join(original, 'pincer.db'));
     db.prepare('UPDATE sessions SET folder = ?').run(session);
     db.close();
     for (const [link, target] of [
       ['agent', path.join(original, 'groups', 'main')],
+      ['group', path.join(original, 'groups', 'main')],
       ['global', path.join(original, 'global')],
     ] as const) {
-      fs.rmSync(path.join(session, link));
+      fs.rmSync(path.join(session, link), { recursive: true });
       fs.symlinkSync(target, path.join(session, link));
     }
 
@@ -96,8 +97,10 @@ describe('a movable home', () => {
     expect(texts(original)).toEqual(['first']);
     expect(texts(copy)).toEqual(['first', 'second']);
     expect(storedFolders(copy)).toEqual(['sessions/chat']);
-    expect(fs.readlinkSync(path.join(copy, 'sessions', 'chat', 'agent'))).toBe(path.join('..', '..', 'groups', 'main'));
+    expect(fs.readlinkSync(path.join(copy, 'sessions', 'chat', 'group'))).toBe(path.join('..', '..', 'groups', 'main'));
     expect(fs.readlinkSync(path.join(copy, 'sessions', 'chat', 'global'))).toBe(path.join('..', '..', 'global'));
+    // the older link of agent/ to the group's folder became the session's own folder
+    expect(fs.lstatSync(path.join(copy, 'sessions', 'chat', 'agent')).isDirectory()).toBe(true);
     // The original was not touched by the host on the copy.
     expect(storedFolders(original)).toEqual([session]);
   });

@@ -120,7 +120,7 @@ describe('host delivery of MCP rows', () => {
     const helper = await converse(host, 'helper-chat', { text: 'hello helper' });
     const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string; agentGroup: string }[];
     expect(sessions.find((s) => s.id === helper.sessionId)?.agentGroup).toBe('helper');
-    expect(fs.realpathSync(path.join(host.sessionDir(helper.sessionId), 'agent'))).toBe(path.join(host.home, 'groups', 'helper'));
+    expect(fs.realpathSync(path.join(host.sessionDir(helper.sessionId), 'group'))).toBe(path.join(host.home, 'groups', 'helper'));
     stream.close();
     expect(await host.stop()).toBe(0);
   });

@@ -97,10 +97,15 @@ describe('session objects', () => {
     ]);
   });
 
-  it('the shared claim, when there is one, mounts the group’s folder and global/ (read-only) by subPath', () => {
+  it('the shared claim, when there is one, mounts the group’s folder (at the session folder’s group/) and global/ read-only by subPath', () => {
     const shared = loadKubernetesSettings({ ...BASE, PINCER_K8S_SHARED_CLAIM: 'pincer-shared' });
     const pod = buildPod(shared, SESSION, 1, 3000);
-    expect(pod.spec!.containers[0]!.volumeMounts).toContainEqual({ name: 'shared', mountPath: '/workspace/agent', subPath: 'groups/main' });
+    expect(pod.spec!.containers[0]!.volumeMounts).toContainEqual({
+      name: 'shared',
+      mountPath: '/workspace/session/group',
+      subPath: 'groups/main',
+      readOnly: true,
+    });
     expect(pod.spec!.containers[0]!.volumeMounts).toContainEqual({ name: 'shared', mountPath: '/workspace/global', subPath: 'global', readOnly: true });
     expect(pod.spec!.volumes).toContainEqual({ name: 'shared', persistentVolumeClaim: { claimName: 'pincer-shared' } });
   });

@@ -33,6 +33,7 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
   it('exec runs programs that call file tools and an MCP tool in parallel; limits and host objects fail cleanly; wait resumes', async () => {
     const fake = await startFakeOpenAI();
     fake.script(
+      { text: 'ready' },
       { call: 'exec', args: { code: PARALLEL } },
       { call: 'exec', args: { code: 'while (true) {}' } },
       { call: 'exec', args: { code: 'const a = []; for (;;) a.push(new ArrayBuffer(1 << 20));' } },
@@ -57,16 +58,18 @@ describe('built-in runtime: code mode', { timeout: 180_000 }, () => {
     );
     const groups = path.join(home, 'groups');
     const group = await waitFor('the default group folder', () => (fs.existsSync(groups) ? fs.readdirSync(groups)[0] : undefined));
-    const agentDir = path.join(groups, group);
-    fs.writeFileSync(path.join(agentDir, 'package.json'), JSON.stringify({ name: 'coder', pincer: { runtime: { codeMode: true } } }));
-    fs.writeFileSync(path.join(agentDir, 'notes.md'), 'a draft\n');
-
+    // the group's package turns code mode on; the notes are in the session's own agent/, made by its first message
+    fs.writeFileSync(path.join(groups, group, 'package.json'), JSON.stringify({ name: 'coder', pincer: { runtime: { codeMode: true } } }));
     const stream = host.stream('code');
-    const sent = (await host.request('POST', '/v1/conversations/code/messages', { text: 'run some programs' })).body as { sessionId: string };
+    const sent = (await host.request('POST', '/v1/conversations/code/messages', { text: 'hello' })).body as { sessionId: string };
+    await stream.waitFor('the first answer', (e) => e.event === 'chat' && e.data.text === 'ready', 60_000);
+    const agentDir = path.join(host.sessionDir(sent.sessionId), 'agent');
+    fs.writeFileSync(path.join(agentDir, 'notes.md'), 'a draft\n');
+    await host.request('POST', '/v1/conversations/code/messages', { text: 'run some programs' });
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'programs ran', 150_000);
 
     // The model saw exactly exec and wait.
-    const requests = fake.modelRequests();
+    const requests = fake.modelRequests().slice(1);
     const toolNames = (requests[0]!.body.tools as { function?: { name: string }; name?: string }[]).map((t) => t.function?.name ?? t.name);
     expect(toolNames.sort()).toEqual(['exec', 'wait']);
 

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
-import { waitFor } from './support/wait.js';
 
 /**
  * The built-in runtime's `edit` and `write` through a real host: the runner child plans each edit on a worker thread
@@ -22,6 +21,7 @@ describe('built-in runtime: file edits planned on a worker', { timeout: 90_000 }
   it('a normalised edit, a multi-edit and an overwrite, each with receipts the model and the transcript get', async () => {
     const fake = await startFakeOpenAI();
     fake.script(
+      { text: 'ready' },
       { call: 'edit', args: { path: 'notes.md', oldText: 'say "hello"', newText: 'say "good morning"' } },
       {
         call: 'edit',
@@ -41,23 +41,23 @@ describe('built-in runtime: file edits planned on a worker', { timeout: 90_000 }
       { AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'local/qwen3:8b', OPENAI_BASE_URL: fake.baseUrl, PINCER_MODEL_MAX_RETRIES: '0' },
       home,
     );
-    const groups = path.join(home, 'groups');
-    const group = await waitFor('the default group folder', () => (fs.existsSync(groups) ? fs.readdirSync(groups)[0] : undefined));
-    const file = path.join(groups, group, 'notes.md');
+    // the notes are in the session's own agent/ (the agent's working folder), there once its first message made it
+    const stream = host.stream('edits');
+    const sent = (await host.request('POST', '/v1/conversations/edits/messages', { text: 'hello' })).body as { sessionId: string };
+    await stream.waitFor('the first answer', (e) => e.event === 'chat' && e.data.text === 'ready', 60_000);
+    const file = path.join(host.sessionDir(sent.sessionId), 'agent', 'notes.md');
     const original = 'one\ntwo\nthree\nthen say \u201chello\u201d\n';
     fs.writeFileSync(file, original);
-
-    const stream = host.stream('edits');
-    const sent = (await host.request('POST', '/v1/conversations/edits/messages', { text: 'tidy my notes' })).body as { sessionId: string };
+    expect((await host.request('POST', '/v1/conversations/edits/messages', { text: 'tidy my notes' })).status).toBe(202);
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'edited', 60_000);
     expect(fs.readFileSync(file, 'utf8')).toBe('rewritten\n');
 
     // The model got each display receipt as the tool's answer.
     const bodies = fake.modelRequests().map((r) => JSON.stringify(r.body));
-    expect(bodies[1]).toContain('edited notes.md at line 4 (matched after normalising curly vs straight quotes)');
-    expect(bodies[1]).toContain('4 + then say \\"good morning\\"');
-    expect(bodies[2]).toContain('edited notes.md at line 1, line 3');
-    expect(bodies[3]).toContain('wrote 10 bytes to notes.md');
+    expect(bodies[2]).toContain('edited notes.md at line 4 (matched after normalising curly vs straight quotes)');
+    expect(bodies[2]).toContain('4 + then say \\"good morning\\"');
+    expect(bodies[3]).toContain('edited notes.md at line 1, line 3');
+    expect(bodies[4]).toContain('wrote 10 bytes to notes.md');
 
     // The transcript keeps the unified receipts: applied in order with patch, they reproduce every step.
     const transcripts = path.join(host.sessionDir(sent.sessionId), '.pincer-sessions');

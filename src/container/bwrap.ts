@@ -7,7 +7,7 @@ import { sandboxEnvironment } from './env.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, lifelineEnv, lockedCommand, onPath, runnerStdio, sendStdinDocument } from './handle.js';
 import type { BwrapSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
-import { linkedModules, resolveFolders, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, resolveFolders, SANDBOX_GROUP_DIR, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { heldBy, makeRunnerCgroup, planCgroups, type CgroupPlan, type RunnerCgroup } from './cgroup.js';
 import { limitedCommand, prlimitOptions, runnerLimits } from './limits.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
@@ -130,7 +130,7 @@ export function bwrapArgs(settings: BwrapSettings, folders: RunnerFolders, cliEn
   args.push(...USR_ROOT, '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', folders.workspace, '/workspace');
   // only the parts of /etc a runner and its tools use: never the whole folder (shadow, keys, host config)
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
-  if (folders.agentDir) args.push('--bind', folders.agentDir, '/workspace/agent');
+  if (folders.groupDir) args.push('--ro-bind', folders.groupDir, SANDBOX_GROUP_DIR);
   if (folders.globalDir) args.push('--ro-bind', folders.globalDir, '/workspace/global');
   if (folders.proxySocketDir) args.push('--ro-bind', folders.proxySocketDir, SANDBOX_PROXY_DIR);
   if (folders.traceRelayDir) args.push('--ro-bind', folders.traceRelayDir, SANDBOX_OTLP_DIR);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { DockerSettings } from './types.js';
-import { linkedModules, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
+import { linkedModules, SANDBOX_GROUP_DIR, SANDBOX_OTLP_DIR, SANDBOX_PROXY_DIR, type RunnerFolders } from './workspace.js';
 import { SESSION_NODE_FLAGS } from '../shared/cli-entry.js';
 
 /** Where things are inside the container. */
@@ -40,7 +40,7 @@ export interface DockerRunPlan {
 export function dockerRunArgs(settings: DockerSettings, plan: DockerRunPlan): string[] {
   const { folders } = plan;
   const mounts = [`type=bind,src=${folders.workspace},dst=${CONTAINER_WORKSPACE}`];
-  if (folders.agentDir) mounts.push(`type=bind,src=${folders.agentDir},dst=${CONTAINER_WORKSPACE}/agent`);
+  if (folders.groupDir) mounts.push(`type=bind,src=${folders.groupDir},dst=${SANDBOX_GROUP_DIR},readonly`);
   if (folders.globalDir) mounts.push(`type=bind,src=${folders.globalDir},dst=${CONTAINER_WORKSPACE}/global,readonly`);
   if (folders.proxySocketDir) mounts.push(`type=bind,src=${folders.proxySocketDir},dst=${SANDBOX_PROXY_DIR},readonly`);
   if (folders.traceRelayDir) mounts.push(`type=bind,src=${folders.traceRelayDir},dst=${SANDBOX_OTLP_DIR},readonly`);

@@ -13,8 +13,10 @@ export interface LaunchOptions {
   /** the session folder on the host; a sandbox mounts it at /workspace. Must exist (a container never creates it). */
   workspace: string;
   /**
-   * the agent group's folder, when it lives outside the session folder: mounted at /workspace/agent (read-write).
-   * Absent: the session folder's own `agent/` is used.
+   * the agent group's folder (CLAUDE.md, skills, extensions): bound read-only at /workspace/group, so no session writes
+   * what another session of the group reads (docs/security.md, "The group folder"). The session's own writable folder
+   * is its `agent/`, never mounted over. Absent: nothing at /workspace/group (a process runner sees the session
+   * folder's `group` link).
    */
   agentDir?: string;
   /** the shared global folder: mounted read-only at /workspace/global. Absent: the session folder's own `global/`. */

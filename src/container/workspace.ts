@@ -6,8 +6,8 @@ import type { LaunchOptions } from './types.js';
 /** The host folders a sandboxed runner sees, checked: a bind mount of a missing folder must fail here, clearly. */
 export interface RunnerFolders {
   workspace: string;
-  /** mounted at /workspace/agent when set. */
-  agentDir: string | undefined;
+  /** bound read-only at /workspace/group when set. */
+  groupDir: string | undefined;
   /** mounted read-only at /workspace/global: the given folder, else the session's own `global/` if present. */
   globalDir: string | undefined;
   /** owner of the session folder, `uid:gid`: the runner must be able to write its DB files. */
@@ -17,6 +17,9 @@ export interface RunnerFolders {
   /** the folder of the host's OTLP relay socket, bound read-only at `SANDBOX_OTLP_DIR`. */
   traceRelayDir: string | undefined;
 }
+
+/** Where a sandbox sees its agent group's folder, read-only (the session folder's `group/`). */
+export const SANDBOX_GROUP_DIR = '/workspace/group';
 
 /** Where a sandbox sees the credential proxy's socket folder. */
 export const SANDBOX_PROXY_DIR = '/run/pincer-proxy';
@@ -41,14 +44,14 @@ export function sandboxProxyEnv(options: LaunchOptions): Record<string, string> 
 
 export function resolveFolders(options: LaunchOptions): RunnerFolders {
   const workspace = requireDirectory(options.workspace, 'session folder');
-  const agentDir = options.agentDir === undefined ? undefined : requireDirectory(options.agentDir, 'agent folder');
+  const groupDir = options.agentDir === undefined ? undefined : requireDirectory(options.agentDir, 'group folder');
   let globalDir = options.globalDir === undefined ? undefined : requireDirectory(options.globalDir, 'global folder');
   const ownGlobal = path.join(workspace, 'global');
   if (globalDir === undefined && isDirectory(ownGlobal)) globalDir = ownGlobal;
   const stat = fs.statSync(workspace);
   const proxySocketDir = options.credentialProxySocket ? requireDirectory(path.dirname(options.credentialProxySocket), 'credential proxy folder') : undefined;
   const traceRelayDir = options.traceRelay ? requireDirectory(path.dirname(options.traceRelay.socket), 'trace relay folder') : undefined;
-  return { workspace, agentDir, globalDir, owner: `${stat.uid}:${stat.gid}`, proxySocketDir, traceRelayDir };
+  return { workspace, groupDir, globalDir, owner: `${stat.uid}:${stat.gid}`, proxySocketDir, traceRelayDir };
 }
 
 function requireDirectory(dir: string, what: string): string {

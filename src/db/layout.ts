@@ -7,7 +7,13 @@ import { openSessionDb } from './connection.js';
 export interface SessionPaths {
   root: string;
   db: string;
+  /** the session's own writable folder: the agent's working directory, its notes and archives. */
   agent: string;
+  /**
+   * the agent group's folder, read-only to the session (a mount in a sandbox, a link into the home for a process
+   * runner); absent when the folder is run without a host, and then `agent/` holds the definitions.
+   */
+  group: string;
   global: string;
   downloads: string;
   outbox: string;
@@ -21,12 +27,21 @@ export function sessionPaths(root: string): SessionPaths {
     root: abs,
     db: path.join(abs, 'session.db'),
     agent: path.join(abs, 'agent'),
+    group: path.join(abs, 'group'),
     global: path.join(abs, 'global'),
     downloads: path.join(abs, 'downloads'),
     outbox: path.join(abs, 'outbox'),
     extra: path.join(abs, 'extra'),
     config: path.join(abs, 'config.json'),
   };
+}
+
+/**
+ * The folder the agent's definitions come from (CLAUDE.md, skills, prompts, extensions, runtime settings): the group's
+ * folder when the session folder has one (the host gives every session one), else the session's own `agent/`.
+ */
+export function definitionsDir(paths: SessionPaths): string {
+  return fs.statSync(paths.group, { throwIfNoEntry: false })?.isDirectory() ? paths.group : paths.agent;
 }
 
 /** Create the folder layout and an empty, schema-current session.db. Safe to call on an existing session. */

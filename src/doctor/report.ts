@@ -1,3 +1,4 @@
+import { definitionsDir } from '../db/layout.js';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -156,7 +157,7 @@ function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean,
     report.model = config.model + describeParams({ ...config.modelProviders[provider]?.params, ...config.models[config.model]?.params });
   }
   // Reserved names: the runner's commands (provider-native ones depend on the provider and are not known here).
-  report.resources = loadResources(config.paths.agent, RUNNER_COMMANDS);
+  report.resources = loadResources(definitionsDir(config.paths), RUNNER_COMMANDS);
   return report;
 }
 

@@ -14,8 +14,9 @@ import type { ConversationRef, HostConfig } from './types.js';
 
 /**
  * Session routing and provisioning: inbound conversation → binding → agent group → session (one per conversation,
- * or per thread in `per-thread` mode) → a session folder whose `agent/` is the group's folder and whose `global/` is
- * the home's shared folder, with the group's runner configuration published into `config.json`.
+ * or per thread in `per-thread` mode) → a session folder whose `group/` is the group's folder (read-only to the
+ * session), whose `agent/` is the session's own and whose `global/` is the home's shared folder, with the group's
+ * runner configuration published into `config.json`.
  */
 export class SessionDirectory {
   /** config.json's `runner` section, the same for every session: the runner settings of the runners' configuration. */
@@ -124,25 +125,35 @@ export class SessionDirectory {
     return this.groupDir(group);
   }
 
-  /** A child-process runner's session folder links to the group's and the home's folders: put right (a moved home). */
+  /**
+   * Put a session folder's `agent/`, `group/` and `global/` right before its runner starts (a moved home, a folder of
+   * an older version whose `agent/` was the group's folder, a link the agent planted in its own folder). Named for
+   * the links it once only kept.
+   */
   keepLinks(session: SessionRecord): void {
-    if (this.config.runners.kind !== 'process') return;
     const group = this.store.getAgentGroup(session.agentGroupId);
     if (!group) return;
     try {
-      this.linkFolders(group, session.folder);
+      this.placeFolders(group, session.folder);
     } catch (err) {
-      this.log.warn(`session ${session.id}: could not link agent/ and global/ into the home: ${errorMessage(err)}`);
+      this.log.warn(`session ${session.id}: could not set up agent/, group/ and global/: ${errorMessage(err)}`);
     }
   }
 
   /**
-   * `agent/` and `global/` of a child-process runner's session folder link, relatively, into this home: made at
-   * provisioning, and put right before each runner start (a home that was copied or moved, an older absolute link).
+   * `agent/` is the session's own real folder, never the group's: what one conversation's agent writes there reaches
+   * no other conversation (docs/security.md, "The group folder"). A child-process runner's `group/` and `global/` link,
+   * relatively, into this home; a sandbox gets them mounted read-only on `group/` and `global/`, which must be real
+   * folders of the session folder (never a link the agent left there).
    */
-  private linkFolders(group: AgentGroup, root: string): void {
+  private placeFolders(group: AgentGroup, root: string): void {
     const paths = sessionPaths(root);
-    linkInsideHome(this.groupDir(group), paths.agent, this.log);
+    ownFolder(paths.agent, this.log);
+    if (this.config.runners.kind !== 'process') {
+      ownFolder(paths.group, this.log);
+      return;
+    }
+    linkInsideHome(this.groupDir(group), paths.group, this.log);
     linkInsideHome(path.join(this.config.home, 'global'), paths.global, this.log);
   }
 
@@ -153,14 +164,24 @@ export class SessionDirectory {
     this.provisionFolder(group, session.folder);
   }
 
-  /** The session folder: `agent/` links to the group folder, `global/` to the home's (a real folder there stays). */
+  /** The session folder: its own `agent/`, `group/` and `global/` as `placeFolders` makes them, and its session.db. */
   private provisionFolder(group: AgentGroup, root: string): void {
     fs.mkdirSync(root, { recursive: true });
     const globalDir = path.join(this.config.home, 'global');
     fs.mkdirSync(globalDir, { recursive: true });
     fs.mkdirSync(this.groupDir(group), { recursive: true });
-    // A child-process runner sees the group's folder through links; a container gets it mounted on a real folder.
-    if (this.config.runners.kind === 'process') this.linkFolders(group, root);
+    this.placeFolders(group, root);
     createSessionFolder(root);
   }
+}
+
+/** `dir` as a real folder: a link (the group's folder, as older versions made it) or a file there is replaced. */
+function ownFolder(dir: string, log: Logger): void {
+  const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) return;
+  if (stat) {
+    fs.rmSync(dir, { force: true });
+    log.info(`${dir}: now a folder of the session's own (was ${stat.isSymbolicLink() ? 'a link' : 'a file'})`);
+  }
+  fs.mkdirSync(dir);
 }

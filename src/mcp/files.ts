@@ -78,7 +78,8 @@ export function resolveInsideWorkspace(config: McpConfig, given: string): string
   } catch {
     throw new PincerError('not-found', `file not found: ${given}`);
   }
-  const roots = [config.paths.root, config.paths.agent].flatMap((dir) => {
+  // the group's folder is readable to the agent (a link into the home for a process runner): its files may be sent
+  const roots = [config.paths.root, config.paths.agent, config.paths.group].flatMap((dir) => {
     try {
       return [fs.realpathSync(dir)];
     } catch {

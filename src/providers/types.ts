@@ -80,6 +80,11 @@ export interface QueryInput {
   resumeAt?: string;
   /** Working directory of the agent. */
   cwd: string;
+  /**
+   * The agent group's folder (read-only): where its package.json runtime settings are read. `cwd` when absent (a
+   * session folder with no group folder of its own).
+   */
+  groupDir?: string;
   /** MCP servers to start for the agent, by name. */
   mcpServers: Record<string, McpServerConfig>;
   /** System prompt / developer instructions. */

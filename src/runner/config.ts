@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeIssues } from '../db/content.js';
 import { loadSessionConfig, SessionConfigError, withRunnerSection } from '../db/config-file.js';
-import type { SessionPaths } from '../db/layout.js';
+import { definitionsDir, type SessionPaths } from '../db/layout.js';
 import type { WakeMode } from '../db/wake.js';
 import type { ModelSettings } from '../db/model-settings.js';
 import type { McpServers } from '../db/mcp-servers.js';
@@ -126,9 +126,15 @@ function allowHosts(value: string): DownloadAllowList {
   }
 }
 
-/** System prompt = global/CLAUDE.md + agent/CLAUDE.md (either may be missing). */
+/**
+ * System prompt = global/CLAUDE.md + group/CLAUDE.md + agent/CLAUDE.md (any may be missing). The last is the session's
+ * own: what its agent writes there reaches its own prompt, never another session's.
+ */
 export function loadSystemPrompt(paths: SessionPaths): string | undefined {
-  const parts = [path.join(paths.global, 'CLAUDE.md'), path.join(paths.agent, 'CLAUDE.md')]
+  const definitions = definitionsDir(paths);
+  const folders = definitions === paths.agent ? [paths.global, paths.agent] : [paths.global, definitions, paths.agent];
+  const parts = folders
+    .map((dir) => path.join(dir, 'CLAUDE.md'))
     .filter((file) => fs.existsSync(file))
     .map((file) => fs.readFileSync(file, 'utf8').trim())
     .filter((text) => text.length > 0);

@@ -1,3 +1,4 @@
+import { definitionsDir } from '../db/layout.js';
 import { retryWhileBusy } from '../db/busy.js';
 import { openSessionDb } from '../db/connection.js';
 import { closeQuestionsAsked } from '../db/questions.js';
@@ -91,7 +92,7 @@ export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrid
     // from here on, the session's runner settings (config.json `runner`) count as this process's environment
     env = config.env;
     // Extensions first: a harness they register is a runtime the policy may choose (logged once the runner is up).
-    const found = findExtensions(config.paths.agent);
+    const found = findExtensions(definitionsDir(config.paths));
     const extensions = await loadExtensions(found.found, (m) => log.info(m));
     const selection = selectProviderFor(
       {
@@ -113,7 +114,7 @@ export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrid
     // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
     const secrets = overrides.secrets ?? (rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {});
     const userServers = resolveUserMcpServers(config.mcpServers, {
-      agentDir: config.paths.agent,
+      agentDir: definitionsDir(config.paths),
       env,
       secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined),
     });
@@ -152,7 +153,7 @@ export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrid
   const lateAnswers = await retryWhileBusy(() => closeQuestionsAsked(db), { what: 'earlier questions', warn });
   if (lateAnswers > 0) log.info(`${lateAnswers} answer(s) to questions of an earlier runner turned into messages`);
   // The agent group's resource package: prompts become commands, skills reach the provider.
-  const resources = loadResources(config.paths.agent, [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
+  const resources = loadResources(definitionsDir(config.paths), [...RUNNER_COMMANDS, ...provider.nativeSlashCommands]);
   log.info(describeResources(resources));
   for (const diagnostic of resources.diagnostics) log.warn(`resources: ${diagnostic.message}`);
   const skills = provider.nativeSkills ? undefined : skillsSection(resources.skills);

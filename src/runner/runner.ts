@@ -1,3 +1,4 @@
+import { definitionsDir } from '../db/layout.js';
 import type Database from 'better-sqlite3';
 import {
   deleteSessionValues,
@@ -133,6 +134,7 @@ export class Runner {
     this.safely('provider prepare', () =>
       this.deps.provider.prepare?.({
         cwd: config.paths.agent,
+        groupDir: definitionsDir(config.paths),
         mcpServers: this.deps.mcpServers,
         systemPrompt: this.deps.systemPrompt,
         env: this.deps.providerEnv,
@@ -311,6 +313,7 @@ export class Runner {
       prompt: prepared.prompt,
       ...resume,
       cwd: config.paths.agent,
+      groupDir: definitionsDir(config.paths),
       mcpServers: this.deps.mcpServers,
       systemPrompt: this.deps.systemPrompt,
       // The provider's CLI continues the trace (Claude Code reads TRACEPARENT when its telemetry is on).

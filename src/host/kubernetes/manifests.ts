@@ -16,7 +16,8 @@ export const COMPONENT_LABEL = 'app.kubernetes.io/component';
 export const POD_PATHS = {
   workspace: '/workspace',
   session: '/workspace/session',
-  agent: '/workspace/agent',
+  /** the group's folder, read-only, where the runner of the session folder looks for it (its `group/`). */
+  group: '/workspace/session/group',
   global: '/workspace/global',
   logFile: '/workspace/logs/runner.log',
   launchDir: '/etc/pincer/launch',
@@ -105,8 +106,9 @@ export function buildPod(settings: KubernetesSettings, session: SessionObjects, 
     { name: 'launch', secret: { secretName: name, defaultMode: 0o400 } },
   ];
   if (settings.sharedClaim) {
-    // Plain files only (never SQLite) on the shared claim: the group's folder read-write, global/ read-only.
-    mounts.push({ name: 'shared', mountPath: POD_PATHS.agent, subPath: `groups/${session.groupFolder}` });
+    // Plain files only (never SQLite) on the shared claim, read-only: the group's folder (no session writes what another
+    // session of the group reads; docs/security.md, "The group folder") and global/.
+    mounts.push({ name: 'shared', mountPath: POD_PATHS.group, subPath: `groups/${session.groupFolder}`, readOnly: true });
     mounts.push({ name: 'shared', mountPath: POD_PATHS.global, subPath: 'global', readOnly: true });
     volumes.push({ name: 'shared', persistentVolumeClaim: { claimName: settings.sharedClaim } });
   }
@@ -152,7 +154,7 @@ export function buildPod(settings: KubernetesSettings, session: SessionObjects, 
             '--listen',
             `$(POD_IP):${port}`,
             '--agent-dir',
-            POD_PATHS.agent,
+            POD_PATHS.group,
             '--global-dir',
             POD_PATHS.global,
             '--log-file',

@@ -25,7 +25,7 @@ const MAX_EVENTS = 200;
 
 /** Where a session's engine runs its runner from (paths on the machine that holds the session folder). */
 export interface EngineLaunch {
-  /** the agent group's folder and the shared global folder (mounted into a sandbox). */
+  /** the agent group's folder (read-only in a sandbox) and the shared global folder. */
   agentDir: string;
   globalDir: string;
   /** the runner's stderr: outside the session folder the agent writes. */

@@ -121,7 +121,7 @@ export class PincerProvider implements AgentProvider {
     const done = (async () => {
       try {
         conversation.agent.state.tools = await this.tools(input);
-        conversation.agent.state.systemPrompt = systemPromptFor(input, this.runtimeSettings(input.cwd).codeMode === true);
+        conversation.agent.state.systemPrompt = systemPromptFor(input, this.runtimeSettings(input.groupDir ?? input.cwd).codeMode === true);
         // A user's MCP server left out (did not start in time, or failed): the chat is told once, the turn goes on.
         for (const text of (await this.mcp)?.takeNotices() ?? []) run.events.push({ type: 'notice', text });
       } catch (err) {
@@ -173,7 +173,7 @@ export class PincerProvider implements AgentProvider {
       followUpMode: 'all',
       sessionId: store.id,
     });
-    const settings = this.runtimeSettings(input.cwd);
+    const settings = this.runtimeSettings(input.groupDir ?? input.cwd);
     const compactor = createCompactor({
       settings: compactionSettings(model.contextWindow, settings),
       plan: (planInput, inputBytes, signal) => this.compactionPool.run('planCompaction', { input: planInput, inputBytes, signal }),
