@@ -144,7 +144,7 @@ describe('pincer host', () => {
     const port = /http:\/\/127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(log, 'utf8'))![1];
     expect(status.stdout).toMatch(
       new RegExp(
-        `^host running: pid (\\d+) since \\d{4}-\\d{2}-\\d{2}T[^ ]+Z \\(\\d+ (s|min)\\)\\nhome ${home}\\nchannels: http\\nurl http://127\\.0\\.0\\.1:${port}/\\n$`,
+        `^host running: pid (\\d+) since \\d{4}-\\d{2}-\\d{2}T[^ ]+Z \\(\\d+ (s|min)\\)\\nhome ${home}\\nchannels: http\\nurl http://127\\.0\\.0\\.1:${port}/\\npincer chat attaches through ${home}/chat\\.sock\\n$`,
       ),
     );
     const pid = Number(/pid (\d+)/.exec(status.stdout)![1]);

@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
-import { loadHostConfig } from '../host/config.js';
+import { loadHostConfig, resolveHome } from '../host/config.js';
+import { readLock } from '../host/home-lock.js';
 import { createHost, type Host } from '../host/host.js';
 import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { loadResources } from '../runtime/resources/load.js';
 import { createLogger, fileSink, isDebugLogging, setLogSink } from '../shared/log.js';
 import { PincerError } from '../shared/errors.js';
+import { attachToHost } from './chat-attach.js';
 import { defaultSender } from './messages.js';
 import { chatEnv, chatSelection } from './provider-views.js';
 import { readSetting } from '../shared/settings-load.js';
@@ -36,6 +38,13 @@ interface ChatOptions {
 }
 
 async function chat(options: ChatOptions): Promise<number> {
+  // A host already runs on this home (`pincer host`): talk to it through its chat socket rather than start a second
+  // one. Its agent group's provider answers; a chat in a folder of its own (--dir) needs a host of its own.
+  if (options.dir === undefined) {
+    const home = resolveHome(process.env, options.home);
+    const running = readLock(home);
+    if (running?.chatSocket) return attachToHost({ ...running, chatSocket: running.chatSocket }, home);
+  }
   // Decide the provider first, the way the runner will: one line and exit 2 if it cannot start (no key, no model).
   const selection = chatSelection(options.provider, process.env);
   if (!selection.ok) throw new PincerError('invalid-input', selection.message);

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { loadHostConfig } from '../host/config.js';
 import { isPincerError } from '../shared/errors.js';
 import { createHost, type Host } from '../host/host.js';
+import { ChatSocketServer } from '../host/channels/chat-socket.js';
+import { defaultSender } from './messages.js';
 import { prepareHome } from '../host/home.js';
 import { loadOrCreateToken } from '../host/http-token.js';
 import { openCentralDb } from '../host/central-db/store.js';
@@ -103,13 +105,23 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   let host: Host;
   try {
     // a `pincer chat` on this home talks to its terminal conversation: its answers wait for the next one
-    host = await createHost({ config, channels, attachableChannels: ['terminal'], log, metrics, tracing: await startTracing('pincer-host', process.env) });
+    host = await createHost({
+      config,
+      channels,
+      attachableChannels: ['terminal'],
+      // the folder `pincer chat` gives its conversation, whichever of the two creates it
+      sessionFolders: { 'terminal:local': path.join(config.home, 'sessions', 'chat') },
+      log,
+      metrics,
+      tracing: await startTracing('pincer-host', process.env),
+    });
   } catch (err) {
     mailboxDb?.close();
     throw err;
   }
   host.hideKeysFromOwnEnvironment();
-  host.announce({ command: 'host', url: httpChannel?.url() });
+  const chatSocket = await ChatSocketServer.listen({ home: config.home, host, sender: defaultSender(), log });
+  host.announce({ command: 'host', url: httpChannel?.url(), ...(chatSocket ? { chatSocket: chatSocket.path } : {}) });
   const keepAlive = setInterval(() => undefined, 1 << 30);
   // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
   const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
@@ -133,6 +145,7 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
   clearInterval(keepAlive);
   log.info('stopping');
   await host.stop();
+  await chatSocket?.close(); // after the host's stop: an attached chat still gets the answers delivered while it stops
   mailboxDb?.close();
   return 0;
 }

@@ -287,6 +287,32 @@ export class Host implements HostApi {
     this.log.info('stopped');
   }
 
+  /**
+   * A channel of a process that comes and goes (a `pincer chat` attached over the home's chat socket): delivered to
+   * from now on, rows that waited for it included (they go with the session's next turn); `detach` stops it, and its
+   * conversations' rows wait again. One channel of a type at a time: a second is refused (`conflict`).
+   */
+  async attachChannel(channel: ChannelAdapter): Promise<{ detach(): Promise<void> }> {
+    if (this.stopped) throw new PincerError('cancelled', 'the host is stopping');
+    if (this.channels.has(channel.type)) throw new PincerError('conflict', `a ${channel.type} channel is already attached to this host`);
+    this.channels.set(channel.type, channel);
+    try {
+      await channel.start(this);
+    } catch (err) {
+      this.channels.delete(channel.type);
+      throw err;
+    }
+    let detached = false;
+    return {
+      detach: async () => {
+        if (detached) return;
+        detached = true;
+        if (this.channels.get(channel.type) === channel) this.channels.delete(channel.type);
+        await channel.stop();
+      },
+    };
+  }
+
   /** What `pincer host status` (and a `pincer chat` looking for this host) reads in the home's lock. */
   announce(details: Omit<LockInfo, 'pid' | 'since' | 'channels'>): void {
     this.lock.describe({ channels: [...this.channels.keys()], ...details });
