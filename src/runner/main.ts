@@ -114,7 +114,8 @@ export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrid
     // The secrets the servers refer to come on stdin from the launcher, never through the environment or a file.
     const secrets = overrides.secrets ?? (rawSetting(env, 'PINCER_STDIN_DOCUMENT') === '1' ? (await readStdinDocument(process.stdin)).secrets : {});
     const userServers = resolveUserMcpServers(config.mcpServers, {
-      agentDir: definitionsDir(config.paths),
+      // a server's cwd is relative to the agent's own folder, the one it works in (the group's is read-only)
+      agentDir: config.paths.agent,
       env,
       secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined),
     });
