@@ -5,17 +5,21 @@
  * seconds. A real host, runner child process and mock provider behind it.
  */
 import Database from 'better-sqlite3';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUILT_CLI } from './support/runner-harness.js';
 import { HAS_TMUX, openTerminal, stopAllTerminals } from './support/tmux.js';
+import { waitFor } from './support/wait.js';
 
 const homes: string[] = [];
+const hosts: ChildProcess[] = [];
 
 afterEach(() => {
   stopAllTerminals();
+  for (const host of hosts.splice(0)) if (host.exitCode === null && host.signalCode === null) host.kill('SIGKILL');
   for (const home of homes.splice(0)) fs.rmSync(home, { recursive: true, force: true });
 });
 
@@ -136,6 +140,43 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
     terminal.keys('C-c');
     terminal.keys('C-c');
     await terminal.waitFor('exit', () => terminal.exitCode() !== undefined, 20_000);
+  });
+
+  it('says when --provider is for this chat only, and the group keeps its own', async () => {
+    const { terminal } = chat({}, ['--provider', 'mock']);
+    const screen = await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
+    expect(screen.split('\n').slice(0, 2)).toEqual([
+      'Pincer chat — provider mock: session policy "mock"',
+      '  mock for this chat only: agent group main keeps provider auto (--save makes mock its provider)',
+    ]);
+    terminal.keys('C-d');
+    await terminal.waitFor('exit', () => terminal.exitCode() !== undefined);
+    expect(terminal.exitCode()).toBe(0);
+  });
+
+  it('attached to a running pincer host, names the host, its group and the provider that answers', { timeout: 120_000 }, async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-tty-'));
+    homes.push(home);
+    const host = spawn(process.execPath, [BUILT_CLI, 'host', '--provider', 'mock'], {
+      env: { PATH: process.env.PATH, HOME: home, PINCER_HOME: home, TZ: 'UTC', PINCER_RUNNER: 'process' },
+      stdio: 'ignore',
+    });
+    hosts.push(host);
+    const lock = path.join(home, 'host.lock');
+    await waitFor('the host to serve its chat socket', () => fs.existsSync(lock) && fs.readFileSync(lock, 'utf8').includes('chatSocket'), {
+      timeoutMs: 60_000,
+    });
+    const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat'], { PINCER_HOME: home, TZ: 'UTC' });
+    const screen = await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
+    expect(screen.split('\n')[0]).toBe(`Pincer chat — attached to pincer host (pid ${host.pid}): agent group main, provider mock — session policy "mock"`);
+    terminal.line('hello host');
+    await terminal.waitFor('the answer', (s) => s.includes('hello host</message>'), 60_000);
+    terminal.keys('C-d');
+    await terminal.waitFor('exit', () => terminal.exitCode() !== undefined);
+    expect(terminal.exitCode()).toBe(0);
+    const stopped = new Promise((resolve) => host.once('exit', resolve));
+    host.kill('SIGTERM');
+    await stopped;
   });
 
   it('refuses a provider that cannot start, in one line, before any banner', async () => {

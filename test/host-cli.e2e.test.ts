@@ -88,7 +88,7 @@ describe('pincer host', () => {
     }
   });
 
-  it('names a group whose agent cannot start, and --provider changes the default group', async () => {
+  it('names a group whose agent cannot start, and --provider runs the default group on another for this run', async () => {
     const home = makeHome();
     const first = startHost(home);
     await waitFor('the start-up lines', () => first.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
@@ -100,12 +100,12 @@ describe('pincer host', () => {
 
     const second = startHost(home, ['--provider', 'mock']);
     await waitFor('ready', () => second.stderr().includes('no channel enabled'), { timeoutMs: 30_000 });
-    expect(second.stderr()).toContain('[host] agent group main: provider mock (--provider)');
+    expect(second.stderr()).toContain('[host] agent group main: provider mock for this run (--provider; saved: auto)');
     expect(second.stderr()).not.toContain('cannot start its agent');
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
     const db = new Database(path.join(home, 'pincer.db'), { readonly: true });
-    expect(db.prepare(`SELECT provider FROM agent_groups WHERE name = 'main'`).get()).toEqual({ provider: 'mock' });
+    expect(db.prepare(`SELECT provider FROM agent_groups WHERE name = 'main'`).get()).toEqual({ provider: 'auto' });
     db.close();
   });
 

@@ -4,6 +4,7 @@ import { TerminalChannel } from '../host/channels/terminal.js';
 import { loadHostConfig, resolveHome } from '../host/config.js';
 import { readLock } from '../host/home-lock.js';
 import { createHost, type Host } from '../host/host.js';
+import type { HostConfig } from '../host/types.js';
 import { prepareHome } from '../host/home.js';
 import { probeModelServer } from '../runtime/model-server-probe.js';
 import { loadResources } from '../runtime/resources/load.js';
@@ -12,7 +13,8 @@ import { PincerError } from '../shared/errors.js';
 import { attachToHost } from './chat-attach.js';
 import { defaultSender } from './messages.js';
 import { chatEnv, chatSelection } from './provider-views.js';
-import { readSetting } from '../shared/settings-load.js';
+import { readSetting, settingOrDefault } from '../shared/settings-load.js';
+import { savedChatGroup } from '../host/chat-group.js';
 
 /**
  * `pincer chat`: talk to an agent from the terminal. Runs the host in-process with the terminal channel: the default
@@ -23,7 +25,8 @@ export function registerChatCommand(program: Command): void {
   program
     .command('chat')
     .description('talk to an agent in this terminal')
-    .option('--provider <name>', 'pincer | claude | codex | opencode | mock | auto', readSetting(process.env, 'AGENT_PROVIDER') ?? 'auto')
+    .option('--provider <name>', "pincer | claude | codex | opencode | mock | auto, for this chat (default: AGENT_PROVIDER, else the agent group's provider)")
+    .option('--save', "with --provider: save it as the agent group's provider")
     .option('--home <dir>', 'data directory (default: PINCER_HOME, else ~/.pincer)')
     .option('--dir <dir>', 'session folder of this chat (default: <home>/sessions/chat)')
     .action(async (options: ChatOptions) => {
@@ -32,7 +35,8 @@ export function registerChatCommand(program: Command): void {
 }
 
 interface ChatOptions {
-  provider: string;
+  provider?: string;
+  save?: boolean;
   home?: string;
   dir?: string;
 }
@@ -40,13 +44,18 @@ interface ChatOptions {
 async function chat(options: ChatOptions): Promise<number> {
   // A host already runs on this home (`pincer host`): talk to it through its chat socket rather than start a second
   // one. Its agent group's provider answers; a chat in a folder of its own (--dir) needs a host of its own.
+  const home = resolveHome(process.env, options.home);
+  if (options.save && !options.provider) throw new PincerError('invalid-input', '--save saves the provider of --provider: add --provider P');
   if (options.dir === undefined) {
-    const home = resolveHome(process.env, options.home);
     const running = readLock(home);
-    if (running?.chatSocket) return attachToHost({ ...running, chatSocket: running.chatSocket }, home);
+    if (running?.chatSocket) return attachToHost({ ...running, chatSocket: running.chatSocket }, home, options);
   }
+  // This chat's provider: --provider, else AGENT_PROVIDER (for this run; saved with --save), else its group's.
+  const runProvider = options.provider ?? (readSetting(process.env, 'AGENT_PROVIDER') || undefined);
+  const group = savedChatGroup(home, settingOrDefault(process.env, 'PINCER_DEFAULT_GROUP'));
+  const provider = runProvider ?? group?.provider ?? 'auto';
   // Decide the provider first, the way the runner will: one line and exit 2 if it cannot start (no key, no model).
-  const selection = chatSelection(options.provider, process.env);
+  const selection = chatSelection(provider, process.env);
   if (!selection.ok) throw new PincerError('invalid-input', selection.message);
   // A built-in-runtime chat on a server of the user's: a wrong address is said now, not after the first message.
   if (selection.provider === 'pincer') {
@@ -55,7 +64,7 @@ async function chat(options: ChatOptions): Promise<number> {
   }
   // `auto` falls back to mock here (not claude), so `npx pincer chat` works without a key; runners inherit it.
   Object.assign(process.env, chatEnv(process.env));
-  const config = loadHostConfig(process.env, { provider: options.provider, home: options.home });
+  const config = loadHostConfig(process.env, { provider: runProvider, saveProvider: options.save, providerGroup: group?.name, home: options.home });
   prepareHome(config.home); // an unusable home is one line with advice, before anything else
   // Every log line (host, launcher) goes to a file, so none interleaves with the conversation (PINCER_LOG_LEVEL=debug:
   // stderr). A line that cannot be written is dropped, never the chat.
@@ -90,7 +99,7 @@ async function chat(options: ChatOptions): Promise<number> {
     conversation: 'local',
     sender: defaultSender(),
     interactive,
-    banner: banner(selection, config.home, sessionDir),
+    banner: banner(selection, config.home, sessionDir, runOnlyNote(runProvider, options.save, group, config)),
     onQuit: quit,
   });
   process.on('SIGINT', quit);
@@ -100,13 +109,12 @@ async function chat(options: ChatOptions): Promise<number> {
   host.hideKeysFromOwnEnvironment();
   host.announce({ command: 'chat' });
   started.host = host;
-  // The chat's agent group uses the provider asked for; a change is published as a new configuration generation.
-  const { pipeline, group } = await host.sessionOf(terminal.conversation);
+  // (the host ran the chat's group on this provider from its start, before any runner: config.runProvider)
+  const { pipeline, group: chatGroup } = await host.sessionOf(terminal.conversation);
   started.sessionId = pipeline.id;
-  if (group.provider !== options.provider) host.store.updateAgentGroup(group.id, { provider: options.provider });
   // The group's theme colours the chat, where the terminal shows colour.
   if (interactive && process.stdout.isTTY === true && process.env.TERM !== 'dumb' && process.env.NO_COLOR === undefined) {
-    const resources = loadResources(host.sessions.groupDir(group));
+    const resources = loadResources(host.sessions.groupDir(chatGroup));
     terminal.useTheme(resources.theme.colours);
   }
 
@@ -121,9 +129,22 @@ async function chat(options: ChatOptions): Promise<number> {
   return 0;
 }
 
+/** `--provider P` without `--save`, on a group whose saved provider is another: the banner says it is for this chat. */
+function runOnlyNote(
+  runProvider: string | undefined,
+  save: boolean | undefined,
+  group: { name: string; provider: string } | undefined,
+  config: HostConfig,
+): string | undefined {
+  const saved = group ?? (config.defaultGroup ? { name: config.defaultGroup.name, provider: config.defaultGroup.provider } : undefined);
+  if (!runProvider || save || !saved || saved.provider === runProvider) return undefined;
+  return `  ${runProvider} for this chat only: agent group ${saved.name} keeps provider ${saved.provider} (--save makes ${runProvider} its provider)`;
+}
+
 /** What the chat runs on and why, where its data is, and how to leave — before the first prompt. */
-function banner(selection: { provider: string; reason: string }, home: string, sessionDir: string): string[] {
+function banner(selection: { provider: string; reason: string }, home: string, sessionDir: string, note: string | undefined): string[] {
   const lines = [`Pincer chat — provider ${selection.provider}: ${selection.reason}`];
+  if (note) lines.push(note);
   if (selection.provider === 'mock') lines.push('  the mock agent echoes what it is sent; set ANTHROPIC_API_KEY (or see pincer doctor) to talk to a real one');
   lines.push(`home ${home}${sessionDir === path.join(home, 'sessions', 'chat') ? '' : ` · session ${sessionDir}`}`);
   lines.push('/help for commands · /quit or Ctrl-D to leave');

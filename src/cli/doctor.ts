@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveHome } from '../host/config.js';
+import { savedChatGroup } from '../host/chat-group.js';
 import { describePlatforms } from '../host/platforms/catalog.js';
 import { PincerError } from '../shared/errors.js';
 import { credentialEnvironment } from '../host/credential-proxy.js';
@@ -50,7 +51,9 @@ export function registerDoctorCommand(program: Command): void {
       if (options.mcpStart === true) await startGroupsMcpServers(report, env, secrets);
       const platforms = describePlatforms(process.env);
       if (!options.workspace) process.stdout.write(describeHome(home));
-      process.stdout.write(renderCommands(report, env));
+      process.stdout.write(
+        renderCommands(report, env, options.workspace ? undefined : savedChatGroup(home, settingOrDefault(process.env, 'PINCER_DEFAULT_GROUP'))),
+      );
       process.stdout.write(await describeRunners(process.env));
       const admission = describeAdmission(process.env);
       process.stdout.write(`${admission.line}\n${describeInotify(inotifyLimits())}\n`);
@@ -95,16 +98,17 @@ export function problemLines(report: DoctorReport): string[] {
 }
 
 /**
- * What `pincer chat` and `pincer host` would do right now: the provider each would run (the chat's own group, the
- * host's default group for new conversations), decided as their runners will decide.
+ * What `pincer chat` and `pincer host` would do right now (without --provider): the provider each would run (the
+ * chat's AGENT_PROVIDER, else its group's saved one; the host's default group for new conversations), decided as
+ * their runners will decide.
  */
-export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv): string {
+export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv, chatGroup?: { provider: string }): string {
   const defaultGroup = settingOrDefault(env, 'PINCER_DEFAULT_GROUP');
   const group = report.groups.find((g) => g.name === defaultGroup);
   const groupPolicy = group?.policy ?? (rawSetting(env, 'AGENT_PROVIDER') || 'auto');
   return (
     [
-      `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || 'auto', env))}`,
+      `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || chatGroup?.provider || 'auto', env))}`,
       `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
       '',
     ].join('\n') + '\n'

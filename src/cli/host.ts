@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
 import { loadHostConfig } from '../host/config.js';
-import { isPincerError } from '../shared/errors.js';
+import { isPincerError, PincerError } from '../shared/errors.js';
 import { createHost, type Host } from '../host/host.js';
 import { ChatSocketServer } from '../host/channels/chat-socket.js';
 import { defaultSender } from './messages.js';
@@ -15,7 +15,7 @@ import { SETTINGS } from '../shared/settings.js';
 import { startTracing } from '../shared/tracing.js';
 import type { HttpSetup } from './host-http.js';
 import { registerHostControl } from './host-control.js';
-import { hostSelection } from './provider-views.js';
+import { describeChoice, hostSelection } from './provider-views.js';
 
 /**
  * `pincer host [--http PORT]`: run the host until SIGTERM/SIGINT. With `--http`, the HTTP channel listens on
@@ -28,19 +28,33 @@ export function registerHostCommand(program: Command): void {
     .option('--http <port>', 'serve the HTTP API on this port (0: any free port)', parsePort)
     .option('--http-host <addr>', 'address to listen on (default PINCER_HTTP_HOST or 127.0.0.1)')
     .option('--home <dir>', 'data directory (default PINCER_HOME, else ~/.pincer)')
-    .option('--provider <name>', 'provider of the default agent group (default: AGENT_PROVIDER when the group is created, else auto)')
-    .action(async (options: { http?: number; httpHost?: string; home?: string; provider?: string }) => {
+    .option(
+      '--provider <name>',
+      "the default agent group's provider while this host runs (its saved provider: AGENT_PROVIDER when the group is created, else auto)",
+    )
+    .option('--save', "with --provider: save it as the default agent group's provider")
+    .action(async (options: HostCommandOptions) => {
       process.exitCode = await runHost(options);
     });
   registerHostControl(host);
 }
 
-async function runHost(options: { http?: number; httpHost?: string; home?: string; provider?: string }): Promise<number> {
+interface HostCommandOptions {
+  http?: number;
+  httpHost?: string;
+  home?: string;
+  provider?: string;
+  save?: boolean;
+}
+
+async function runHost(options: HostCommandOptions): Promise<number> {
   const log = createLogger('host');
+  if (options.save && !options.provider) throw new PincerError('invalid-input', '--save saves the provider of --provider: add --provider P');
   // Errors (bad configuration, another host on this home) go to the command's one-line report, exit 2.
   const config = loadHostConfig(process.env, {
     home: options.home,
     provider: options.provider,
+    saveProvider: options.save,
     http: options.http === undefined ? undefined : { port: options.http, host: options.httpHost },
   });
   const platforms = platformsIn(process.env);
@@ -120,23 +134,19 @@ async function runHost(options: { http?: number; httpHost?: string; home?: strin
     throw err;
   }
   host.hideKeysFromOwnEnvironment();
-  const chatSocket = await ChatSocketServer.listen({ home: config.home, host, sender: defaultSender(), log });
+  const chatSocket = await ChatSocketServer.listen({
+    home: config.home,
+    host,
+    sender: defaultSender(),
+    describeProvider: (groupId, policy) => describeChoice(host.generations.published(groupId)?.selection ?? hostSelection(policy, process.env)),
+    log,
+  });
   host.announce({ command: 'host', url: httpChannel?.url(), ...(chatSocket ? { chatSocket: chatSocket.path } : {}) });
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  // An explicit --provider is the default group's provider from now on, as `pincer chat --provider` does for its group.
-  const defaultGroup = config.defaultGroup && host.store.findAgentGroup(config.defaultGroup.name);
-  let changedByFlag: string | undefined;
-  if (options.provider && defaultGroup && defaultGroup.provider !== options.provider) {
-    host.store.updateAgentGroup(defaultGroup.id, { provider: options.provider });
-    changedByFlag = defaultGroup.id;
-    log.info(`agent group ${defaultGroup.name}: provider ${options.provider} (--provider)`);
-  }
   // A group whose runners cannot start is said at once, in one line, not found later in a crash loop: from its
   // published generation (the environment and the secrets store as the runners get them), else the selection now.
   for (const group of host.store.listAgentGroups()) {
-    // (the group --provider just changed: its generation is of the old policy, so decide now)
-    const published = group.id === changedByFlag ? undefined : host.generations.published(group.id);
-    const selection = published?.selection ?? hostSelection(group.provider, process.env);
+    const selection = host.generations.published(group.id)?.selection ?? hostSelection(group.provider, process.env);
     if (!selection.ok) log.warn(`agent group ${group.name} cannot start its agent: ${selection.message}`);
   }
   if (channels.length === 0)

@@ -68,7 +68,10 @@ export function resolveHome(env: NodeJS.ProcessEnv, flag?: string): string {
 export interface HostFlags {
   home?: string;
   http?: { port: number; host?: string };
+  /** `--provider`: the provider of `providerGroup` (default: the default group) for this run, saved with `saveProvider`. */
   provider?: string;
+  saveProvider?: boolean;
+  providerGroup?: string;
 }
 
 /**
@@ -90,14 +93,16 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
   if (flags.http && !(Number.isInteger(flags.http.port) && flags.http.port >= 0 && flags.http.port < 65536)) {
     throw new PincerError('config', `--http: not a port: ${flags.http.port}`);
   }
+  const providerGroup = flags.providerGroup ?? (e.PINCER_DEFAULT_GROUP === 'none' ? undefined : e.PINCER_DEFAULT_GROUP);
   return {
     home: resolveHome(env, flags.home),
+    ...(flags.provider && providerGroup ? { runProvider: { group: providerGroup, provider: flags.provider, save: flags.saveProvider === true } } : {}),
     defaultGroup:
       e.PINCER_DEFAULT_GROUP === 'none'
         ? null
         : {
             name: e.PINCER_DEFAULT_GROUP,
-            provider: flags.provider ?? e.AGENT_PROVIDER ?? 'auto',
+            provider: (flags.saveProvider && !flags.providerGroup ? flags.provider : undefined) ?? e.AGENT_PROVIDER ?? 'auto',
             model: e.PINCER_MODEL ?? null,
             sessionMode: e.PINCER_SESSION_MODE,
             timezone,

@@ -234,6 +234,7 @@ export class Host implements HostApi {
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
       host.sessions.ensureDefaultGroup();
+      host.sessions.applyRunProvider();
       host.generations.publishAllNow();
       host.credentialsWatch = watchCredentials(
         options.config.home,

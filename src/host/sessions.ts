@@ -42,6 +42,28 @@ export class SessionDirectory {
     return this.store.getAgentGroup(existing.id);
   }
 
+  /** The host's `--provider` (HostConfig.runProvider), at start: before any runner of the group starts. */
+  applyRunProvider(): void {
+    const run = this.config.runProvider;
+    const group = run && this.store.findAgentGroup(run.group);
+    if (group) this.useProvider(group, run.provider, run.save);
+  }
+
+  /**
+   * `--provider P`: `group` runs on P from now on (before its runners start, so they do), for this run only, or saved
+   * as its provider with `save` (`--save`, a new configuration generation).
+   */
+  useProvider(group: AgentGroup, provider: string, save: boolean): void {
+    const saved = group.savedProvider ?? group.provider;
+    if (save) {
+      if (saved !== provider || group.provider !== provider) this.store.updateAgentGroup(group.id, { provider });
+      if (saved !== provider) this.log.info(`agent group ${group.name}: provider ${provider} saved (--provider --save; was ${saved})`);
+      return;
+    }
+    this.store.runGroupOn(group.id, provider);
+    if (saved !== provider) this.log.info(`agent group ${group.name}: provider ${provider} for this run (--provider; saved: ${saved})`);
+  }
+
   createGroup(group: NewAgentGroup): AgentGroup {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(group.folder)) {
       throw new PincerError('invalid-input', `folder "${group.folder}": use letters, digits, "_", "-", "." (no slashes)`, { field: 'folder' });

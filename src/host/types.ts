@@ -6,9 +6,15 @@ import type { TaskHistoryPolicy } from '../db/task-history.js';
 export interface HostConfig {
   /** PINCER_HOME: holds `pincer.db`, `groups/<folder>/`, `global/`, `sessions/<id>/`. */
   home: string;
+  /**
+   * `--provider P` of this run: the agent group `group` (by name) runs on P while this host runs, its saved provider
+   * untouched; with `save` (`--save`) P is saved as its provider. Applied at start, before any runner starts.
+   */
+  runProvider?: { group: string; provider: string; save: boolean };
   /** the group created on first start and used for conversations with no binding; null: such conversations are refused. */
   defaultGroup: {
     name: string;
+    /** the provider the group is created with (AGENT_PROVIDER, else `auto`; `--provider P --save`: P). */
     provider: string;
     model: string | null;
     sessionMode: SessionMode;

@@ -81,6 +81,9 @@ export interface NewAgentGroup {
 }
 
 export class CentralStore {
+  /** group id → the provider of this run (`--provider` without `--save`), never written to the DB. */
+  private readonly runProviders = new Map<string, string>();
+
   /**
    * `home`: the folder session paths are stored relative to (a movable home); without it (a read-only look at the DB)
    * relative folders are returned as stored.
@@ -115,10 +118,15 @@ export class CentralStore {
     return this.getAgentGroup(id)!;
   }
 
-  /** Change a group's runner settings and bump its configuration generation. */
+  /**
+   * Change a group's runner settings and bump its configuration generation. A provider given here is saved, and ends a
+   * provider of this run ({@link runGroupOn}); without one the saved provider stays (never this run's).
+   */
   updateAgentGroup(id: string, change: { provider?: string; model?: string | null; sessionMode?: SessionMode; timezone?: string }): AgentGroup {
-    const current = this.getAgentGroup(id);
-    if (!current) throw new Error(`no agent group ${id}`);
+    const row = prepared(this.db, 'SELECT * FROM agent_groups WHERE id = ?').get(id) as GroupRow | undefined;
+    if (!row) throw new Error(`no agent group ${id}`);
+    const current = { ...this.toGroup(row), provider: row.provider };
+    if (change.provider !== undefined) this.runProviders.delete(id);
     prepared(
       this.db,
       `UPDATE agent_groups SET provider = ?, model = ?, session_mode = ?, timezone = ?, config_generation = config_generation + 1
@@ -131,6 +139,18 @@ export class CentralStore {
       id,
     );
     return this.getAgentGroup(id)!;
+  }
+
+  /**
+   * Run `id` on `provider` while this store is open (`--provider` without `--save`), the saved provider untouched: the
+   * group reads with it from now on. Its inputs to a generation change with it (see `inputsOf`), so set before runners
+   * start it is what they get; the saved one again: none for this run.
+   */
+  runGroupOn(id: string, provider: string): void {
+    const row = prepared(this.db, 'SELECT provider FROM agent_groups WHERE id = ?').get(id) as { provider: string } | undefined;
+    if (!row) throw new Error(`no agent group ${id}`);
+    if (provider === row.provider) this.runProviders.delete(id);
+    else this.runProviders.set(id, provider);
   }
 
   /**
@@ -345,7 +365,7 @@ export class CentralStore {
       id: row.id,
       name: row.name,
       folder: row.folder,
-      provider: row.provider,
+      ...providerOf(row.provider, this.runProviders.get(row.id)),
       model: row.model,
       sessionMode: row.session_mode,
       timezone: row.timezone,
@@ -356,6 +376,11 @@ export class CentralStore {
       createdAt: row.created_at,
     };
   }
+}
+
+/** The group's provider fields: the saved one, or this run's with the saved one beside it. */
+function providerOf(saved: string, run: string | undefined): Pick<AgentGroup, 'provider' | 'savedProvider'> {
+  return run === undefined || run === saved ? { provider: saved } : { provider: run, savedProvider: saved };
 }
 
 function parseJsonOrNull(text: string | null): unknown {

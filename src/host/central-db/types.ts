@@ -10,7 +10,13 @@ export interface AgentGroup {
   name: string;
   /** folder name under `<home>/groups/`; mounted (or linked) as the session's `agent/`. */
   folder: string;
+  /** the provider policy runners of the group start with: the saved one, or this run's (see `savedProvider`). */
   provider: string;
+  /**
+   * Set only while this host runs the group on another provider than the one saved in the central DB (`pincer host
+   * --provider P` or `pincer chat --provider P` without `--save`): the saved one, which the next run gets again.
+   */
+  savedProvider?: string;
   model: string | null;
   /** `shared`: one session per conversation; `per-thread`: one session per thread of a conversation. */
   sessionMode: SessionMode;

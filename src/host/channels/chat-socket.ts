@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
 import { errorMessage, type Logger } from '../../shared/log.js';
 import { isPincerError } from '../../shared/errors.js';
 import type { ConversationRef } from '../types.js';
@@ -19,15 +21,27 @@ import type { ChannelAdapter } from './types.js';
  */
 export interface ChatSocketHost {
   attachChannel(channel: ChannelAdapter): Promise<{ detach(): Promise<void> }>;
-  sessionOf(conversation: ConversationRef): Promise<{ pipeline: { id: string } }>;
+  sessionOf(conversation: ConversationRef): Promise<{ pipeline: { id: string }; group: { id: string; name: string; provider: string } }>;
   isSettled(sessionId: string): Promise<boolean>;
 }
+
+/**
+ * The first line the host sends on a connection, as JSON: the chat attached (and who answers it), or was refused
+ * (and why: the chat says so and exits 2). Everything after it is the terminal channel's output.
+ */
+export const ChatSocketHelloSchema = z.union([
+  z.object({ attached: z.object({ group: z.string(), provider: z.string(), choice: z.string() }) }),
+  z.object({ refused: z.string() }),
+]);
+export type ChatSocketHello = z.infer<typeof ChatSocketHelloSchema>;
 
 export interface ChatSocketOptions {
   home: string;
   host: ChatSocketHost;
   /** the sender of the lines typed (the host's user: only that user can connect). */
   sender: string;
+  /** what runs the group's agent, for the chat's banner (`mock — session policy "mock"`). */
+  describeProvider(groupId: string, policy: string): string;
   log: Logger;
 }
 
@@ -86,11 +100,15 @@ export class ChatSocketServer {
     socket.on('error', (err) => options.log.debug(`chat socket: ${errorMessage(err)}`)); // the chat went away; 'close' follows
     let attachment: { detach(): Promise<void> } | undefined;
     let finished = false;
+    // What the channel prints waits here until the first line (the hello) is written, then flows to the socket.
+    const output = new PassThrough();
     const finish = async (): Promise<void> => {
       if (finished) return;
       finished = true;
       await attachment?.detach();
-      socket.end();
+      if (attachment)
+        output.end(); // ends the socket once what the channel printed is through
+      else socket.end();
     };
     socket.once('close', () => {
       this.connections.delete(socket);
@@ -100,7 +118,7 @@ export class ChatSocketServer {
     let leaving = false;
     const terminal = new TerminalChannel({
       input: socket,
-      output: socket,
+      output,
       conversation: 'local',
       sender: options.sender,
       interactive: false,
@@ -121,13 +139,19 @@ export class ChatSocketServer {
       },
     });
     try {
-      sessionId = (await options.host.sessionOf(terminal.conversation)).pipeline.id;
-      attachment = await options.host.attachChannel(terminal);
-      if (finished) return void (await attachment.detach()); // the chat went away while it attached
+      const { pipeline, group } = await options.host.sessionOf(terminal.conversation);
+      sessionId = pipeline.id;
+      const attached = await options.host.attachChannel(terminal);
+      if (finished) return void (await attached.detach()); // the chat went away while it attached
+      attachment = attached;
+      const hello: ChatSocketHello = { attached: { group: group.name, provider: group.provider, choice: options.describeProvider(group.id, group.provider) } };
+      socket.write(`${JSON.stringify(hello)}\n`);
+      output.pipe(socket);
       options.log.info('pincer chat attached');
     } catch (err) {
       const why = isPincerError(err, 'conflict') ? 'another pincer chat is attached to this host; leave that one first' : errorMessage(err);
-      socket.end(`pincer: ${why}\n`);
+      const hello: ChatSocketHello = { refused: why };
+      socket.end(`${JSON.stringify(hello)}\n`);
       finished = true;
     }
   }

@@ -17,9 +17,13 @@ export interface BuildInput {
   now?: () => Date;
 }
 
-/** The publish state a build is for: a group's configuration generation and the credentials version. */
+/**
+ * The publish state a build is for: a group's configuration generation, the provider of this run when it is not the
+ * saved one (set without a new configuration generation), and the credentials version.
+ */
 export function inputsOf(group: AgentGroup, credentials: HostCredentials): string {
-  return `config ${group.configGeneration}, credentials ${credentials.version}`;
+  const run = group.savedProvider === undefined ? '' : `, provider ${group.provider} for this run`;
+  return `config ${group.configGeneration}${run}, credentials ${credentials.version}`;
 }
 
 /**
