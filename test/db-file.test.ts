@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSessionDb } from '../src/db/connection.js';
-import { dbFileChange, identityAt, syncWal } from '../src/db/db-file.js';
+import { dbFileChange, identityAt } from '../src/db/db-file.js';
 
 const temps: string[] = [];
 afterEach(() => {
@@ -31,25 +30,5 @@ describe('the session database file', () => {
     fs.rmSync(file);
     fs.symlinkSync(path.join(dir, 'elsewhere'), file);
     expect(dbFileChange(file, opened)?.kind).toBe('not-regular');
-  });
-
-  it('syncs the write-ahead log of a commit, and does nothing when there is none', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'session.db');
-    await expect(syncWal(file)).resolves.toBeUndefined();
-    const db = openSessionDb(file, { create: true });
-    db.exec('CREATE TABLE IF NOT EXISTS probe (x)');
-    db.prepare('INSERT INTO probe VALUES (1)').run();
-    expect(fs.existsSync(`${file}-wal`)).toBe(true);
-    await expect(syncWal(file)).resolves.toBeUndefined();
-    db.close();
-  });
-
-  it("never opens a log that is a link (the folder is the agent's)", async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'session.db');
-    fs.writeFileSync(path.join(dir, 'target'), '');
-    fs.symlinkSync(path.join(dir, 'target'), `${file}-wal`);
-    await expect(syncWal(file)).rejects.toThrow(/ELOOP/);
   });
 });

@@ -63,26 +63,3 @@ export function isDamagedDbError(err: unknown): boolean {
   const cause = (err as { cause?: unknown } | null)?.cause;
   return cause !== undefined && cause !== err && isDamagedDbError(cause);
 }
-
-/**
- * Make what was committed to `file`'s write-ahead log durable (fsync of `<file>-wal`, opened without following a
- * link). A connection with `synchronous=NORMAL` publishes each commit at once — readers woken by the WAL write see it
- * — and this call, made before the commit is acknowledged, gives it `synchronous=FULL`'s guarantee. (With FULL itself
- * the fsync sits between the WAL write that wakes a watcher and the commit becoming visible, so a reader woken by the
- * write finds nothing and sleeps until its fallback timeout.) The sync runs off the event loop, so what the
- * process does meanwhile (answering a waiting `sync`) does not wait for the disk. No log file: nothing is pending.
- */
-export async function syncWal(file: string): Promise<void> {
-  let handle: fs.promises.FileHandle;
-  try {
-    handle = await fs.promises.open(`${file}-wal`, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}

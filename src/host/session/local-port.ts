@@ -56,14 +56,14 @@ export class LocalSessionPort implements SessionPort {
     }
     const written = insertInbound(this.db, row);
     this.engine.slot.touch();
-    await this.engine.slot.committed();
+    this.engine.slot.committed();
     return written;
   }
 
   async answer(answer: Answer, routing: AnswerRouting): Promise<{ id: string; seq: number; late: boolean }> {
     const written = insertAnswer(this.db, answer, routing);
     this.engine.slot.touch();
-    await this.engine.slot.committed();
+    this.engine.slot.committed();
     return written;
   }
 
@@ -109,7 +109,7 @@ export class LocalSessionPort implements SessionPort {
       if (result.delivered) markDelivered(this.db, result.id, result.platformMessageId);
       else recordDeliveryFailure(this.db, result.id, result.error);
     }
-    await this.engine.slot.committed();
+    this.engine.slot.committed();
   }
 
   async platformMessageIdOf(seq: number): Promise<string | null> {
@@ -152,7 +152,7 @@ export class LocalSessionPort implements SessionPort {
   async done(ids: string[], incarnation: number): Promise<string[]> {
     if (incarnation !== this.engine.incarnation) return [];
     const done = doneMessages(this.db, ids);
-    await this.engine.slot.committed();
+    this.engine.slot.committed();
     return done;
   }
 
@@ -163,7 +163,7 @@ export class LocalSessionPort implements SessionPort {
   async changeTask(taskId: string, command: TaskCommand, timezone: string): Promise<InboundRow | null> {
     const row = changeTask(this.db, taskId, command, timezone);
     this.engine.slot.touch();
-    await this.engine.slot.committed();
+    this.engine.slot.committed();
     return row;
   }
 

@@ -61,6 +61,8 @@ export class SessionPipeline {
   private readonly admission: AdmissionStage;
   private loop: Promise<void> | null = null;
   private readonly abort = new AbortController();
+  /** rows `write` is handing to the session now: a turn meanwhile does not push them a second time */
+  private readonly writing = new Set<string>();
 
   constructor(
     readonly session: SessionRecord,
@@ -147,6 +149,7 @@ export class SessionPipeline {
   /** Write an inbound row into the session, kept in the inbox first; returns its receipt (seq null: not there yet). */
   async write(row: InboxRow): Promise<{ id: string; seq: number | null }> {
     this.deps.inbox.keep(this.id, row);
+    this.writing.add(row.id);
     try {
       await this.admission.admit(this.handle());
       const written = await this.port.accept(row);
@@ -157,12 +160,15 @@ export class SessionPipeline {
       if (isSessionPortError(err, 'unavailable')) return { id: row.id, seq: null };
       this.deps.inbox.drop(this.id, row.id);
       throw err;
+    } finally {
+      this.writing.delete(row.id);
     }
   }
 
   /** Rows accepted while the session was out of reach, or given again after its database was set up afresh. */
   private async pushUnacknowledged(): Promise<void> {
     for (const row of this.deps.inbox.unpushed(this.id)) {
+      if (this.writing.has(row.id)) continue;
       try {
         await this.port.accept(row);
       } catch (err) {
