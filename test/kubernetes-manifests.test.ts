@@ -106,7 +106,7 @@ describe('session objects', () => {
       subPath: 'groups/main',
       readOnly: true,
     });
-    expect(pod.spec!.containers[0]!.volumeMounts).toContainEqual({ name: 'shared', mountPath: '/workspace/global', subPath: 'global', readOnly: true });
+    expect(pod.spec!.containers[0]!.volumeMounts).toContainEqual({ name: 'shared', mountPath: '/workspace/session/global', subPath: 'global', readOnly: true });
     expect(pod.spec!.volumes).toContainEqual({ name: 'shared', persistentVolumeClaim: { claimName: 'pincer-shared' } });
   });
 

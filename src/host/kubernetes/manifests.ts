@@ -18,7 +18,8 @@ export const POD_PATHS = {
   session: '/workspace/session',
   /** the group's folder, read-only, where the runner of the session folder looks for it (its `group/`). */
   group: '/workspace/session/group',
-  global: '/workspace/global',
+  /** the shared global folder, read-only, where the runner looks for it (the session folder's `global/`). */
+  global: '/workspace/session/global',
   logFile: '/workspace/logs/runner.log',
   launchDir: '/etc/pincer/launch',
   launchFile: '/etc/pincer/launch/launch.json',
