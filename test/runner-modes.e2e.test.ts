@@ -8,7 +8,7 @@ import { openSessionDb } from '../src/db/connection.js';
 import { turnUsageAfter } from '../src/db/usage.js';
 import { bwrapWorks } from '../src/host/runner-kind.js';
 import { cleanupClaude } from './support/claude.js';
-import { closeFakeOpenAIs } from './support/fake-openai.js';
+import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startFakeTelegram, type FakeTelegram, type TelegramCall } from './support/fake-telegram.js';
 import { dockerCli, dockerdUnavailable, startPrivateDockerd, type PrivateDockerd } from './support/dockerd.js';
 import { startHost, stopAllHosts, type HostHandle } from './support/host-harness.js';
@@ -22,8 +22,10 @@ import { waitFor } from './support/wait.js';
  * The core scenarios in every runner mode users run — a plain process, bubblewrap, Docker — through real hosts: an
  * answer, a follow-up, a host restart that resumes the provider session, the mock's usage in the ledger, a task that
  * fires, a file the user sends over HTTP and one a Telegram user sends (the Telegram fake); each provider (Claude
- * Code, Codex, OpenCode, the built-in runtime) answering from its fake model server, the calls and tokens it reported
- * in the ledger (one host per provider). One suite, parametrised; the Docker mode shares one private daemon and one
+ * Code, Codex, OpenCode on a server without a key, the built-in runtime) answering from its fake model server, the
+ * calls and tokens it reported in the ledger (one host per provider); the built-in runtime on a local model server
+ * sending a file it wrote back to a Telegram user (the bytes the platform got), its calls in the ledger. One suite,
+ * parametrised; the Docker mode shares one private daemon and one
  * image build. A mode this machine cannot run is skipped with the reason. The fault suite's short kills row with
  * Docker runners runs here too, on the same daemon and image (test/fault-suite.e2e.test.ts runs it with process,
  * bwrap and session-serve runners).
@@ -193,6 +195,58 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
       }
     },
     600_000,
+  );
+
+  it.skipIf(skip !== undefined)(
+    'the built-in runtime on a local model server sends a file it wrote back to a Telegram user, its calls in the ledger',
+    async () => {
+      const model = await startFakeOpenAI();
+      model.usage = { input: 300, cached: 0, output: 17 };
+      const report = 'the report, written by the agent: r\u00e9sum\u00e9 \u2713\n';
+      model.script(
+        { call: 'write', args: { path: 'report.txt', content: report } },
+        { call: 'mcp__pincer__send_file', args: { path: 'report.txt', text: 'your report' } },
+        { text: 'sent it' },
+      );
+      telegram = await startFakeTelegram();
+      const fake = telegram;
+      const host = await startHost({
+        ...env(),
+        AGENT_PROVIDER: 'pincer',
+        PINCER_MODEL: 'local/qwen3:8b',
+        OPENAI_BASE_URL: model.baseUrl,
+        PINCER_MODEL_MAX_RETRIES: '0',
+        TELEGRAM_BOT_TOKEN: fake.token,
+        TELEGRAM_API_BASE_URL: fake.url,
+        PINCER_ALLOWED_USERS: '',
+      });
+      await waitFor('telegram connected', () => host.stderr().includes('telegram: connected'), { timeoutMs: 20_000 });
+      const toChat = (c: TelegramCall): boolean => Number(c.body.chat_id) === 702;
+      fake.userSends({ chatId: 702, userId: 702, text: 'write me a report' });
+      const document = await fake.waitForSent('the report', (c) => toChat(c) && c.method === 'sendDocument', 90_000);
+      // the text comes first, then the file (Telegram sends a document's text apart when it is long or formatted)
+      const said = fake.sent().filter(toChat);
+      expect(said.map((c) => [c.method, c.body.text ?? c.body.document_name])).toEqual([
+        ['sendMessage', 'your report'],
+        ['sendDocument', 'report.txt'],
+      ]);
+      // the bytes the platform got are the file the agent wrote in its own folder
+      expect(document.body.document_data).toEqual(Buffer.from(report));
+      const session = await sessionFor(host, 'telegram', 'telegram:702');
+      expect(fs.readFileSync(path.join(host.sessionDir(session.id), 'agent', 'report.txt'), 'utf8')).toBe(report);
+      await fake.waitForSent('the last answer', (c) => toChat(c) && c.body.text === 'sent it', 30_000);
+      // every call to the model server is in the ledger, with the tokens the server reported
+      expect(model.modelRequests().map((r) => r.userTexts.at(0))).toEqual(Array(3).fill(expect.stringContaining('write me a report')));
+      const total = await waitFor('the turn in the ledger', async () => {
+        const t = (await host.request('GET', '/v1/usage')).body.total as { turns: number; calls: number; inputTokens: number; outputTokens: number };
+        return t.turns >= 1 ? t : undefined;
+      });
+      expect(total).toMatchObject({ turns: 1, calls: 3, inputTokens: 3 * 300, outputTokens: 3 * 17 });
+      // the placeholder that names the session to the proxy never reached the server
+      expect(model.requests.map((r) => String(r.headers.authorization ?? ''))).not.toContainEqual(expect.stringContaining('pincer-placeholder-'));
+      expect(await host.stop()).toBe(0);
+    },
+    180_000,
   );
 
   it.skipIf(skip !== undefined)("one trace per message holds the runner's spans (a sandbox exports through the host's relay)", async () => {

@@ -11,7 +11,7 @@ import { loopbackPeerUid } from './peer-uid.js';
 import { ProxyConnections, type ConnectionLimits } from './proxy-connections.js';
 import { DRAIN_AFTER_CLIENT_MS, isModelCall, MAX_REWRITTEN_BODY, MeteredCall, needsUsageOption, withStreamUsage, type ProxyMeter } from './proxy-meter.js';
 import type { ProxyApi } from './proxy-usage.js';
-import { PROXY_MARKER_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
+import { PROXY_MARKER_ENV, PROXY_SESSION_KEY_ENV, UPSTREAM_BASE_URL_ENV } from '../shared/proxy-env.js';
 import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
 
 /**
@@ -25,8 +25,11 @@ import { rawSetting, settingOrDefault } from '../shared/settings-load.js';
  * the upstream's own usage fields, and refused while the session's agent group is over budget (src/host/proxy-meter.ts).
  * docs/security.md describes the contract.
  *
- * A custom OpenAI-compatible server with no key (a local model: `OPENAI_BASE_URL` alone) is proxied too, without
- * placeholders — there is no secret to guard — so a sandbox without a network of its own can still reach it.
+ * A custom OpenAI-compatible server with no key (a local model: `OPENAI_BASE_URL` alone) is proxied too — there is no
+ * secret to guard, so a request without a placeholder passes — so a sandbox without a network of its own can still
+ * reach it. Its runners get a placeholder all the same (`PINCER_CREDENTIAL_PROXY_KEY`, presented as their key), so
+ * their calls are counted as their session's: a process runner's connections on 127.0.0.1 are told apart by it
+ * alone. The placeholder never reaches that server.
  */
 
 /** One upstream API and how its key is carried. */
@@ -196,7 +199,8 @@ export class CredentialProxy {
 
   /**
    * The runner environment for `sessionId`: every real credential removed, a fresh placeholder and the proxy's base
-   * URL in their place for each upstream the host has a key for. Replaces any earlier placeholder of the session.
+   * URL in their place for each upstream the host has a key or a keyless server for (the placeholder of a keyless
+   * server only names the session, to count its calls). Replaces any earlier placeholder of the session.
    */
   runnerEnv(sessionId: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     this.revoke(sessionId);
@@ -214,7 +218,9 @@ export class CredentialProxy {
       out[UPSTREAM_BASE_URL_ENV.ANTHROPIC_BASE_URL] = withoutCredentials(anthropic.base);
     }
     if (openai) {
+      // keyless: no key variable (it would make a provider look like it had an OpenAI key), the placeholder apart
       if (openai.auth) out.OPENAI_API_KEY = placeholder;
+      else out[PROXY_SESSION_KEY_ENV] = placeholder;
       out.OPENAI_BASE_URL = `${base}/openai`;
       out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = withoutCredentials(openai.base);
       if (rawSetting(env, 'OPENCODE_BASE_URL')) out.OPENCODE_BASE_URL = `${base}/openai`;
@@ -306,8 +312,9 @@ export class CredentialProxy {
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name) || name === 'host') continue;
-      // keyed: the real credential replaces whatever the client sent; keyless: the client's own header passes
-      if (upstream.auth && (name === 'x-api-key' || name === 'authorization')) continue;
+      // keyed: the real credential replaces whatever the client sent; keyless: the client's own header passes, but
+      // not a placeholder (it names a session to the proxy, nothing to the server)
+      if ((name === 'x-api-key' || name === 'authorization') && (upstream.auth || isPlaceholderHeader(value))) continue;
       headers[name] = value;
     }
     headers.host = target.host;
@@ -325,7 +332,7 @@ export class CredentialProxy {
       this.forward(req, res, { kind, target, headers, call, body });
     };
     // an OpenAI stream carries usage only when asked for: the proxy asks, so none goes uncounted
-    if (call && upstream.auth && needsUsageOption(kind, target.pathname)) {
+    if (call && needsUsageOption(kind, target.pathname)) {
       readBody(req, MAX_REWRITTEN_BODY).then(
         (body) => {
           if (body) return forward(withStreamUsage(body));
@@ -412,6 +419,11 @@ export function climbsOut(pathname: string): boolean {
     current = decoded;
   }
   return true;
+}
+
+/** Whether a key header's value is a placeholder (`x-api-key: pincer-placeholder-…`, `Bearer pincer-placeholder-…`). */
+function isPlaceholderHeader(value: string | string[]): boolean {
+  return [value].flat().some((v) => v.replace(/^Bearer\s+/i, '').startsWith(PLACEHOLDER_PREFIX));
 }
 
 /** The placeholder a client presented: `x-api-key` (Anthropic) or `Authorization: Bearer` (both APIs). */

@@ -9,6 +9,19 @@ import { rawSetting } from './settings-load.js';
 /** Set to `1` for a runner behind the proxy. */
 export const PROXY_MARKER_ENV = 'PINCER_CREDENTIAL_PROXY';
 
+/**
+ * The session's placeholder where the proxy's OpenAI upstream needs no key (a local model server): a client behind the
+ * proxy presents it as its key (`Authorization: Bearer`) so the proxy counts the call as the session's; the proxy
+ * takes it off before the request goes on. A keyed upstream's placeholder is in `OPENAI_API_KEY` instead.
+ */
+export const PROXY_SESSION_KEY_ENV = 'PINCER_CREDENTIAL_PROXY_KEY';
+
+/** The key a client behind the proxy presents to a keyless upstream, if the host gave one. */
+export function keylessProxyKey(env: Record<string, string | undefined>): string | undefined {
+  if (rawSetting(env, PROXY_MARKER_ENV) !== '1') return undefined;
+  return (rawSetting(env, PROXY_SESSION_KEY_ENV) ?? '').trim() || undefined;
+}
+
 /** The real upstream behind each proxied base-URL variable. */
 export const UPSTREAM_BASE_URL_ENV = {
   ANTHROPIC_BASE_URL: 'PINCER_UPSTREAM_ANTHROPIC_BASE_URL',

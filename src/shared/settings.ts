@@ -248,6 +248,10 @@ const REGISTRY = {
   PINCER_WORKSPACE: runner(() => text(), 'the session folder (set by the launcher)', { defaultWords: '/workspace', ...LAUNCHED }),
   PINCER_STOP_ON_STDIN_EOF: runner(() => text(), '1: stop when stdin closes (set by the launcher)', LAUNCHED),
   PINCER_CREDENTIAL_PROXY: runner(() => text(), '1: behind the credential proxy (set by the host)', BY_HOST),
+  PINCER_CREDENTIAL_PROXY_KEY: runner(() => text(), 'the session’s placeholder for a keyless model server behind the proxy (set by the host)', {
+    ...BY_HOST,
+    secret: true,
+  }),
   PINCER_CREDENTIAL_PROXY_SOCKET: runner(() => text(), 'the proxy socket inside a sandbox (set by the launcher)', LAUNCHED),
   PINCER_UPSTREAM_ANTHROPIC_BASE_URL: runner(() => text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),
   PINCER_UPSTREAM_OPENAI_BASE_URL: runner(() => text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),

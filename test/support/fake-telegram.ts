@@ -269,7 +269,10 @@ class ApiError extends Error {
   }
 }
 
-/** JSON, or the text fields of a multipart form (sendDocument), with the file part's name as `document_name`. */
+/**
+ * JSON, or the text fields of a multipart form (sendDocument), with the file part's name as `document_name`, its
+ * size as `document_size` and its bytes (a Buffer) as `document_data`.
+ */
 function parseBody(contentType: string, raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) return {};
   const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType);
@@ -283,7 +286,8 @@ function parseBody(contentType: string, raw: Buffer): Record<string, unknown> {
     const filename = /filename="([^"]+)"/.exec(head ?? '')?.[1];
     if (filename) {
       fields[`${name}_name`] = filename;
-      fields[`${name}_size`] = Buffer.from(value, 'latin1').length;
+      fields[`${name}_data`] = Buffer.from(value, 'latin1');
+      fields[`${name}_size`] = (fields[`${name}_data`] as Buffer).length;
     } else fields[name] = Buffer.from(value, 'latin1').toString('utf8');
   }
   return fields;

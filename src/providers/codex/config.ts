@@ -9,6 +9,7 @@ import { ProviderError } from '../registry.js';
 import type { ModelRoute } from '../../runtime/model-route.js';
 import { mcpClientSettings } from '../mcp-settings.js';
 import type { McpServerConfig, QueryInput } from '../types.js';
+import { keylessProxyKey } from '../../shared/proxy-env.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
@@ -131,8 +132,9 @@ export function codexOptions(settings: CodexSettings, input: QueryInput, home: s
   }
   const env = childEnv(settings.env, [], {
     CODEX_HOME: home,
-    // A local server may need no key, but the custom provider's `env_key` must name a set variable.
-    OPENAI_API_KEY: settings.baseUrl ? (settings.apiKey ?? 'unused') : undefined,
+    // A local server may need no key, but the custom provider's `env_key` must name a set variable; behind the proxy
+    // the session's placeholder, so the proxy counts the calls as the session's.
+    OPENAI_API_KEY: settings.baseUrl ? (settings.apiKey ?? keylessProxyKey(settings.env) ?? 'unused') : undefined,
     ...secretEnv,
   });
   return { config, env, apiKey: settings.baseUrl ? undefined : settings.apiKey };

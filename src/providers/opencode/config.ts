@@ -7,6 +7,7 @@ import { providerTimeoutMs } from '../deadline.js';
 import { ProviderError } from '../registry.js';
 import { mcpClientSettings, withoutCwd } from '../mcp-settings.js';
 import type { McpServerConfig, PrepareInput } from '../types.js';
+import { keylessProxyKey } from '../../shared/proxy-env.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
@@ -68,7 +69,8 @@ export function readOpenCodeSettings(env: Record<string, string | undefined>, mo
     providerId,
     modelId,
     baseUrl,
-    apiKey: e.OPENCODE_API_KEY ?? (baseUrl ? e.OPENAI_API_KEY : undefined),
+    // a keyless server behind the proxy: the session's placeholder, so the proxy counts the calls as the session's
+    apiKey: e.OPENCODE_API_KEY ?? (baseUrl ? (e.OPENAI_API_KEY ?? keylessProxyKey(env)) : undefined),
     binary: e.OPENCODE_BIN,
     startTimeoutMs: e.OPENCODE_START_TIMEOUT_MS ?? 30_000,
     timeoutMs: providerTimeoutMs(env),

@@ -1,6 +1,7 @@
 import { getModel, type Api, type KnownProvider, type Model } from '@mariozechner/pi-ai';
 import { isModelRouteError, resolveModelRoute, routeApiKey, type ModelRoute, type ModelSettings } from '../../runtime/model-route.js';
 import { ProviderError } from '../registry.js';
+import { keylessProxyKey } from '../../shared/proxy-env.js';
 import { rawSetting } from '../../shared/settings-load.js';
 
 /**
@@ -66,8 +67,10 @@ export function buildModel(
   if (!apiKey && !route.keyOptional) {
     throw new ProviderError('no-credentials', `pincer: model "${ref}" needs a key: set ${route.apiKeyEnv.join(' or ')}`);
   }
-  // The OpenAI client refuses to start without a key; a local server ignores it.
-  return { route, model, apiKey: apiKey ?? (route.keyOptional ? 'not-needed' : undefined), priced: catalogue !== undefined };
+  // The OpenAI client refuses to start without a key; a local server ignores it. Through the host's proxy the key is
+  // the session's placeholder, so the proxy counts the calls as the session's (it never reaches the server).
+  const keyless = route.keyOptional ? (route.via && keylessProxyKey(env)) || 'not-needed' : undefined;
+  return { route, model, apiKey: apiKey ?? keyless, priced: catalogue !== undefined };
 }
 
 function lookup(route: ModelRoute): Model<Api> | undefined {
