@@ -151,14 +151,17 @@ describe('pincer doctor’s lines', () => {
     const full = describeLimits('bwrap', env, planCgroups(v1Tree(), SELF_V1), '/usr/bin/prlimit', 0).join('\n');
     expect(full).toMatch(/memory 256 MiB \(PINCER_CONTAINER_MEMORY\): cgroup v1 under .*memory\/outer\/host/);
     expect(full).toContain('largest file 1 GiB (PINCER_CONTAINER_FILE_SIZE): RLIMIT_FSIZE');
-    expect(full).toContain('not limited: the session folder’s total size');
+    expect(full).toContain('session folder 4 GiB, 250000 files (PINCER_SESSION_DISK, PINCER_SESSION_FILES): checked by the host');
     const bare = describeLimits('bwrap', env, planCgroups(tempDir(), ''), '/usr/bin/prlimit', 0).join('\n');
     expect(bare).toMatch(/memory 256 MiB .*: RLIMIT_AS only \(address space, not memory; no cgroup memory controller at /);
     expect(bare).toMatch(/! 512 processes .*: not held \(no cgroup pids controller at .*; RLIMIT_NPROC does not bind root\)/);
     expect(describeLimits('bwrap', env, planCgroups(tempDir(), ''), false, 0).join('\n')).toMatch(
       /! largest file .*not held \(prlimit \(util-linux\) not found\)/,
     );
-    expect(describeLimits('process', {})).toEqual([expect.stringMatching(/^limits: none/)]);
+    expect(describeLimits('process', { PINCER_SESSION_DISK: '1g' })).toEqual([
+      expect.stringMatching(/^limits: none/),
+      expect.stringMatching(/session folder 1 GiB, .*checked by the host, its runner killed past it; not what the agent leaves running/),
+    ]);
     expect(describeLimits('docker', { PINCER_CONTAINER_FILE_SIZE: '8m' }).join('\n')).toContain(
       'largest file 8 MiB (PINCER_CONTAINER_FILE_SIZE): docker --ulimit fsize; no core files',
     );

@@ -1,6 +1,7 @@
 import { planCgroups, type CgroupPlan } from './cgroup.js';
 import { onPath } from './handle.js';
-import { runnerLimits, type RunnerLimits } from './limits.js';
+import { settingsSchema } from '../shared/settings.js';
+import { parseSize, runnerLimits, type RunnerLimits } from './limits.js';
 import type { RunnerKind } from './types.js';
 
 /**
@@ -21,15 +22,17 @@ export function describeLimits(
     return [`limits: bad limit settings (${(error as Error).message.split('\n')[0]})`];
   }
   const size = (bytes: number): string => formatSize(bytes);
-  if (kind === 'process') return ['limits: none (a process runner has no memory, CPU, process or disk limits; use bwrap or docker)'];
+  const folder = sessionFolderLine(env);
+  if (kind === 'process')
+    return ['limits: none (a process runner has no memory, CPU or process limits; use bwrap or docker)', `  ${folder}; not what the agent leaves running`];
   if (kind === 'docker')
     return [
       `limits: memory ${size(limits.memoryBytes)}, ${limits.cpus} CPUs, ${limits.pids} processes (docker --memory/--cpus/--pids-limit)`,
       `  largest file ${size(limits.fileSizeBytes)} (PINCER_CONTAINER_FILE_SIZE): docker --ulimit fsize; no core files`,
-      '  not limited: the session folder’s total size (a bind of a host folder)',
+      `  ${folder}`,
     ];
   if (kind !== 'bwrap') return [];
-  return describeBwrap(limits, plan ?? planCgroups(undefined, undefined, true), prlimit, uid);
+  return [...describeBwrap(limits, plan ?? planCgroups(undefined, undefined, true), prlimit, uid), `  ${folder}`];
 }
 
 function describeBwrap(limits: RunnerLimits, plan: CgroupPlan, prlimit: string | false, uid: number): string[] {
@@ -49,8 +52,15 @@ function describeBwrap(limits: RunnerLimits, plan: CgroupPlan, prlimit: string |
   lines.push(plan.parents.cpu ? `  ${cpus}: ${where('cpu')}` : `  ! ${cpus}: not held (${plan.missing.cpu})`);
   const file = `largest file ${formatSize(limits.fileSizeBytes)} (PINCER_CONTAINER_FILE_SIZE)`;
   lines.push(prlimit ? `  ${file}: RLIMIT_FSIZE` : `  ! ${file}: not held (${noPrlimit})`);
-  lines.push('  not limited: the session folder’s total size (a bind of a host folder: only the host’s disk or quota bounds it)');
   return lines;
+}
+
+/** The session folder's limit: the host's own check (src/host/session/disk-quota.ts), the same in every mode. */
+function sessionFolderLine(env: NodeJS.ProcessEnv): string {
+  const e = settingsSchema(['PINCER_SESSION_DISK', 'PINCER_SESSION_FILES']).safeParse(env);
+  if (!e.success) return '! session folder: bad PINCER_SESSION_DISK or PINCER_SESSION_FILES';
+  const size = formatSize(parseSize(e.data.PINCER_SESSION_DISK));
+  return `session folder ${size}, ${e.data.PINCER_SESSION_FILES} files (PINCER_SESSION_DISK, PINCER_SESSION_FILES): checked by the host, its runner killed past it`;
 }
 
 export function formatSize(bytes: number): string {

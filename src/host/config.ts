@@ -55,6 +55,9 @@ const HostEnvSchema = settingsSchema([
   'PINCER_DELIVERY_RETRY_MS',
   'PINCER_ATTACHMENT_ALLOW_HOSTS',
   'PINCER_CONTAINER_ENV',
+  // the session folder's limits (src/host/session/disk-quota.ts): checked here so that a typo stops the host at once
+  'PINCER_SESSION_DISK',
+  'PINCER_SESSION_FILES',
 ]);
 
 /**

@@ -200,6 +200,15 @@ const REGISTRY = {
         .default('1g'),
     'largest file a sandboxed runner may write',
   ),
+  PINCER_SESSION_DISK: launcher(
+    () =>
+      z
+        .string()
+        .regex(/^\d+[bkmg]?$/i, 'like 512m or 2g')
+        .default('4g'),
+    'largest total a session folder may hold on disk; past it the host stops its runner',
+  ),
+  PINCER_SESSION_FILES: launcher(() => positiveInt(250_000), 'most files and folders a session folder may hold; past it the host stops its runner'),
   PINCER_CONTAINER_NETWORK: launcher(() => z.string().min(1).default('none'), 'the Docker network of a runner'),
   PINCER_CONTAINER_USER: launcher(
     () =>

@@ -15,6 +15,7 @@ import { SessionSlot } from './slot.js';
 import type { HostConfig } from '../types.js';
 import type { Admission, EventRouting, SessionEvent } from './port.js';
 import { ChangeSignal } from './signal.js';
+import { overQuotaNotice, SessionDiskQuota, sessionDiskLimits, type FolderUsage } from './disk-quota.js';
 
 /** Tell the chat once a runner has crashed this many times in a row. */
 const CRASH_NOTICE_AT = 3;
@@ -62,6 +63,8 @@ export class SessionEngine {
   private config: ConfigFile = {};
   private secrets: Record<string, string> = {};
   private readonly keeper: SessionDbKeeper;
+  /** the session folder's size limit (checked before each start and while a runner runs). */
+  private readonly disk: SessionDiskQuota;
   private draining = false;
   /** the chat was told that this wait for room (since then) is long. */
   private queueToldSince: number | undefined;
@@ -76,6 +79,7 @@ export class SessionEngine {
       emit: (event) => this.emit(event),
     });
     this.slot = new SessionSlot(deps.session, deps.log, this.keeper.open(deps.session), deps.durable);
+    this.disk = new SessionDiskQuota(deps.session.folder, sessionDiskLimits(deps.config.runners.env), deps.log);
   }
 
   get id(): string {
@@ -208,12 +212,16 @@ export class SessionEngine {
       if (live?.state === 'idle' && this.admission.over) void supervisor.stop(id);
     }
     let starting = false;
+    let disk: ReturnType<SessionDiskQuota['beforeStart']>;
     if (!alive && (sweep.hasDue || slot.runnerWanted) && !this.draining) {
       const backoff = supervisor.backoffRemainingMs(id);
       if (backoff > 0) waits.push(backoff);
-      else if (this.admission.over) this.refuseOverBudget();
+      else if (this.admission.over) this.refuseDue(this.admission.notice, 'over budget');
       else if (this.admission.hold !== undefined) {
         // the group's model runtime is not ready: the messages wait; the host lifts the hold once it publishes one
+      } else if ((disk = this.disk.beforeStart(() => slot.waker.notify())) !== 'ok') {
+        // measuring: woken when done; over: refused, told why (the folder is measured again at the next try)
+        if (disk === 'over') this.refuseDue(overQuotaNotice(this.disk.lastUsage()!, this.disk.limits), 'the session folder is over its limit');
       } else {
         starting = true;
         const started = supervisor.start(
@@ -227,6 +235,7 @@ export class SessionEngine {
           },
           () => slot.waker.notify(),
         );
+        if (started) this.disk.watch((usage) => this.overDisk(usage));
         if (started || supervisor.waitingSince(id) === undefined) slot.runnerWanted = false;
         else waits.push(this.waitingForRoom(supervisor.waitingSince(id)!));
       }
@@ -254,6 +263,7 @@ export class SessionEngine {
 
   /** The runner ended: keep its provider session for the next one, and tell the chat when it keeps crashing. */
   onRunnerExit(exit: RunnerExit): void {
+    this.disk.unwatch();
     if (!exit.requested) this.slot.suspectDamage = true; // a crash may come from a damaged database file
     try {
       const state = readRunnerState(this.slot.db);
@@ -291,16 +301,31 @@ export class SessionEngine {
     this.emit({ type: 'notice', routing: { channel_type: routing.channel_type, platform_id: routing.platform_id, thread_id: routing.thread_id }, text });
   }
 
-  private refuseOverBudget(): void {
-    const refused = refuseDueMessages(this.slot.db, this.admission.notice);
+  /** Refuse what is due (it fails with `notice`), and tell each conversation once. */
+  private refuseDue(notice: string, why: string): void {
+    const refused = refuseDueMessages(this.slot.db, notice);
     const told = new Set<string>();
     for (const row of refused) {
       const key = `${row.channel_type ?? ''}:${row.platform_id ?? ''}:${row.thread_id ?? ''}`;
-      this.deps.log.warn(`message ${row.seq} in ${this.id} refused: over budget`);
+      this.deps.log.warn(`message ${row.seq} in ${this.id} refused: ${why}`);
       if (told.has(key)) continue;
       told.add(key);
-      this.notice(row, this.admission.notice);
+      this.notice(row, notice);
     }
+  }
+
+  /**
+   * The running agent filled its folder past the limit: its runner is killed at once (a graceful stop would give it
+   * seconds more to write). The batch in work says why; it comes back due and is refused with the notice. An idle
+   * runner had no batch (a process it left running wrote): the chat is told now.
+   */
+  private overDisk(usage: FolderUsage): void {
+    const notice = overQuotaNotice(usage, this.disk.limits);
+    this.deps.log.warn(`session ${this.id}: the session folder holds over ${usage.bytes} bytes / ${usage.files} entries, past its limit; killing its runner`);
+    const live = this.liveState();
+    if (live && live.batchIds.length > 0) markBatchError(this.slot.db, live.batchIds, notice);
+    else this.notice(NO_ROUTING, notice);
+    void this.deps.supervisor.kill(this.id).finally(() => this.slot.waker.notify());
   }
 
   /** A query ran past the turn limit and its runner was killed: the batch says why (for its retry) and the chat is told. */
