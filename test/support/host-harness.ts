@@ -76,7 +76,7 @@ export async function startHost(env: Record<string, string | undefined> = {}, ho
       AGENT_PROVIDER: 'mock',
       TZ: 'UTC',
       // what users run: `auto` (bubblewrap wherever it works, then Docker, then a plain process); a test that needs one
-      // kind says so in its own env, and PINCER_TEST_RUNNER runs the whole suite in one mode (.ci/run: process)
+      // kind says so in its own env, and PINCER_TEST_RUNNER runs the whole suite in one mode (.ci/run sets none: CI runs `auto`)
       PINCER_RUNNER: TEST_RUNNER,
       PINCER_HOME: home,
       PINCER_HTTP_TOKEN: TEST_TOKEN,
