@@ -7,6 +7,7 @@ import { cleanupSessions, createTestSession } from './support/session.js';
 /** The sweep against a real session DB: retries with back-off, give-up after max tries, recurrence. */
 const config: HostConfig['sweep'] = {
   intervalMs: 1000,
+  idleIntervalMs: 60_000,
   staleMs: 60_000,
   retryBaseMs: 1000,
   retryMaxMs: 10_000,

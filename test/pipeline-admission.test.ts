@@ -25,6 +25,9 @@ describe('SessionPipeline admission', () => {
         calls.push(`accept ${row.id}`);
         return { id: row.id, seq: 1 };
       },
+      publishConfig: async () => {
+        calls.push('publish');
+      },
     } as unknown as SessionPort;
     const group = { id: 'ag-1', name: 'main' } as AgentGroup;
     const session = { id: 's-1', agentGroupId: 'ag-1' } as SessionRecord;
@@ -34,6 +37,7 @@ describe('SessionPipeline admission', () => {
       inbox: { keep: () => undefined, markPushed: () => undefined, drop: () => undefined } as unknown as Inbox,
       usage: { budgets: { check: () => (over ? { over: true, notice: 'over the daily budget' } : { over: false }) } } as unknown as HostUsage,
       log: createLogger('test', () => undefined),
+      configFor: () => ({ provider: 'mock' }),
     } as unknown as PipelineDeps;
     const pipeline = new SessionPipeline(session, port, deps);
     const row = (id: string) => ({ id, kind: 'chat', content: { text: id } }) as unknown as InboxRow;
@@ -49,6 +53,37 @@ describe('SessionPipeline admission', () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     pending.shift()!();
     await Promise.all([second, third]);
-    expect(calls).toEqual(['admission over=false', 'accept m1', 'admission over=true', 'accept m2', 'admission over=false', 'accept m3']);
+    expect(calls).toEqual(['publish', 'admission over=false', 'accept m1', 'admission over=true', 'accept m2', 'admission over=false', 'accept m3']);
+  });
+
+  it("publishes the group's changed settings before the next message is accepted (no turn needed between)", async () => {
+    const calls: string[] = [];
+    const port = {
+      setAdmission: async () => undefined,
+      accept: async (row: InboxRow) => {
+        calls.push(`accept ${row.id}`);
+        return { id: row.id, seq: 1 };
+      },
+      publishConfig: async (config: { model?: string }) => {
+        calls.push(`publish ${config.model}`);
+      },
+    } as unknown as SessionPort;
+    const group = { id: 'ag-1', name: 'main' } as AgentGroup;
+    const session = { id: 's-1', agentGroupId: 'ag-1' } as SessionRecord;
+    let model = 'model-a';
+    const deps = {
+      store: { getSession: () => session, getAgentGroup: () => group } as unknown as CentralStore,
+      inbox: { keep: () => undefined, markPushed: () => undefined, drop: () => undefined } as unknown as Inbox,
+      usage: { budgets: { check: () => ({ over: false }) } } as unknown as HostUsage,
+      log: createLogger('test', () => undefined),
+      configFor: () => ({ provider: 'mock', model }),
+    } as unknown as PipelineDeps;
+    const pipeline = new SessionPipeline(session, port, deps);
+    const row = (id: string) => ({ id, kind: 'chat', content: { text: id } }) as unknown as InboxRow;
+    await pipeline.write(row('m1'));
+    await pipeline.write(row('m2'));
+    model = 'model-b';
+    await pipeline.write(row('m3'));
+    expect(calls).toEqual(['publish model-a', 'accept m1', 'accept m2', 'publish model-b', 'accept m3']);
   });
 });

@@ -29,7 +29,15 @@ function launchDocument(folder: string, overrides: Record<string, unknown> = {})
     token: TOKEN,
     listen: '127.0.0.1:0',
     orphanMs: 60_000,
-    sweep: { intervalMs: 200, staleMs: 300, retryBaseMs: 50, retryMaxMs: 1000, maxTries: 5, taskHistory: { keepRuns: 20, keepDays: 7 } },
+    sweep: {
+      intervalMs: 200,
+      idleIntervalMs: 60_000,
+      staleMs: 300,
+      retryBaseMs: 50,
+      retryMaxMs: 1000,
+      maxTries: 5,
+      taskHistory: { keepRuns: 20, keepDays: 7 },
+    },
     runners: {
       kind: 'process',
       idleTimeoutMs: 60_000,

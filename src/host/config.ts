@@ -45,6 +45,7 @@ const HostEnvSchema = settingsSchema([
   'PINCER_RUNNER_BACKOFF_MAX_MS',
   'PINCER_MAX_RUNNERS',
   'PINCER_SWEEP_INTERVAL_MS',
+  'PINCER_SWEEP_IDLE_MS',
   'PINCER_STALE_MS',
   'PINCER_RETRY_BASE_MS',
   'PINCER_RETRY_MAX_MS',
@@ -138,6 +139,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
     },
     sweep: {
       intervalMs: e.PINCER_SWEEP_INTERVAL_MS,
+      idleIntervalMs: e.PINCER_SWEEP_IDLE_MS,
       staleMs: e.PINCER_STALE_MS,
       retryBaseMs: e.PINCER_RETRY_BASE_MS,
       retryMaxMs: e.PINCER_RETRY_MAX_MS,

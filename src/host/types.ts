@@ -61,8 +61,10 @@ export interface HostConfig {
     env: NodeJS.ProcessEnv;
   };
   sweep: {
-    /** fallback period of each session's loop; changes to the session DB wake it at once. */
+    /** fallback period of each session's loop while its runner lives; changes to the session DB wake it at once. */
     intervalMs: number;
+    /** the same with no runner and nothing due (a missed file event is all it covers then). */
+    idleIntervalMs: number;
     /** a `processing` row outside the runner's batch is stale once unchanged this long. */
     staleMs: number;
     /** back-off before retry n is base × 2^(n−1), at most max. */

@@ -130,7 +130,8 @@ const REGISTRY = {
   PINCER_MAX_RUNNERS: host(() => optionalPositiveInt(), 'runners alive at once on this host; more sessions wait in line', {
     defaultWords: "half the memory ÷ the provider's footprint",
   }),
-  PINCER_SWEEP_INTERVAL_MS: host(() => positiveInt(1000), 'fallback period of each session sweep'),
+  PINCER_SWEEP_INTERVAL_MS: host(() => positiveInt(1000), 'fallback period of the sweep of a session whose runner lives'),
+  PINCER_SWEEP_IDLE_MS: host(() => positiveInt(60_000), 'fallback period of the sweep of a session with no runner and nothing due'),
   PINCER_STALE_MS: host(() => positiveInt(2000), 'retry a processing row outside the live batch and not held by the runner after this'),
   PINCER_RETRY_BASE_MS: host(() => positiveInt(2000), 'retry back-off base'),
   PINCER_RETRY_MAX_MS: host(() => positiveInt(5 * 60_000), 'retry back-off cap'),

@@ -70,6 +70,8 @@ export class SessionEngine {
   private queueToldSince: number | undefined;
   /** how many times the database was set up afresh. */
   incarnation = 0;
+  /** what the last change announced stood for (`announceChange`). */
+  private announced = '';
 
   constructor(private readonly deps: EngineDeps) {
     this.keeper = new SessionDbKeeper({
@@ -105,9 +107,25 @@ export class SessionEngine {
       try {
         return await this.keeper.guard(slot, () => this.tick());
       } finally {
-        this.changes.bump();
+        this.announceChange();
       }
     });
+  }
+
+  /**
+   * After a turn of the loop: a waiting `sync` wakes only if what it would read may have changed — something was
+   * committed to the database (by this connection or another: the runner, its MCP server) or the runner's process,
+   * its wait for room, the database incarnation or the provider session changed. An idle session's fallback turns
+   * wake nobody, so the host's side of it costs nothing between changes.
+   */
+  private announceChange(): void {
+    const db = this.slot.db;
+    const id = this.id;
+    const written = db.open ? `${String(db.pragma('data_version', { simple: true }))}:${String(db.prepare('SELECT total_changes()').pluck().get())}` : 'closed';
+    const key = `${written}|${this.deps.supervisor.pid(id) ?? '-'}|${this.deps.supervisor.waitingSince(id) ?? '-'}|${this.incarnation}|${this.config.sessionId ?? ''}`;
+    if (key === this.announced) return;
+    this.announced = key;
+    this.changes.bump();
   }
 
   /** Events after `version`, and the version to ask after next. */
@@ -204,7 +222,9 @@ export class SessionEngine {
       this.notice(row, `Your message could not be processed and was given up (${row.last_error}).`);
     }
     for (const { row, error } of sweep.recurrenceErrors) this.notice(row, `The recurring task ${row.series_id ?? row.id} was not rescheduled: ${error}`);
-    const waits = [config.sweep.intervalMs, sweep.nextDueMs];
+    // With no runner and nothing due, only a missed file event is left to cover (none is missed while watching).
+    const fallbackMs = alive || slot.runnerWanted || !slot.waker.watching ? config.sweep.intervalMs : config.sweep.idleIntervalMs;
+    const waits = [fallbackMs, sweep.nextDueMs];
     if (alive) {
       if (supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt) === 'turn-limit' && live) this.endedByTurnLimit(live);
       waits.push(supervisor.idleDeadlineMs(live, slot.lastActivityAt));

@@ -151,7 +151,10 @@ export class SessionPipeline {
     this.deps.inbox.keep(this.id, row);
     this.writing.add(row.id);
     try {
-      await this.admission.admit(this.handle());
+      // what changed on the host's side since the last turn (the group's settings, its budget) applies to this row
+      const handle = this.handle();
+      await this.publish(handle);
+      await this.admission.admit(handle);
       const written = await this.port.accept(row);
       this.deps.inbox.markPushed(this.id, row.id);
       return written;
