@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
+import { SESSION_NODE_FLAGS } from '../src/shared/cli-entry.js';
 import { MODES, RunnerSession, type ByMode } from './runner-session.js';
 
 /**
  * Cold start: spawn → the runner logs `[runner] ready`, and spawn → the reply to a message that was already pending
  * when it started (what a user waits for when the host starts a runner for their message). The two modes take turns,
  * so both see the same machine, and so does Node's own floor: a bare `node -e ''` from spawn to exit, with the
- * runner's V8 flags, between them.
+ * runner's V8 flags and environment, between them.
  */
 export interface ColdStartSamples {
   toReady: number[];
@@ -13,14 +14,23 @@ export interface ColdStartSamples {
 }
 
 export interface ColdStartResult extends ByMode<ColdStartSamples> {
-  /** spawn → exit of a bare `node -e ''` (ms), taking turns with the runners. */
+  /** spawn → exit of a bare `node -e ''` with the runner's flags and environment (ms), taking turns with the runners. */
   bare: number[];
+  /** the same with the bench's own environment, when it sets NODE_EXTRA_CA_CERTS (which Node 20 reads at start). */
+  bareInherited?: number[];
 }
 
-/** Spawn → exit of `node -e ''`: what any Node program pays on this machine at this moment. */
-export async function bareNodeMs(args: string[] = []): Promise<number> {
+/** What the runners of the bench are started with, as far as Node's own start goes: no inherited environment. */
+const BARE_ENV = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' };
+
+/**
+ * Spawn → exit of `node -e ''`: what any Node program pays on this machine at this moment. With the environment the
+ * measured process gets, not the bench's: NODE_EXTRA_CA_CERTS, where set, makes Node 20 read and parse that file
+ * before it runs anything (≈ 40 ms for the system bundle here), a cost the bench's runners and hosts do not pay.
+ */
+export async function bareNodeMs(args: string[] = [], env: NodeJS.ProcessEnv = BARE_ENV): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...args, '-e', ''], { stdio: 'ignore' });
+  const child = spawn(process.execPath, [...args, '-e', ''], { stdio: 'ignore', env });
   await new Promise((resolve) => child.once('exit', resolve));
   return performance.now() - started;
 }
@@ -28,7 +38,8 @@ export async function bareNodeMs(args: string[] = []): Promise<number> {
 export async function measureColdStart(samples: number): Promise<ColdStartResult> {
   const result: ColdStartResult = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] }, bare: [] };
   for (let i = 0; i < samples; i++) {
-    result.bare.push(await bareNodeMs());
+    result.bare.push(await bareNodeMs(SESSION_NODE_FLAGS));
+    if (process.env.NODE_EXTRA_CA_CERTS) (result.bareInherited ??= []).push(await bareNodeMs(SESSION_NODE_FLAGS, process.env));
     // Which mode goes first alternates too: the first start after a stop is the slower one.
     for (const mode of i % 2 === 0 ? MODES : [...MODES].reverse()) {
       const session = await RunnerSession.start({ mode, pendingText: 'cold-start-end' });

@@ -11,7 +11,7 @@ import { cpuTimeMs } from './proc.js';
  * The host's own start: spawn `pincer host` (a fresh home each time, mock provider) → its `[host] ready` line, without
  * a channel and with the HTTP channel (`--http 0`, which also keeps the Prometheus metrics it serves), and the CPU
  * time the process used to get there. The baseline, taking turns with them, is a bare `node -e ''` from spawn to exit:
- * what any Node program pays on this machine at this moment.
+ * what any Node program pays on this machine at this moment (with the host's environment, not the bench's).
  */
 export interface HostStartSamples {
   /** spawn → ready, no channel (ms). */

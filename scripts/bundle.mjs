@@ -47,6 +47,13 @@ const BUNDLED_PACKAGES = new Set([
   'eventsource-parser',
 ]);
 
+/**
+ * CommonJS packages kept out of the bundle but loaded with require(), as Node's own modules are: an ES import of a
+ * CommonJS file makes Node's ES loader read it and guess its exports with its lexer first, ≈ 5 ms of a runner's start
+ * for better-sqlite3 (docs/performance.md, "Cold start").
+ */
+const REQUIRED_PACKAGES = new Set(['better-sqlite3']);
+
 /** Processes started per session or per query: each gets its own small entry; the rest is the CLI program. */
 const ENTRIES = {
   runner: path.join(dist, 'runner', 'main.js'),
@@ -69,10 +76,14 @@ const externals = {
         const external = args.namespace === 'node-builtin' || args.kind === 'dynamic-import';
         return external ? { path: args.path, external: true } : { path: args.path, namespace: 'node-builtin' };
       }
+      if (REQUIRED_PACKAGES.has(args.path)) {
+        const external = args.namespace === 'node-builtin' || args.kind === 'dynamic-import';
+        return external ? { path: args.path, external: true } : { path: args.path, namespace: 'node-builtin' };
+      }
       if (!BUNDLED_PACKAGES.has(packageName(args.path))) return { path: args.path, external: true };
       return undefined;
     });
-    // Node's own modules through require(), not import: an ES import of a built-in builds its ES module facade, which
+    // Node's own modules (and REQUIRED_PACKAGES) through require(), not import: an ES import of a built-in builds its ES module facade, which
     // reads every export — for node:fs that means loading the stream modules (fs.ReadStream's getter), ≈ 18 built-in
     // modules a runner never uses (docs/performance.md, "Cold start").
     build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({

@@ -39,9 +39,9 @@ function staticClosure(entry: string): { outputs: string[]; inputs: string[]; ex
     if (outputs.has(file)) continue;
     outputs.add(file);
     for (const imported of meta.outputs[file]!.imports) {
-      if (imported.kind !== 'import-statement') continue;
-      if (imported.external) externals.add(imported.path);
-      else stack.push(imported.path);
+      // better-sqlite3 comes through require() (scripts/bundle.mjs, REQUIRED_PACKAGES), as Node's own modules do
+      if (imported.external && (imported.kind === 'import-statement' || imported.kind === 'require-call')) externals.add(imported.path);
+      else if (imported.kind === 'import-statement') stack.push(imported.path);
     }
   }
   return { outputs: [...outputs], inputs: [...outputs].flatMap((file) => Object.keys(meta.outputs[file]!.inputs)), externals: [...externals] };

@@ -1,3 +1,5 @@
+// first, before any schema is built (see the module)
+import '../shared/zod-jitless.js';
 import { isSessionDbError } from '../db/connection.js';
 import { isSessionConfigError } from '../db/config-file.js';
 import { createLogger, errorMessage } from '../shared/log.js';

@@ -1,3 +1,5 @@
+// first, before any schema is built (see the module)
+import '../shared/zod-jitless.js';
 import { definitionsDir } from '../db/layout.js';
 import { retryWhileBusy } from '../db/busy.js';
 import { openSessionDb } from '../db/connection.js';
