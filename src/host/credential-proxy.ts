@@ -6,7 +6,8 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage, type Logger } from '../shared/log.js';
-import { PincerError } from '../shared/errors.js';
+import { isPincerError, PincerError } from '../shared/errors.js';
+import { MCP_RELAY_PATH, refuseMcp, relayedServerName, relayMcpRequest, type McpRelaySource } from './mcp-relay.js';
 import { loopbackPeerUid } from './peer-uid.js';
 import { ProxyConnections, type ConnectionLimits } from './proxy-connections.js';
 import { DRAIN_AFTER_CLIENT_MS, isModelCall, MAX_REWRITTEN_BODY, MeteredCall, needsUsageOption, withStreamUsage, type ProxyMeter } from './proxy-meter.js';
@@ -95,6 +96,8 @@ export class CredentialProxy {
   /** every connection, from either listener, is served by this one HTTP server (it listens on nothing itself). */
   private readonly http = http.createServer((req, res) => this.handle(req, res));
   private tcp: net.Server | null = null;
+  /** its open connections: a stop ends them (an idle keep-alive one would hold the listener's close for seconds). */
+  private readonly tcpSockets = new Set<net.Socket>();
   /** per session: its own Unix socket (in a folder of its own, which its sandbox gets), while its placeholder lives. */
   private readonly unix = new Map<string, { server: net.Server; dir: string; sockets: Set<net.Socket> }>();
   private socketDir: string | null = null;
@@ -106,6 +109,8 @@ export class CredentialProxy {
   readonly connections: ProxyConnections;
   /** counts sessions' model calls and refuses them over budget (undefined: nothing is metered, e.g. in unit tests). */
   private meter: ProxyMeter | undefined;
+  /** the sessions' HTTP MCP servers, relayed at `/mcp/<name>` (undefined: no relay, runners reach them directly). */
+  private mcpSource: McpRelaySource | undefined;
 
   private constructor(
     private readonly source: UpstreamSource,
@@ -131,6 +136,14 @@ export class CredentialProxy {
     this.meter = meter;
   }
 
+  /**
+   * From now on, the proxy relays each session's HTTP MCP servers (src/host/mcp-relay.ts): runners get the relay's
+   * address (`PINCER_MCP_RELAY_URL`) and address a server by its name there.
+   */
+  relayMcpWith(source: McpRelaySource): void {
+    this.mcpSource = source;
+  }
+
   /** The upstreams now (of no session in particular). */
   private get upstreams(): ProxyUpstreams {
     return this.source(undefined);
@@ -142,6 +155,8 @@ export class CredentialProxy {
     // the proxy there, whatever placeholder it presents. (A sandbox without a network uses its owner-only socket.)
     const ownUid = process.getuid?.();
     this.tcp = net.createServer((socket) => {
+      this.tcpSockets.add(socket);
+      socket.once('close', () => this.tcpSockets.delete(socket));
       const uid = loopbackPeerUid(socket);
       if (ownUid !== undefined && uid !== undefined && uid !== ownUid) this.foreign.add(socket);
       if (this.connections.admit(socket, undefined)) this.http.emit('connection', socket);
@@ -225,6 +240,10 @@ export class CredentialProxy {
       out[UPSTREAM_BASE_URL_ENV.OPENAI_BASE_URL] = withoutCredentials(openai.base);
       if (rawSetting(env, 'OPENCODE_BASE_URL')) out.OPENCODE_BASE_URL = `${base}/openai`;
     }
+    if (this.mcpSource) {
+      out.PINCER_MCP_RELAY_URL = `${base}${MCP_RELAY_PATH}`;
+      out.PINCER_MCP_RELAY_TOKEN = placeholder;
+    }
     out[PROXY_MARKER_ENV] = '1';
     return out;
   }
@@ -241,6 +260,7 @@ export class CredentialProxy {
   async stop(): Promise<void> {
     for (const sessionId of [...this.unix.keys()]) this.closeSocket(sessionId);
     this.http.closeAllConnections();
+    for (const socket of this.tcpSockets) socket.destroy();
     if (this.tcp) await new Promise<void>((resolve) => this.tcp!.close(() => resolve()));
     this.tcp = null;
     if (this.socketDir) fs.rmSync(this.socketDir, { recursive: true, force: true });
@@ -265,6 +285,7 @@ export class CredentialProxy {
       res.shouldKeepAlive = false;
       return refuse(res, 429, this.connections.runnerRefusal());
     }
+    if (url === MCP_RELAY_PATH || url.startsWith(`${MCP_RELAY_PATH}/`)) return this.relayMcp(req, res, url, sessionId ?? socketOf);
     let upstream: Upstream | undefined;
     try {
       upstream = kind && this.source(sessionId)[kind];
@@ -345,6 +366,25 @@ export class CredentialProxy {
       return;
     }
     forward(undefined);
+  }
+
+  /** A request for a session's HTTP MCP server: to the URL and with the headers the host's records give its name. */
+  private relayMcp(req: http.IncomingMessage, res: http.ServerResponse, url: string, caller: string | undefined): void {
+    const name = relayedServerName(url);
+    if (!this.mcpSource || name === undefined) return refuseMcp(res, 404, `no MCP server at ${url.split('?')[0]} (the relay serves /mcp/<server name>)`);
+    if (caller === undefined) {
+      this.log.warn(`credential proxy: refused an MCP relay request for ${name} with no valid placeholder`);
+      return refuseMcp(res, 401, 'unknown or revoked placeholder (it is valid only while its session runner runs)');
+    }
+    let target;
+    try {
+      target = this.mcpSource(caller, name);
+    } catch (err) {
+      const status = isPincerError(err, 'not-found') ? 404 : 503;
+      this.log.warn(`credential proxy: MCP relay for ${caller}: ${errorMessage(err)}`);
+      return refuseMcp(res, status, errorMessage(err));
+    }
+    relayMcpRequest(req, res, name, target, this.log);
   }
 
   /** Send the request upstream (its body: `body` when the proxy rewrote it, else the client's, streamed) and pipe the answer back. */

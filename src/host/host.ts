@@ -26,7 +26,7 @@ import { scrubOwnEnvironment } from './environ-scrub.js';
 import { PLATFORM_SECRETS } from './platforms/catalog.js';
 import { SETTINGS } from '../shared/settings.js';
 import { SecretsStore } from './secrets.js';
-import { mcpSecretValues } from './mcp-servers.js';
+import { mcpRelayTarget, mcpSecretValues } from './mcp-servers.js';
 import { McpServerRequests } from './mcp-server-requests.js';
 import { nextOccurrence, planTask, type TaskRequest } from '../db/tasks.js';
 import { resolveRunnerKind } from './runner-kind.js';
@@ -162,6 +162,13 @@ export class Host implements HostApi {
         return session && group ? { session, group } : undefined;
       }),
     );
+    // the sessions' HTTP MCP servers through the host: from their group's and session's servers as stored now
+    this.credentialProxy?.relayMcpWith((sessionId, name) => {
+      const session = this.store.getSession(sessionId);
+      const group = session && this.store.getAgentGroup(session.agentGroupId);
+      if (!session || !group) throw new PincerError('not-found', `session ${sessionId} is not the host's`);
+      return mcpRelayTarget({ ...group.mcpServers, ...session.mcpServers }, name, this.secrets);
+    });
     options.metrics?.attach({ runnersByState: () => this.runnersByState(), pendingMessages: () => this.pendingMessages() });
     for (const channel of options.channels) this.channels.set(channel.type, channel);
     this.tasks = new TaskBoard(() =>
@@ -507,7 +514,7 @@ export class Host implements HostApi {
       metrics: this.options.metrics,
       configFor: (s, group) => this.sessions.configFor(s, group, this.generations.published(group.id)?.number),
       modelRuntimeHold: (group) => this.modelRuntimeHold(group),
-      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log),
+      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log, this.credentialProxy !== undefined),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);

@@ -4,6 +4,7 @@ import { errorMessage, type Logger } from '../shared/log.js';
 import type { CentralStore } from './central-db/store.js';
 import type { AgentGroup } from './central-db/types.js';
 import { PincerError } from '../shared/errors.js';
+import type { McpRelayTarget } from './mcp-relay.js';
 import type { SecretsStore } from './secrets.js';
 
 /**
@@ -55,9 +56,11 @@ export function removeGroupMcpServer(store: CentralStore, group: AgentGroup, nam
  * The values of the secrets a runner configuration's MCP servers refer to, from the host's store: only those, and
  * only the ones set (a server whose secret is missing is left out by the runner, which says which). A secrets file
  * that cannot be used is logged once per call and gives nothing: those servers are left out, the session goes on.
+ * With the host's MCP relay (`relayed`) an HTTP server's secrets stay on the host: the relay adds them.
  */
-export function mcpSecretValues(config: ConfigFile, secrets: SecretsStore, log: Logger): Record<string, string> {
-  const names = [...new Set(Object.values(config.mcpServers ?? {}).flatMap((spec) => secretNamesOf(spec)))];
+export function mcpSecretValues(config: ConfigFile, secrets: SecretsStore, log: Logger, relayed = false): Record<string, string> {
+  const specs = Object.values(config.mcpServers ?? {}).filter((spec) => !(relayed && spec.type === 'http'));
+  const names = [...new Set(specs.flatMap((spec) => secretNamesOf(spec)))];
   if (names.length === 0) return {};
   let values: ReadonlyMap<string, string>;
   try {
@@ -72,4 +75,25 @@ export function mcpSecretValues(config: ConfigFile, secrets: SecretsStore, log: 
     if (value !== undefined) out[name] = value;
   }
   return out;
+}
+
+/**
+ * Where the MCP relay sends a session's requests for its server `name`: the URL and headers of `servers` (the
+ * session's, as the central DB has them now), secret references resolved from the store. The configuration is the
+ * allow-list: a name it does not give an HTTP server is `not-found`; a secret the store lacks is `not-ready`.
+ */
+export function mcpRelayTarget(servers: McpServers, name: string, secrets: SecretsStore): McpRelayTarget {
+  const spec = Object.hasOwn(servers, name) ? servers[name] : undefined;
+  if (spec?.type !== 'http') {
+    const known = Object.entries(servers).flatMap(([key, s]) => (s.type === 'http' ? [key] : []));
+    throw new PincerError('not-found', `no HTTP MCP server "${name}" is configured for this session (it has: ${known.length ? known.join(', ') : 'none'})`);
+  }
+  const needed = secretNamesOf(spec);
+  const values = needed.length > 0 ? secrets.read() : new Map<string, string>();
+  const missing = needed.filter((secret) => !values.has(secret));
+  if (missing.length > 0) {
+    throw new PincerError('not-ready', `the MCP server ${name} needs ${missing.map((m) => `"${m}"`).join(', ')}, which the host's secrets store does not have`);
+  }
+  const headers = Object.fromEntries(Object.entries(spec.headers ?? {}).map(([header, v]) => [header, typeof v === 'string' ? v : values.get(v.secret)!]));
+  return { url: new URL(spec.url), headers };
 }

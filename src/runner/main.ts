@@ -20,7 +20,7 @@ import { BatchFormatter } from './batch-formatter.js';
 import { RUNNER_COMMANDS } from './commands.js';
 import { discoverExtraDirectories, loadRunnerConfig, loadSystemPrompt } from './config.js';
 import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
-import { resolveUserMcpServers } from './mcp-servers.js';
+import { mcpRelayOf, resolveUserMcpServers } from './mcp-servers.js';
 import { readStdinDocument } from './stdin-document.js';
 import { Runner } from './runner.js';
 import { Waker } from '../db/wake.js';
@@ -120,6 +120,7 @@ export async function prepareRunner(env: NodeJS.ProcessEnv, log: Logger, overrid
       agentDir: config.paths.agent,
       env,
       secret: (name) => (Object.hasOwn(secrets, name) ? secrets[name] : undefined),
+      ...mcpRelayOf(env),
     });
     for (const { name, reason } of userServers.leftOut) log.warn(`MCP server ${name} left out: ${reason}`);
     const provider =

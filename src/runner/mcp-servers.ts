@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { McpServers, McpServerSpec, McpValue } from '../db/mcp-servers.js';
 import type { McpServerConfig } from '../providers/types.js';
+import { rawSetting } from '../shared/settings-load.js';
 
 /**
  * The user's MCP servers of `config.json` as the providers take them: values resolved, a stdio server's working
@@ -9,6 +10,10 @@ import type { McpServerConfig } from '../providers/types.js';
  * `env`. Nothing else of the runner's environment reaches a user's server.
  *
  * A secret reference is resolved by `secret(name)`; a server whose secret cannot be had is left out, with the reason.
+ *
+ * Behind the host's MCP relay (`relay`, src/host/mcp-relay.ts) an HTTP server is the relay's `/<name>` with the
+ * session's placeholder as its only header: the host holds the server's URL and headers, secrets included, and adds
+ * them on the way, so they are not the runner's to know (and no secret of theirs is on its stdin).
  */
 
 /** The runner's variables a user's stdio server inherits. */
@@ -20,7 +25,12 @@ export interface UserServerContext {
   env: NodeJS.ProcessEnv;
   /** the value of a secret of the host's store, or undefined when it has none by that name */
   secret: (name: string) => string | undefined;
+  /** the host's relay of HTTP servers (`PINCER_MCP_RELAY_URL`) and the placeholder it takes; undefined: none */
+  relay?: { url: string; token: string };
 }
+
+/** The header the relay's placeholder travels in (a secret for the providers: off command lines, out of shells). */
+const RELAY_HEADER = 'Authorization';
 
 export function resolveUserMcpServers(
   specs: McpServers,
@@ -29,6 +39,11 @@ export function resolveUserMcpServers(
   const servers: Record<string, McpServerConfig> = {};
   const leftOut: { name: string; reason: string }[] = [];
   for (const [name, spec] of Object.entries(specs)) {
+    if (spec.type === 'http' && context.relay) {
+      const { url, token } = context.relay;
+      servers[name] = { type: 'http', url: `${url}/${name}`, headers: { [RELAY_HEADER]: `Bearer ${token}` }, secretKeys: [RELAY_HEADER] };
+      continue;
+    }
     const missing: string[] = [];
     const value = (v: McpValue): string => {
       if (typeof v === 'string') return v;
@@ -63,4 +78,11 @@ function resolveOne(spec: McpServerSpec, value: (v: McpValue) => string, context
     ...(spec.cwd ? { cwd: path.resolve(context.agentDir, spec.cwd) } : {}),
     ...secretKeys(spec.env),
   };
+}
+
+/** The host's MCP relay as the runner's environment names it, when the host runs one. */
+export function mcpRelayOf(env: NodeJS.ProcessEnv): { relay?: { url: string; token: string } } {
+  const url = rawSetting(env, 'PINCER_MCP_RELAY_URL');
+  const token = rawSetting(env, 'PINCER_MCP_RELAY_TOKEN');
+  return url && token ? { relay: { url, token } } : {};
 }

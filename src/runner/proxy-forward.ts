@@ -60,9 +60,9 @@ function loopbackPort(value: string | undefined): number | undefined {
   }
 }
 
-/** The loopback port of the proxy's base URLs. */
+/** The loopback port of the proxy's base URLs (its MCP relay's is the same). */
 function proxyPort(env: NodeJS.ProcessEnv): number | undefined {
-  for (const name of ['ANTHROPIC_BASE_URL', 'OPENAI_BASE_URL']) {
+  for (const name of ['ANTHROPIC_BASE_URL', 'OPENAI_BASE_URL', 'PINCER_MCP_RELAY_URL']) {
     const value = env[name];
     if (!value) continue;
     try {

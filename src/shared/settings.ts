@@ -263,6 +263,8 @@ const REGISTRY = {
     secret: true,
   }),
   PINCER_CREDENTIAL_PROXY_SOCKET: runner(() => text(), 'the proxy socket inside a sandbox (set by the launcher)', LAUNCHED),
+  PINCER_MCP_RELAY_URL: runner(() => text(), "the host's relay of the user's HTTP MCP servers", BY_HOST),
+  PINCER_MCP_RELAY_TOKEN: runner(() => text(), 'the session placeholder the MCP relay takes', BY_HOST),
   PINCER_UPSTREAM_ANTHROPIC_BASE_URL: runner(() => text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),
   PINCER_UPSTREAM_OPENAI_BASE_URL: runner(() => text(), 'the real upstream behind the proxy (set by the host)', BY_HOST),
   PINCER_SANDBOX_NO_NETWORK: runner(() => text(), 'the setting that gives a sandbox a network (set by the launcher)', LAUNCHED),
