@@ -9,6 +9,7 @@ import { migrateCentral, CENTRAL_SCHEMA_VERSION } from '../src/host/central-db/s
 import { CentralStore, openCentralDb } from '../src/host/central-db/store.js';
 import { budgetWindow, Budgets } from '../src/host/usage/budgets.js';
 import { UsageLedger } from '../src/host/usage/ledger.js';
+import { HostUsage } from '../src/host/usage/host-usage.js';
 import { PriceTable } from '../src/host/usage/prices.js';
 import { parseSince, usageReport } from '../src/host/usage/report.js';
 import { createLogger } from '../src/shared/log.js';
@@ -39,6 +40,27 @@ function setup(timezone = 'UTC') {
   );
   return { home, store, group, s, session, ledger, warnings, budgets: new Budgets(store.db, ledger) };
 }
+
+describe("collecting a session's usage", () => {
+  it('copies a few batches in one turn and says when rows are left, so the next turn looks again at once', async () => {
+    const { store, s, session } = setup();
+    const usage = new HostUsage(
+      store.db,
+      new PriceTable(),
+      createLogger('host', () => undefined),
+    );
+    s.db.transaction(() => {
+      for (let i = 0; i < 5000; i++) insertTurnResult(s.db, { routing, text: `t${i}`, provider: 'mock', usage: { ...base, model: 'mock' } });
+    })();
+    const latest = sessionCounts(s.db).lastUsageId;
+    const read = async (after: number) => turnUsageAfter(s.db, after);
+    expect(await usage.collect(session, read, latest)).toBe(true); // 8 batches of 500: 1,000 left
+    expect((store.db.prepare('SELECT count(*) AS n FROM usage_ledger').get() as { n: number }).n).toBe(4000);
+    expect(await usage.collect(session, read, latest)).toBe(false);
+    expect((store.db.prepare('SELECT count(*) AS n FROM usage_ledger').get() as { n: number }).n).toBe(5000);
+    expect(await usage.collect(session, read, latest)).toBe(false); // nothing left: not asked again and again
+  });
+});
 
 describe('usage ledger', () => {
   it('migrates a version-1 central DB forward with its rows', () => {

@@ -140,10 +140,10 @@ export class SessionPipeline {
     await this.typing.update(handle, snapshot.state);
     const retryMs = await this.deps.delivery.deliverSession(handle, snapshot.outbound);
     // after the answers: the ledger can wait a moment, the chat should not
-    await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after), snapshot.state.lastUsageId);
+    const usageLeft = await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after), snapshot.state.lastUsageId);
     this.deps.store.setNextWakeAt(this.id, snapshot.state.nextDueAt);
     await this.pruneInbox(snapshot.state.incarnation);
-    return Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);
+    return usageLeft ? 0 : Math.min(retryMs ?? LONG_POLL_MS, LONG_POLL_MS);
   }
 
   /** Write an inbound row into the session, kept in the inbox first; returns its receipt (seq null: not there yet). */

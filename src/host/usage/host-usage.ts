@@ -8,6 +8,9 @@ import { Budgets, type BudgetVerdict } from './budgets.js';
 import { conversationKey, UsageLedger } from './ledger.js';
 import type { PriceTable } from './prices.js';
 
+/** Batches of usage rows one turn of a session copies at most (the rest in the next turn, at once). */
+const BATCHES_PER_TURN = 8;
+
 /**
  * What the host does with usage on each session tick: copy new turns into the ledger (and the metrics), and gate
  * turns on the group's budgets. Kept out of host.ts, which only calls these three methods.
@@ -28,13 +31,22 @@ export class HostUsage {
 
   /**
    * Copy the session's new usage rows into the ledger (none to read when `latestId`, the session's newest row id, is
-   * not past the ledger's cursor); a failure is logged and retried on the next tick.
+   * not past the ledger's cursor), a few batches at a time; a failure is logged and retried on the next turn. Returns
+   * whether rows are left to read although the cursor moves (the caller looks again at once, not after its wait).
    */
-  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<void> {
+  async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<boolean> {
     try {
-      for (const turn of await this.ledger.collect(session, read, latestId)) this.metrics?.turn(turn);
+      let cursor = this.ledger.cursor(session.id);
+      for (let batch = 0; batch < BATCHES_PER_TURN; batch++) {
+        for (const turn of await this.ledger.collect(session, read, latestId)) this.metrics?.turn(turn);
+        const moved = this.ledger.cursor(session.id);
+        if (latestId === undefined || moved >= latestId || moved === cursor) return false;
+        cursor = moved;
+      }
+      return true;
     } catch (err) {
       this.log.warn(`usage of ${session.id} not collected: ${errorMessage(err)}`);
+      return false;
     }
   }
 

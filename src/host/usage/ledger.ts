@@ -80,10 +80,14 @@ export class UsageLedger {
     prepared(this.db, 'DELETE FROM usage_cursors WHERE session_id = ?').run(sessionId);
   }
 
-  /** Copy the session's new usage rows into the ledger; returns the turns copied. */
+  /** The id of the session's last usage row copied into the ledger (0: none yet). */
+  cursor(sessionId: string): number {
+    return (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(sessionId) as { last_id: number } | undefined)?.last_id ?? 0;
+  }
+
+  /** Copy the session's new usage rows into the ledger (at most BATCH); returns the turns copied. */
   async collect(session: SessionRecord, read: (afterId: number) => Promise<TurnUsageRow[]>, latestId?: number): Promise<CollectedTurn[]> {
-    const cursor =
-      (prepared(this.db, 'SELECT last_id FROM usage_cursors WHERE session_id = ?').get(session.id) as { last_id: number } | undefined)?.last_id ?? 0;
+    const cursor = this.cursor(session.id);
     if (latestId !== undefined && latestId <= cursor) return [];
     const rows = (await read(cursor)).slice(0, BATCH);
     if (rows.length === 0) return [];
