@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SecretsStore } from '../src/host/secrets.js';
+import { claudeTestEnv, cleanupClaude, fakeAnthropic } from './support/claude.js';
 import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { closeHttpMcpServers, digestOf, startHttpMcpServer } from './support/http-mcp-server.js';
 import { startHost, stopAllHosts } from './support/host-harness.js';
@@ -26,6 +27,7 @@ afterEach(async () => {
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
   await closeFakeOpenAIs();
   await closeHttpMcpServers();
+  expect(await cleanupClaude()).toBe(0);
 });
 
 function filesContaining(dir: string, needle: string, except: string[] = []): string[] {
@@ -79,6 +81,49 @@ describe("a user's HTTP MCP server through the host", { timeout: 120_000 }, () =
       await host.stop();
     },
   );
+});
+
+/** Each SDK-driven provider against its fake model server: a call to the docs server's tool, and what came back. */
+const PROVIDERS = {
+  claude: async () => {
+    const fake = await fakeAnthropic();
+    fake.script({ toolUse: { name: 'mcp__docs__whoami', input: {} } }, { text: 'asked the docs server' });
+    return { env: claudeTestEnv(fake), toolResult: () => fake.modelRequests()[1]?.lastUserText ?? '' };
+  },
+  codex: async () => {
+    const fake = await startFakeOpenAI();
+    fake.script({ tool: 'whoami', server: 'docs', args: {} }, { text: 'asked the docs server' });
+    const env = { AGENT_PROVIDER: 'codex', OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', CODEX_MODEL: fake.model, CODEX_MAX_RETRIES: '0' };
+    return { env, toolResult: () => JSON.stringify(fake.modelRequests()[1]?.body ?? '') };
+  },
+  opencode: async () => {
+    const fake = await startFakeOpenAI();
+    fake.script({ tool: 'whoami', server: 'docs', args: {} }, { text: 'asked the docs server' });
+    const env = { AGENT_PROVIDER: 'opencode', OPENCODE_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', OPENCODE_MODEL: fake.model };
+    return { env, toolResult: () => JSON.stringify(fake.modelRequests()[1]?.body ?? '') };
+  },
+};
+
+describe("each provider reaches a user's HTTP MCP server through the host", { timeout: 180_000 }, () => {
+  const mode = bwrapWorks ? 'bwrap' : 'process';
+  it.each(['claude', 'codex', 'opencode'] as const)(`%s (${mode} runner)`, async (provider) => {
+    const upstream = await startHttpMcpServer(TOKEN);
+    const setup = await PROVIDERS[provider]();
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-host-'));
+    new SecretsStore(home).set('DOCS_TOKEN', `Bearer ${TOKEN}`);
+    const host = await startHost({ ...setup.env, PINCER_RUNNER: mode, PINCER_PROVIDER_TIMEOUT_MS: '60000' }, home);
+    expect((await cli(home, 'mcp-server', 'add', 'main', 'docs', '--url', upstream.url, '--header-secret', 'Authorization=DOCS_TOKEN')).status).toBe(0);
+    const stream = host.stream('docs');
+    await host.request('POST', '/v1/conversations/docs/messages', { text: 'ask the docs' });
+    await waitForAnswer(stream);
+    expect(setup.toolResult()).toContain(`token digest ${digestOf(TOKEN)}, session `);
+    expect(new Set(upstream.requests().map((r) => r.authorization))).toEqual(new Set([`Bearer ${TOKEN}`]));
+    const runnerPid = host.runnerPids()[0]!;
+    for (const environ of [runnerPid, ...descendants(runnerPid)].map(environOf)) expect(environ).not.toContain(TOKEN);
+    expect(filesContaining(home, TOKEN, [path.join(home, 'secrets.json')])).toEqual([]);
+    stream.close();
+    await host.stop();
+  });
 });
 
 async function waitForAnswer(stream: ReturnType<Awaited<ReturnType<typeof startHost>>['stream']>): Promise<void> {
