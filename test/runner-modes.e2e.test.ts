@@ -224,22 +224,28 @@ describe.each(modes)('the core scenarios with $mode runners', { timeout: 180_000
       const toChat = (c: TelegramCall): boolean => Number(c.body.chat_id) === 702;
       fake.userSends({ chatId: 702, userId: 702, text: 'write me a report' });
       const document = await fake.waitForSent('the report', (c) => toChat(c) && c.method === 'sendDocument', 90_000);
-      // the text comes first, then the file (Telegram sends a document's text apart when it is long or formatted)
-      const said = fake.sent().filter(toChat);
-      expect(said.map((c) => [c.method, c.body.text ?? c.body.document_name])).toEqual([
-        ['sendMessage', 'your report'],
-        ['sendDocument', 'report.txt'],
-      ]);
       // the bytes the platform got are the file the agent wrote in its own folder
       expect(document.body.document_data).toEqual(Buffer.from(report));
       const session = await sessionFor(host, 'telegram', 'telegram:702');
       expect(fs.readFileSync(path.join(host.sessionDir(session.id), 'agent', 'report.txt'), 'utf8')).toBe(report);
       await fake.waitForSent('the last answer', (c) => toChat(c) && c.body.text === 'sent it', 30_000);
+      // the file's text first, then the file (Telegram's adapter sends a document's text apart), then the answer
+      expect(
+        fake
+          .sent()
+          .filter(toChat)
+          .map((c) => [c.method, c.body.text ?? c.body.document_name]),
+      ).toEqual([
+        ['sendMessage', 'your report'],
+        ['sendDocument', 'report.txt'],
+        ['sendMessage', 'sent it'],
+      ]);
       // every call to the model server is in the ledger, with the tokens the server reported
       expect(model.modelRequests().map((r) => r.userTexts.at(0))).toEqual(Array(3).fill(expect.stringContaining('write me a report')));
-      const total = await waitFor('the turn in the ledger', async () => {
+      // (a call's tokens are written when its answer has been read, a moment after the runner got it)
+      const total = await waitFor('the turn and its calls in the ledger', async () => {
         const t = (await host.request('GET', '/v1/usage')).body.total as { turns: number; calls: number; inputTokens: number; outputTokens: number };
-        return t.turns >= 1 ? t : undefined;
+        return t.turns >= 1 && t.calls >= 3 && t.outputTokens >= 3 * 17 ? t : undefined;
       });
       expect(total).toMatchObject({ turns: 1, calls: 3, inputTokens: 3 * 300, outputTokens: 3 * 17 });
       // the placeholder that names the session to the proxy never reached the server
