@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureRunnerImage } from '../src/container/index.js';
@@ -86,6 +87,47 @@ describe.skipIf(skip !== undefined)('pincer host with Docker runners', () => {
     const second = await startHost(env, first.home);
     expect((await dockerCli(['ps', '-a', '--format', '{{.Names}}'], daemon.cliEnv)).trim()).toBe('');
     expect(await second.stop()).toBe(0);
+  }, 120_000);
+
+  it('tells the chat when the memory limit stopped a process of its container', async () => {
+    const host = await startHost({
+      PINCER_RUNNER: 'docker',
+      PINCER_CONTAINER_IMAGE: IMAGE,
+      DOCKER_HOST: daemon.host,
+      PINCER_CONTAINER_MEMORY: '256m',
+      PINCER_STALE_MS: '60000',
+    });
+    // a task script allocates 512 MiB: the kernel kills it (128 + SIGKILL), the runner goes on
+    const script = [
+      `node -e 'const a=[];for(let i=0;i<32;i++)a.push(Buffer.alloc(16<<20,1));console.log("allocated")' > memory.txt 2>&1`,
+      'echo "exit $?" >> memory.txt',
+      `echo '{"wakeAgent":false}'`,
+    ].join('\n');
+    const task = await host.request('POST', '/v1/conversations/hungry/tasks', { prompt: 'p', processAfter: new Date().toISOString(), script });
+    expect(task.status).toBe(202);
+    const sessionId = task.body.sessionId as string;
+    const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'), { readonly: true });
+    const row = await waitFor(
+      'the task to end',
+      () => {
+        const r = db.prepare('SELECT * FROM messages_in WHERE id = ?').get(task.body.id) as InboundRow | undefined;
+        return r && (r.status === 'completed' || r.status === 'failed') ? r : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    db.close();
+    expect(row.status, `${row.last_error ?? ''}\n${host.stderr()}`).toBe('completed');
+    const memory = fs.readFileSync(path.join(host.sessionDir(sessionId), 'agent', 'memory.txt'), 'utf8');
+    expect(memory).not.toContain('allocated');
+    expect(memory).toContain('exit 137');
+    // once its container has ended, the chat is told (the container is kept until its end was read, then removed)
+    expect((await host.request('POST', `/v1/sessions/${sessionId}/stop`)).status).toBe(200);
+    const history = host.stream('hungry', { lastEventId: '0' });
+    const notice = await history.waitFor('the memory notice', (e) => e.event === 'notice' && String(e.data.text).includes('ran out of memory'), 30_000);
+    history.close();
+    expect(notice.data.text).toContain('the 256 MiB limit (PINCER_CONTAINER_MEMORY)');
+    expect(host.stderr()).toMatch(/a process of pincer-runner-s-\S+ was killed at its memory limit/);
+    expect(await host.stop()).toBe(0);
   }, 120_000);
 
   // The container has no network: the model server on the host is reached through the host's credential proxy (its

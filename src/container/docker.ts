@@ -8,6 +8,7 @@ import { NO_NETWORK_ENV } from '../shared/sandbox-network.js';
 import { ContainerError } from './errors.js';
 import { launchedRunner, lifelineEnv, lockedCommand, runnerStdio, sendStdinDocument } from './handle.js';
 import { identityFiles } from './identity.js';
+import type { LimitEvents } from './cgroup.js';
 import type { DockerSettings, LaunchedRunner, LaunchOptions, RunnerLauncher } from './types.js';
 import { resolveFolders } from './workspace.js';
 
@@ -18,7 +19,8 @@ const log = createLogger('container');
  * exit is the container's). The CLI is the local child. The container is named after the session (one per name: a
  * leftover of that name is removed before the run) and carries a per-launch label by which it is always removed:
  * `stop()` is `docker stop` (SIGTERM via tini, SIGKILL after the grace), `kill()` is `docker rm -f`, and whenever the
- * CLI ends — even if it was SIGKILLed and the container still runs — `docker rm -f` runs before `exited` resolves.
+ * CLI ends — even if it was SIGKILLed and the container still runs — `docker rm -f` runs before `exited` resolves,
+ * after the daemon's `oom` events of this launch have been counted (`limitsHit`: the chat is told).
  */
 export class DockerLauncher implements RunnerLauncher {
   readonly kind = 'docker' as const;
@@ -70,6 +72,23 @@ export class DockerLauncher implements RunnerLauncher {
         log.warn(`cannot remove ${containerName}: ${errorMessage(err)}`);
       }
     };
+    const launchedAt = Date.now() / 1000 - 1; // seconds: the window of the daemon's events that are this launch's
+    // `--rm` takes State.OOMKilled with the container (and must stay: a host that dies leaves no container behind), so
+    // whether the kernel killed a process of it at its memory limit is read from the daemon's own events, by label.
+    const afterExit = async (): Promise<LimitEvents> => {
+      const events: LimitEvents = { oomKills: 0, forksRefused: 0 };
+      try {
+        const window = ['--since', launchedAt.toFixed(3), '--until', (Date.now() / 1000).toFixed(3)];
+        const filters = ['--filter', `label=${LAUNCH_LABEL}=${launchId}`, '--filter', 'event=oom'];
+        const oom = await docker(['events', ...window, ...filters, '--format', '{{.Action}}'], cliEnv, 30_000);
+        events.oomKills = oom.split('\n').filter((line) => line.trim() === 'oom').length;
+      } catch (err) {
+        log.warn(`cannot read how ${containerName} ended: ${errorMessage(err)}`);
+      }
+      await remove();
+      if (events.oomKills) log.warn(`a process of ${containerName} was killed at its memory limit (${events.oomKills} times)`);
+      return events;
+    };
     const ended = (): boolean => child.exitCode !== null || child.signalCode !== null;
     // Signalling the CLI before its container exists could cut it off between create and start and leave a container
     // nobody removes, so wait for the container (or the CLI's end) and stop the container itself.
@@ -100,7 +119,7 @@ export class DockerLauncher implements RunnerLauncher {
         });
       },
       killMarginMs: 5000,
-      afterExit: remove,
+      afterExit,
     });
   }
 }
