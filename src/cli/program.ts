@@ -13,6 +13,7 @@ import { registerUsageCommands } from './usage.js';
 import { registerMcpServerCommands } from './mcp-servers.js';
 import { registerSecretCommands } from './secret.js';
 import { registerModelsCommand } from './models.js';
+import { registerProviderCommands } from './provider.js';
 
 /**
  * `pincer …`: one command per process (host, runner, MCP tool server), plus tools to poke at a session by hand. The long-running processes
@@ -53,6 +54,7 @@ registerUsageCommands(program);
 registerMcpServerCommands(program);
 registerSecretCommands(program);
 registerModelsCommand(program);
+registerProviderCommands(program);
 
 configureErrorOutput(program);
 // The command whose action is running, for the hint of an error it throws.

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installedBinaryPackage, providerBinary } from './provider-binaries.js';
 import type { ProviderProbe } from './selection.js';
 
 /**
@@ -16,6 +17,11 @@ export interface ProviderRequirements {
   packages: string[];
   /** executables that must be on PATH (or in node_modules/.bin). */
   executables: string[];
+  /**
+   * The SDK runs a platform binary of its own (an optional dependency, see provider-binaries.ts): it must be installed,
+   * or, for a provider with `executables`, one of those found on PATH.
+   */
+  binary?: boolean;
   /** whether `auto` may choose it (never for `mock`). */
   auto: boolean;
 }
@@ -25,13 +31,15 @@ export const KNOWN_PROVIDER_REQUIREMENTS: Record<string, ProviderRequirements> =
     credentialsEnv: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'],
     packages: ['@anthropic-ai/claude-agent-sdk'],
     executables: [],
+    binary: true,
     auto: true,
   },
-  codex: { credentialsEnv: ['OPENAI_API_KEY', 'CODEX_API_KEY'], packages: ['@openai/codex-sdk'], executables: [], auto: true },
+  codex: { credentialsEnv: ['OPENAI_API_KEY', 'CODEX_API_KEY'], packages: ['@openai/codex-sdk'], executables: [], binary: true, auto: true },
   opencode: {
     credentialsEnv: ['OPENCODE_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY'],
     packages: ['@opencode-ai/sdk'],
     executables: ['opencode'],
+    binary: true,
     auto: true,
   },
   mock: { credentialsEnv: [], packages: [], executables: [], auto: false },
@@ -46,7 +54,14 @@ export function probeProvider(name: string, registered: boolean, requirements: P
   const missing: string[] = [];
   if (!registered) missing.push(`this build has no ${name} provider`);
   for (const pkg of requirements.packages) if (!packageResolves(pkg)) missing.push(`package ${pkg} is not installed`);
-  for (const exe of requirements.executables) if (!findExecutable(exe, env)) missing.push(`${exe} not found on PATH`);
+  const binary = requirements.binary ? providerBinary(name) : undefined;
+  if (binary) {
+    // its platform package, or (OpenCode) the same program on PATH; node_modules/.bin may hold only a placeholder
+    const found = installedBinaryPackage(binary) !== undefined || requirements.executables.some((exe) => findExecutable(exe, env, false));
+    if (!found) missing.push(`its agent binary (${binary.candidates[0]}) is missing: pincer provider add ${name}`);
+  } else {
+    for (const exe of requirements.executables) if (!findExecutable(exe, env)) missing.push(`${exe} not found on PATH`);
+  }
   const { credentialsEnv } = requirements;
   const credentials = credentialsEnv.length === 0 || credentialsEnv.some((key) => (env[key] ?? '').length > 0);
   return {
@@ -73,8 +88,12 @@ function packageResolves(pkg: string): boolean {
   }
 }
 
-function findExecutable(name: string, env: Record<string, string | undefined>): string | undefined {
-  const dirs = [...(env.PATH ?? '').split(path.delimiter), path.join(packageRoot, 'node_modules', '.bin')];
+function findExecutable(name: string, env: Record<string, string | undefined>, withPackageBin = true): string | undefined {
+  const packageBin = path.join(packageRoot, 'node_modules', '.bin');
+  const dirs = [
+    ...(env.PATH ?? '').split(path.delimiter).filter((dir) => withPackageBin || path.resolve(dir) !== packageBin),
+    ...(withPackageBin ? [packageBin] : []),
+  ];
   for (const dir of dirs.filter(Boolean)) {
     const file = path.join(dir, name);
     try {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { installedBinaryPackage, installedBinaryPath, providerBinary } from '../../runtime/provider-binaries.js';
 import { ProviderError } from '../registry.js';
 
 /**
@@ -32,8 +33,10 @@ export function resolveOpenCodeBinary(configured: string | undefined): string {
   try {
     packageJson = require.resolve('opencode-ai/package.json');
   } catch {
-    // not installed as a package: the binary on PATH is tried
-    return 'opencode';
+    // not installed as a package: the platform package `pincer provider add opencode` installs, else the one on PATH
+    const binary = providerBinary('opencode')!;
+    const installed = installedBinaryPackage(binary);
+    return (installed && installedBinaryPath(binary, installed)) ?? 'opencode';
   }
   const manifest = JSON.parse(fs.readFileSync(packageJson, 'utf8')) as { bin?: Record<string, string> };
   const binary = path.join(path.dirname(packageJson), manifest.bin?.opencode ?? 'bin/opencode');
