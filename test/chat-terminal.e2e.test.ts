@@ -129,6 +129,16 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
     await terminal.waitFor('exit', () => terminal.exitCode() !== undefined, 20_000);
     expect(terminal.exitCode()).toBe(0);
     expect(terminal.screen()).not.toContain('agent>');
+    // the runner the chat's own stop ended is no failure to retry in seconds: the message waits for the next chat
+    expect(terminal.screen()).not.toContain('retrying in');
+  });
+
+  it('names the model of the built-in runtime in the banner', async () => {
+    const { terminal } = chat({ AGENT_PROVIDER: 'pincer', PINCER_MODEL: 'anthropic/claude-sonnet-4-5', ANTHROPIC_API_KEY: 'sk-ant-banner-test' });
+    const screen = await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
+    expect(screen.split('\n')[0]).toMatch(/^Pincer chat — provider pincer: .* · model anthropic\/claude-sonnet-4-5$/);
+    terminal.keys('C-d');
+    await terminal.waitFor('exit', () => terminal.exitCode() !== undefined);
   });
 
   it('tells within seconds that the agent failed and that it will retry', async () => {

@@ -7,6 +7,7 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -69,6 +70,24 @@ describe('pincer host', () => {
     expect(host.stderr().trim().split('\n')).toHaveLength(1);
     expect(host.stderr()).toMatch(/^pincer: file is not a database \(see pincer host --help\)\n$/);
     expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+  });
+
+  it('refuses a taken --http port in one line before anything starts, exit 2, no lock and no token written', async () => {
+    const home = makeHome();
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const host = startHost(home, ['--http', String(port), '--provider', 'mock']);
+      expect(await host.exited).toBe(2);
+      expect(host.stderr()).toBe(
+        `pincer: --http ${port}: 127.0.0.1:${port} is taken by another program; stop it, or choose another port (--http 0 picks a free one) (see pincer host --help)\n`,
+      );
+      expect(fs.existsSync(path.join(home, 'host.lock'))).toBe(false);
+      expect(fs.existsSync(path.join(home, 'http-token'))).toBe(false);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it('refuses a model base URL it cannot forward to in one line naming the variable, exits 2 and leaves no lock', async () => {

@@ -187,6 +187,8 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await shot(page, 'tasks');
     await page.getByRole('button', { name: 'Cancel water the plants' }).click();
     await expect.poll(taskStatus).toBeUndefined();
+    // the empty list's hint reads as written (no `&lt;id&gt;` left by the template)
+    await expect.poll(() => page.getByText('No active tasks').textContent()).toContain('POST /v1/conversations/<id>/tasks.');
 
     await page.getByRole('button', { name: 'Sessions' }).click();
     await page.getByRole('cell', { name: 'http:ops' }).waitFor();

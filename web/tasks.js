@@ -23,7 +23,7 @@ export function Tasks({ onError }) {
   };
   return html`<section aria-label="Tasks">
     <h2>Scheduled tasks</h2>
-    ${tasks.length === 0 ? html`<p class="muted">No active tasks. The agent schedules them with its tools, or POST /v1/conversations/&lt;id&gt;/tasks.</p>` : null}
+    ${tasks.length === 0 ? html`<p class="muted">No active tasks. The agent schedules them with its tools, or POST /v1/conversations/${'<id>'}/tasks.</p>` : null}
     <div class="table-wrap">
       <table>
         <thead>

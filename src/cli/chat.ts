@@ -99,7 +99,14 @@ async function chat(options: ChatOptions): Promise<number> {
     conversation: 'local',
     sender: defaultSender(),
     interactive,
-    banner: banner(selection, config.home, sessionDir, runOnlyNote(runProvider, options.save, group, config)),
+    banner: banner(
+      selection,
+      config.home,
+      sessionDir,
+      runOnlyNote(runProvider, options.save, group, config),
+      // the model the runner takes: PINCER_MODEL, else the group's
+      readSetting(process.env, 'PINCER_MODEL') || group?.model || config.defaultGroup?.model || undefined,
+    ),
     onQuit: quit,
   });
   process.on('SIGINT', quit);
@@ -142,8 +149,16 @@ function runOnlyNote(
 }
 
 /** What the chat runs on and why, where its data is, and how to leave — before the first prompt. */
-function banner(selection: { provider: string; reason: string }, home: string, sessionDir: string, note: string | undefined): string[] {
-  const lines = [`Pincer chat — provider ${selection.provider}: ${selection.reason}`];
+function banner(
+  selection: { provider: string; reason: string },
+  home: string,
+  sessionDir: string,
+  note: string | undefined,
+  model: string | undefined,
+): string[] {
+  // the built-in runtime is only as good as its model: the banner names it
+  const withModel = selection.provider === 'pincer' && model ? ` · model ${model}` : '';
+  const lines = [`Pincer chat — provider ${selection.provider}: ${selection.reason}${withModel}`];
   if (note) lines.push(note);
   if (selection.provider === 'mock') lines.push('  the mock agent echoes what it is sent; set ANTHROPIC_API_KEY (or see pincer doctor) to talk to a real one');
   lines.push(`home ${home}${sessionDir === path.join(home, 'sessions', 'chat') ? '' : ` · session ${sessionDir}`}`);

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import net from 'node:net';
 import path from 'node:path';
 import { loadHostConfig } from '../host/config.js';
 import { isPincerError, PincerError } from '../shared/errors.js';
@@ -72,6 +73,8 @@ async function runHost(options: HostCommandOptions): Promise<number> {
     for (const line of refusal) log.error(line);
     return 2;
   }
+  // A taken port is one line before anything starts (not a host started and stopped again around it).
+  if (config.http && config.http.port !== 0) await checkPortFree(config.http.host, config.http.port);
   const channels: ChannelAdapter[] = [];
   let mailboxDb: ReturnType<typeof openCentralDb> | null = null;
   let token: string | undefined;
@@ -164,4 +167,18 @@ function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0–65535)');
   return port;
+}
+
+/** Refuses, in one line, a port another program listens on (the HTTP channel would fail the same way, later). */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE') return resolve(); // the channel's own start says what else is wrong
+      reject(
+        new PincerError('config', `--http ${port}: ${host}:${port} is taken by another program; stop it, or choose another port (--http 0 picks a free one)`),
+      );
+    });
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }

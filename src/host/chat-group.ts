@@ -8,7 +8,7 @@ import { CentralStore } from './central-db/store.js';
  * the group its terminal conversation is bound to, else the default group. Undefined when neither exists yet (the
  * first start creates the default group).
  */
-export function savedChatGroup(home: string, defaultGroup: string | undefined): { name: string; provider: string } | undefined {
+export function savedChatGroup(home: string, defaultGroup: string | undefined): { name: string; provider: string; model: string | null } | undefined {
   const file = path.join(home, 'pincer.db');
   if (!fs.existsSync(file)) return undefined;
   const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -16,7 +16,7 @@ export function savedChatGroup(home: string, defaultGroup: string | undefined): 
     const store = new CentralStore(db, home);
     const binding = store.getBinding('terminal', 'local'); // the one conversation of `pincer chat`;
     const group = (binding && store.getAgentGroup(binding.agentGroupId)) || (defaultGroup ? store.findAgentGroup(defaultGroup) : undefined);
-    return group && { name: group.name, provider: group.provider };
+    return group && { name: group.name, provider: group.provider, model: group.model };
   } finally {
     db.close();
   }

@@ -214,7 +214,8 @@ export class SessionEngine {
     });
     if (sweep.retried.length + sweep.failed.length > 0) this.emit({ type: 'counts', retried: sweep.retried.length, failed: sweep.failed.length });
     for (const row of sweep.retried) this.deps.log.info(`message ${row.seq} in ${id} back to pending after try ${row.tries} (${row.last_error ?? 'stale'})`);
-    for (const notice of firstTryNotices(sweep.retried, config.sweep)) this.notice(notice.row, notice.text);
+    // (not while the host stops: the runner was stopped by it, and the next try is at the next start, not in seconds)
+    if (!this.draining) for (const notice of firstTryNotices(sweep.retried, config.sweep)) this.notice(notice.row, notice.text);
     for (const { row, nextAt } of sweep.scheduled) this.deps.log.info(`task series ${row.series_id ?? row.id} in ${id}: next occurrence at ${nextAt}`);
     if (sweep.pruned > 0) this.deps.log.info(`pruned ${sweep.pruned} finished task rows in ${id}`);
     for (const row of sweep.failed) {

@@ -159,6 +159,9 @@ function tooBig(size: number): Acquired {
   return { ok: false, reason: `it is larger than the ${mb(MAX_DOWNLOAD_BYTES)} download limit (${mb(size)} or more)` };
 }
 
+/** A file's size for a person: `17 bytes`, `3.4 KB`, `21.0 MB` (a small file is never `0.0 MB`). */
 export function mb(bytes: number): string {
+  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? '' : 's'}`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 }
