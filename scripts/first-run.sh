@@ -32,7 +32,7 @@ echo "npm ci $*: $(seconds "$started" "$installed") s, node_modules $(du -sm nod
 # The chat as README step 1 runs it, in a 150×40 terminal, until its prompt is on the screen.
 home="$work/home"
 tmux -L "$sock" -f /dev/null new-session -d -x 150 -y 40 "env PINCER_HOME='$home' node bin/pincer.js chat"
-until tmux -L "$sock" capture-pane -p 2>/dev/null | grep -q '^you> '; do
+until tmux -L "$sock" capture-pane -p 2>/dev/null | grep -q '^you>'; do
   if [ "$(awk -v a="$installed" -v b="$(now)" 'BEGIN { print (b - a > 60) }')" = 1 ]; then
     tmux -L "$sock" capture-pane -p >&2 || true
     echo "first-run: no chat prompt within 60 s" >&2
