@@ -68,7 +68,8 @@ async function addProvider(name: string, root: string): Promise<number> {
     });
   process.stderr.write(`pincer: installing ${ADDABLE[name]} (${spec}) into ${path.join(root, 'node_modules')} with npm…\n`);
   const started = Date.now();
-  const args = ['install', '--no-save', '--omit=optional', '--ignore-scripts', '--no-audit', '--no-fund', spec, ...kept];
+  // --loglevel=http: a line per download, its progress where stderr is not a terminal (it is kept for the error line)
+  const args = ['install', '--no-save', '--omit=optional', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=http', spec, ...kept];
   const { code, output } = await runNpm(args, root);
   if (code !== 0 || !installedBinaryPackage(binary, root)) {
     const why = output.match(/npm error (?:code )?(\S.*)/)?.[1] ?? `npm exited with ${code}`;
