@@ -112,23 +112,21 @@ describe('built-in runtime: tool spans from the in-process server', { timeout: 9
       PINCER_MODEL: 'local/qwen3:8b',
       OPENAI_BASE_URL: fake.baseUrl,
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      // a loaded machine may take more than the default 3 s to close a runner: this test is about what a clean stop
+      // exports, not the grace (test/proxy-forward.test.ts holds that nothing idle keeps a runner from exiting)
+      PINCER_STOP_GRACE_MS: '20000',
     });
     const stream = host.stream('traced');
     expect((await host.request('POST', '/v1/conversations/traced/messages', { text: 'please work' })).status).toBe(202);
     await stream.waitFor('the answer', (e) => e.event === 'chat' && e.data.text === 'all done');
     stream.close();
-    // The spans are exported while the runner lives (every 500 ms), so they are waited for before the host stops: a
-    // wait after the stop hung on the last flush of a runner stopped under load (through the sandbox's relay), and
-    // timed out at 20 s now and then.
-    const spans = await waitFor(
-      'the turn and the tool span',
-      () => {
-        const all = [...otlp.traces().values()].flat();
-        return all.some((s) => s.name === 'execute_tool send_message') && all.some((s) => s.name === 'invoke_agent pincer') && all;
-      },
-      { timeoutMs: 60_000 },
-    );
+    // The host stops as soon as the answer is out, before the runner's next batch export (every 500 ms): the runner
+    // exits on its own (not killed after the grace), and its shutdown exports what it still held, through the
+    // sandbox's relay, before the host closes the relay. So every span is at the collector once the stop returns.
     expect(await host.stop()).toBe(0);
+    expect(host.stderr()).toMatch(/runner \d+ for \S+ stopped \(0\)/);
+    const spans = [...otlp.traces().values()].flat();
+    expect(spans.map((s) => s.name)).toEqual(expect.arrayContaining(['invoke_agent pincer', 'execute_tool send_message']));
     const turn = spans.find((s) => s.name === 'invoke_agent pincer')!;
     const tool = spans.find((s) => s.name === 'execute_tool send_message')!;
     expect(tool.service).toBe('pincer-mcp');

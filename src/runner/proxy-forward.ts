@@ -32,6 +32,11 @@ async function forwardLoopback(port: number, socket: string, warn: (message: str
   const net = await import('node:net'); // only in a sandbox with its own network
   const server = net.createServer((client) => {
     const upstream = net.connect(socket);
+    // Neither end keeps the runner alive: a request in flight is held by its client's own socket, and an idle
+    // keep-alive connection (an exporter's, an SDK's) held a stopped runner until the host's grace ran out and it
+    // was SIGKILLed, losing the spans of its last turn.
+    client.unref();
+    upstream.unref();
     client.pipe(upstream).pipe(client);
     const end = (): void => {
       client.destroy();
