@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { SESSION_NODE_FLAGS } from '../src/shared/cli-entry.js';
 import { MODES, RunnerSession, type ByMode } from './runner-session.js';
+import { measureSpare } from './spare.js';
 
 /**
  * Cold start: spawn → the runner logs `[runner] ready`, and spawn → the reply to a message that was already pending
@@ -18,6 +19,8 @@ export interface ColdStartResult extends ByMode<ColdStartSamples> {
   bare: number[];
   /** the same with the bench's own environment, when it sets NODE_EXTRA_CA_CERTS (which Node 20 reads at start). */
   bareInherited?: number[];
+  /** a message for a session with no runner, answered by a warm spare (ms, message committed → reply row). */
+  spare: number[];
 }
 
 /** What the runners of the bench are started with, as far as Node's own start goes: no inherited environment. */
@@ -36,9 +39,10 @@ export async function bareNodeMs(args: string[] = [], env: NodeJS.ProcessEnv = B
 }
 
 export async function measureColdStart(samples: number): Promise<ColdStartResult> {
-  const result: ColdStartResult = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] }, bare: [] };
+  const result: ColdStartResult = { watch: { toReady: [], toFirstReply: [] }, poll: { toReady: [], toFirstReply: [] }, bare: [], spare: [] };
   for (let i = 0; i < samples; i++) {
     result.bare.push(await bareNodeMs(SESSION_NODE_FLAGS));
+    result.spare.push(...(await measureSpare(1)));
     if (process.env.NODE_EXTRA_CA_CERTS) (result.bareInherited ??= []).push(await bareNodeMs(SESSION_NODE_FLAGS, process.env));
     // Which mode goes first alternates too: the first start after a stop is the slower one.
     for (const mode of i % 2 === 0 ? MODES : [...MODES].reverse()) {

@@ -49,6 +49,8 @@ const PROCESS_ENV_EXCEPTIONS: Record<string, string> = {
   'src/cli/host.ts': 'collects secret values to redact them from the log',
   // a session-serve child gets the system's variables (PATH, HOME, locale) and its two settings, by name
   'src/host/session/served-port.ts': 'passes the system variables to a session-serve child',
+  // a spare runner's environment is replaced, whole, by its session's (the launch document's), before anything reads it
+  'src/runner/spare.ts': "replaces a spare runner's environment with its session's",
 };
 /** Not settings: the operating system's and the terminal's variables, read where a program is looked up or drawn. */
 const NOT_SETTINGS = new Set([...SYSTEM_VARIABLES, 'NO_COLOR', 'TRACEPARENT', 'XDG_STATE_HOME']);

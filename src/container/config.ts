@@ -71,10 +71,10 @@ export function loadLauncherConfig(env: NodeJS.ProcessEnv, cliEntry: string = CL
 }
 
 /** The launcher `config.kind` names. */
-export function createLauncher(config: LauncherConfig & { cliEntry: string }): RunnerLauncher {
+export function createLauncher(config: LauncherConfig & { cliEntry: string; spares?: ConstructorParameters<typeof ProcessLauncher>[2] }): RunnerLauncher {
   switch (config.kind) {
     case 'process':
-      return new ProcessLauncher(config.cliEntry, config.unsandboxedScripts);
+      return new ProcessLauncher(config.cliEntry, config.unsandboxedScripts, config.spares);
     case 'docker':
       return new DockerLauncher(config.docker, config.cliEntry);
     case 'bwrap':

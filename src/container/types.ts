@@ -95,6 +95,8 @@ export interface RunnerLauncher {
    * rejects with a `ContainerError` that says what to do. A host calls it once at start to fail fast.
    */
   check(): Promise<void>;
+  /** let go of what the launcher keeps between launches (a process launcher's spare runners); the host calls it last. */
+  close?(): Promise<void>;
 }
 
 /** Resource limits and isolation settings of a sandboxed runner (from the environment, `loadLauncherConfig`). */

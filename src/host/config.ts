@@ -44,6 +44,7 @@ const HostEnvSchema = settingsSchema([
   'PINCER_RUNNER_BACKOFF_MS',
   'PINCER_RUNNER_BACKOFF_MAX_MS',
   'PINCER_MAX_RUNNERS',
+  'PINCER_SPARE_RUNNERS',
   'PINCER_SWEEP_INTERVAL_MS',
   'PINCER_SWEEP_IDLE_MS',
   'PINCER_STALE_MS',
@@ -135,6 +136,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       backoffBaseMs: e.PINCER_RUNNER_BACKOFF_MS,
       backoffMaxMs: e.PINCER_RUNNER_BACKOFF_MAX_MS,
       ...(e.PINCER_MAX_RUNNERS !== undefined ? { maxRunners: e.PINCER_MAX_RUNNERS } : {}),
+      spares: e.PINCER_SPARE_RUNNERS,
       env: runnerBaseEnv(env, e.PINCER_CONTAINER_ENV),
     },
     sweep: {

@@ -19,7 +19,10 @@ export interface StartedRunner extends Pick<LaunchedRunner, 'containerName' | 'e
   readonly pid: number | undefined;
 }
 
-export type LaunchRunner = (options: LaunchOptions) => StartedRunner;
+export type LaunchRunner = ((options: LaunchOptions) => StartedRunner) & {
+  /** let go of what the launcher keeps between launches (spare runners); called once the host's runners are stopped. */
+  close?: () => Promise<void>;
+};
 
 /** A launcher's handle as the supervisor sees it (its process's errors are logged; they also end `exited`). */
 export function started(runner: LaunchedRunner, warn: (line: string) => void, name = 'a session'): StartedRunner {
@@ -33,8 +36,12 @@ export function started(runner: LaunchedRunner, warn: (line: string) => void, na
  * PINCER_CONTAINER_*, PINCER_BWRAP_NETWORK) and read here, at the host's start, so a bad value fails it at once. Every
  * kind keeps the runner's stdin open as a lifeline: a host that dies, even by SIGKILL, takes its runners with it.
  */
-export function launcherFor(config: HostConfig['runners'], warn: (line: string) => void): LaunchRunner {
+export function launcherFor(config: HostConfig['runners'], warn: (line: string) => void, info: (line: string) => void = () => undefined): LaunchRunner {
   if (config.kind === 'auto') throw new Error('PINCER_RUNNER=auto must be resolved before runners are launched (resolveRunnerKind)');
-  const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind });
-  return (options) => started(launcher.launch(options), warn, options.name);
+  // Spares only for process runners: a sandbox binds its session's folders when it starts, so it cannot wait for one.
+  const spares = config.kind === 'process' && config.spares ? { count: config.spares, env: config.env, warn, info } : undefined;
+  const launcher = createLauncher({ ...loadLauncherConfig(config.env, CLI_ENTRY), kind: config.kind, ...(spares ? { spares } : {}) });
+  const launch: LaunchRunner = (options) => started(launcher.launch(options), warn, options.name);
+  if (launcher.close) launch.close = () => launcher.close!();
+  return launch;
 }

@@ -57,6 +57,11 @@ export interface HostConfig {
     backoffMaxMs: number;
     /** runners alive at once, host-wide (PINCER_MAX_RUNNERS); unset: from the machine's memory (src/host/runner-admission.ts). */
     maxRunners?: number;
+    /**
+     * runner processes kept started without a session (PINCER_SPARE_RUNNERS; process runners only): a session that needs
+     * a runner is given one, which skips the process's start. Absent or 0: none.
+     */
+    spares?: number;
     /** the environment runners inherit (host secrets removed). */
     env: NodeJS.ProcessEnv;
   };

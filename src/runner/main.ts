@@ -23,6 +23,7 @@ import { forwardCredentialProxy, forwardTraceRelay } from './proxy-forward.js';
 import { mcpRelayOf, resolveUserMcpServers } from './mcp-servers.js';
 import { readStdinDocument } from './stdin-document.js';
 import { Runner } from './runner.js';
+import { awaitAssignment } from './spare.js';
 import { Waker } from '../db/wake.js';
 import { identityAt } from '../db/db-file.js';
 import { ERROR_CODES, isPincerError } from '../shared/errors.js';
@@ -48,8 +49,14 @@ export interface PreparedRunner {
  * `pincer runner`: read the configuration, open the session DB, create the provider, run the poll loop until SIGTERM
  * or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration (one clear line on stderr).
  */
-export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runRunner(env: NodeJS.ProcessEnv = process.env, overrides: RunnerOverrides = {}): Promise<number> {
   const log = createLogger('runner');
+  if (rawSetting(env, 'PINCER_SPARE') === '1') {
+    const assigned = await awaitAssignment(log);
+    if (typeof assigned === 'number') return assigned;
+    env = assigned.env;
+    overrides = { ...overrides, secrets: assigned.secrets };
+  }
   // Take SIGTERM before start-up, not after it: a stop that arrives once `ready` is logged (or while starting) is a
   // clean stop, never the default disposition's kill.
   const stopping: { requested: boolean; runner?: PreparedRunner['runner'] } = { requested: false };
@@ -59,7 +66,7 @@ export async function runRunner(env: NodeJS.ProcessEnv = process.env): Promise<n
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  const prepared = await prepareRunner(env, log);
+  const prepared = await prepareRunner(env, log, overrides);
   if (typeof prepared === 'number') return prepared;
   const { runner } = prepared;
   stopping.runner = runner;

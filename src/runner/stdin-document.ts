@@ -15,11 +15,12 @@ function documentError(message: string): PincerError {
  * The first line of `input` as the launch document (src/shared/stdin-document.ts). What follows the line is left
  * unread: the stream goes on as the runner's lifeline. The values are never logged; an error says only what was wrong.
  */
-export function readStdinDocument(input: Readable, waitMs = WAIT_MS): Promise<StdinDocument> {
+export function readStdinDocument(input: Readable, waitMs: number | null = WAIT_MS): Promise<StdinDocument> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => finish(documentError(`no launch document on stdin within ${waitMs} ms`)), waitMs);
+    // null: wait as long as it takes (a spare runner waits for its session)
+    const timer = waitMs === null ? undefined : setTimeout(() => finish(documentError(`no launch document on stdin within ${waitMs} ms`)), waitMs);
     const finish = (err: Error | null, document?: StdinDocument): void => {
       clearTimeout(timer);
       input.off('data', onData);

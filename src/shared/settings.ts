@@ -127,6 +127,10 @@ const REGISTRY = {
   PINCER_TURN_LIMIT_MS: host(() => positiveInt(30 * 60_000), 'end a query busy with one batch longer than this'),
   PINCER_RUNNER_BACKOFF_MS: host(() => positiveInt(1000), 'back-off base after an unexpected runner exit'),
   PINCER_RUNNER_BACKOFF_MAX_MS: host(() => positiveInt(60_000), 'back-off cap after unexpected runner exits'),
+  PINCER_SPARE_RUNNERS: host(
+    () => z.coerce.number().int().min(0).max(4).default(0),
+    'runner processes a process-mode host keeps started without a session, each taking the next session that needs one',
+  ),
   PINCER_MAX_RUNNERS: host(() => optionalPositiveInt(), 'runners alive at once on this host; more sessions wait in line', {
     defaultWords: "half the memory ÷ the provider's footprint",
   }),
@@ -280,6 +284,7 @@ const REGISTRY = {
   PINCER_BATCH_MAX_MESSAGES: runner(() => positiveInt(50), 'messages per batch'),
   PINCER_BATCH_MAX_BYTES: runner(() => positiveInt(512 * 1024), 'bytes per batch'),
   PINCER_SCRIPT_TIMEOUT_MS: runner(() => positiveInt(30_000), 'task pre-script timeout'),
+  PINCER_SPARE: runner(() => text(), '1: a spare runner, waiting on stdin for the session it is given (set by the launcher)', LAUNCHED),
   PINCER_SCRIPTS_REFUSED: runner(() => text(), 'why this runner refuses task scripts (set by the launcher of a plain process)', LAUNCHED),
   PINCER_SCRIPT_ENV_ALLOW: runner(() => names(), 'variables task scripts may see besides PATH, HOME, TZ, LANG'),
   PINCER_DOWNLOAD_TIMEOUT_MS: runner(() => positiveInt(15_000), 'attachment download timeout'),

@@ -13,6 +13,13 @@ export const STDIN_DOCUMENT_ENV = 'PINCER_STDIN_DOCUMENT';
 export const StdinDocumentSchema = z.strictObject({
   /** secret name → value, only those the session's configuration refers to */
   secrets: z.record(z.string(), z.string()),
+  /**
+   * a spare runner's (PINCER_SPARE=1) whole environment, the one it would have been started with: it was started
+   * before its session was known, and takes its session, settings and provider from here.
+   */
+  env: z.record(z.string(), z.string()).optional(),
+  /** a spare runner's launch lock (src/container/handle.ts): the lock file, and flock(1) to take it with. */
+  lock: z.strictObject({ file: z.string(), flock: z.string() }).optional(),
 });
 export type StdinDocument = z.infer<typeof StdinDocumentSchema>;
 

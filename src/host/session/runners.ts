@@ -99,7 +99,11 @@ export class RunnerSupervisor {
     private readonly log: Logger,
     private readonly onExit: (exit: RunnerExit) => void,
     /** how runners are started (default: by PINCER_RUNNER). */
-    private readonly launch: LaunchRunner = launcherFor(config, (line) => log.warn(line)),
+    private readonly launch: LaunchRunner = launcherFor(
+      config,
+      (line) => log.warn(line),
+      (line) => log.info(line),
+    ),
     /** placeholder keys instead of real ones, when the host runs a credential proxy. */
     private readonly credentials?: RunnerCredentials,
     /** where a sandbox sends its spans, when the host runs an OTLP relay (src/host/trace-relay.ts). */
@@ -333,6 +337,7 @@ export class RunnerSupervisor {
 
   async stopAll(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((id) => this.stop(id)));
+    await this.launch.close?.();
   }
 
   private traceRelayOptions(): { traceRelay?: { socket: string; port: number } } {
