@@ -11,6 +11,8 @@ import { mcpRelayTarget, mcpSecretValues } from '../src/host/mcp-servers.js';
 import { relayedServerName } from '../src/host/mcp-relay.js';
 import { SecretsStore } from '../src/host/secrets.js';
 import { mcpRelayOf, resolveUserMcpServers } from '../src/runner/mcp-servers.js';
+import { MCP_SETTING_DEFAULTS } from '../src/providers/mcp-settings.js';
+import { McpConnections } from '../src/providers/pincer/mcp-tools.js';
 import { createLogger } from '../src/shared/log.js';
 import { closeHttpMcpServers, digestOf, startHttpMcpServer } from './support/http-mcp-server.js';
 
@@ -178,6 +180,22 @@ describe('the MCP relay', () => {
     await connect(`${env.PINCER_MCP_RELAY_URL}/docs`, headers);
     proxy.revoke('s-1');
     await expect(connect(`${env.PINCER_MCP_RELAY_URL}/docs`, headers)).rejects.toThrow(/unknown or revoked placeholder/);
+  });
+
+  it("the built-in runtime's client: a server whose secret the store lacks could not start, and the notice says which", async () => {
+    const servers: McpServers = { nokey: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { secret: 'MISSING' } } } };
+    const { env } = await relayFor(servers, secretsWith({}));
+    const resolved = resolveUserMcpServers(servers, { agentDir: '/tmp', env, secret: () => undefined, ...mcpRelayOf(env) });
+    const connections = await McpConnections.connect(
+      resolved.servers,
+      {},
+      { settings: MCP_SETTING_DEFAULTS, maxOutputChars: 10_000, log: createLogger('test', () => undefined) },
+    );
+    cleanups.push(() => connections.close());
+    expect(connections.tools()).toEqual([]);
+    expect(connections.takeNotices()).toEqual([
+      expect.stringMatching(/^The MCP server "nokey" could not start: .*needs \\?"MISSING\\?", which the host's secrets store does not have/),
+    ]);
   });
 
   it('an unreachable server is a 502 naming it', async () => {
