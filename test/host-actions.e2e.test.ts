@@ -150,7 +150,8 @@ describe('host delivery of MCP rows', () => {
   });
 
   it('delivers send_to_agent rows into the target group and stops two agents echoing each other forever', async () => {
-    const host = await startHost({ PINCER_ADMIN_USER_ID: 'boss' });
+    // main may message peer (the administrator's route); peer answers in its own conversation with main
+    const host = await startHost({ PINCER_ADMIN_USER_ID: 'boss', PINCER_AGENT_ROUTES: 'main>peer' });
     const stream = host.stream('main-chat');
     const boss = await converse(host, 'main-chat', { text: 'set up', senderId: 'boss', sender: 'Boss' });
     await stream.waitFor('reply', (e) => e.event === 'chat');

@@ -48,6 +48,52 @@ function outRow(db: ReturnType<typeof openSessionDb>, id: string): OutboundRow |
   return db.prepare('SELECT * FROM messages_out WHERE id = ?').get(id) as OutboundRow | undefined;
 }
 
+describe('an agent messages another agent group only where the host allows it', { timeout: 120_000 }, () => {
+  it('refuses a send_to_agent row to a group no route allows, delivers one a route allows', async () => {
+    const host = await startHost({ PINCER_ADMIN_USER_ID: 'boss', PINCER_AGENT_ROUTES: 'main>peer' });
+    const stream = host.stream('main-chat');
+    const res = await host.request('POST', '/v1/conversations/main-chat/messages', { text: 'set up', senderId: 'boss', sender: 'Boss' });
+    expect(res.status).toBe(202);
+    const { sessionId, id } = res.body as { sessionId: string; id: string };
+    await stream.waitFor('reply', (e) => e.event === 'chat');
+    const db = openSessionDb(path.join(host.sessionDir(sessionId), 'session.db'));
+    const answers = (): Record<string, unknown>[] =>
+      (db.prepare(`SELECT content FROM messages_in WHERE kind = 'system' ORDER BY seq`).all() as { content: string }[]).map(
+        (r) => JSON.parse(r.content) as Record<string, unknown>,
+      );
+    // the administrator has two more groups made (each bound to a chat of its own)
+    for (const name of ['peer', 'other']) {
+      insertOutbound(db, {
+        kind: 'system',
+        content: { action: 'register_agent_group', name, folder: name, platformId: `${name}-chat`, channelType: 'http' },
+        routing: { channelType: 'http', platformId: 'main-chat', threadId: null, inReplyTo: id },
+      });
+    }
+    const made = await waitFor('both groups made', () => (answers().length >= 2 ? answers() : undefined));
+    const groupId = (name: string): string =>
+      String((made.find((a) => (a.result as { name?: string } | undefined)?.name === name)!.result as { agent_group_id: string }).agent_group_id);
+    // the agent of main-chat writes, straight into its session DB, a message to each group
+    const toOther = insertOutbound(db, {
+      kind: 'chat',
+      content: { text: 'do my bidding' },
+      routing: { channelType: 'agent', platformId: groupId('other'), threadId: null, inReplyTo: null },
+    });
+    const toPeer = insertOutbound(db, {
+      kind: 'chat',
+      content: { text: 'hello peer' },
+      routing: { channelType: 'agent', platformId: groupId('peer'), threadId: null, inReplyTo: null },
+    });
+    const refused = await waitFor('the refusal', () => outRow(db, toOther.id)?.delivery_error ?? undefined);
+    expect(refused).toBe('not sent: agent group main may message only peer on its own (PINCER_AGENT_ROUTES) and answer a group that wrote to it, not other');
+    await waitFor('the allowed one delivered', () => outRow(db, toPeer.id)?.delivered_at ?? undefined);
+    db.close();
+    const sessions = (await host.request('GET', '/v1/sessions')).body.sessions as { agentGroup: string; channelType: string }[];
+    expect(sessions.filter((s) => s.channelType === 'agent').map((s) => s.agentGroup)).toEqual(['peer']);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+});
+
 describe('point 11: an agent sends only to its own conversation and its group’s bound ones', { timeout: 120_000 }, () => {
   it('refuses a row for another conversation on delivery (written straight into the session DB) and in send_message', async () => {
     const host = await startHost();

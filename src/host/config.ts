@@ -55,6 +55,7 @@ const HostEnvSchema = settingsSchema([
   'PINCER_TASK_KEEP_DAYS',
   'PINCER_DELIVERY_ATTEMPTS',
   'PINCER_DELIVERY_RETRY_MS',
+  'PINCER_AGENT_ROUTES',
   'PINCER_ATTACHMENT_ALLOW_HOSTS',
   'PINCER_CONTAINER_ENV',
   // the session folder's limits (src/host/session/disk-quota.ts): checked here so that a typo stops the host at once
@@ -148,7 +149,7 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, flags: HostFlags = {}): H
       maxTries: e.PINCER_MAX_TRIES,
       taskHistory: { keepRuns: e.PINCER_TASK_KEEP_RUNS, keepDays: e.PINCER_TASK_KEEP_DAYS },
     },
-    delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS },
+    delivery: { maxAttempts: e.PINCER_DELIVERY_ATTEMPTS, retryBaseMs: e.PINCER_DELIVERY_RETRY_MS, agentRoutes: e.PINCER_AGENT_ROUTES },
     proxy: { perRunner: e.PINCER_PROXY_RUNNER_CONNECTIONS, global: e.PINCER_PROXY_MAX_CONNECTIONS },
   };
 }

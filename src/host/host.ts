@@ -10,7 +10,7 @@ import { CentralStore, openCentralDb } from './central-db/store.js';
 import type { AgentGroup, SessionRecord } from './central-db/types.js';
 import type { ChannelAdapter, HostApi, InboundEnvelope, InboundReceipt, SessionSummary } from './channels/types.js';
 import { conversationOf, Delivery, type SessionHandle } from './session/delivery.js';
-import { outboundCheck } from './outbound-reach.js';
+import { agentReach, outboundCheck } from './outbound-reach.js';
 import { PincerError, isPincerError } from '../shared/errors.js';
 import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
@@ -640,6 +640,8 @@ export class Host implements HostApi {
   private async deliverToAgent(from: SessionHandle, row: OutboundRow, text: string): Promise<void> {
     const target = row.platform_id ? this.store.findAgentGroup(row.platform_id) : undefined;
     if (!target) throw new Error(`unknown agent group "${row.platform_id}"`);
+    const refused = agentReach(this.store, from.session, target, row.in_reply_to, this.options.config.delivery.agentRoutes);
+    if (refused) throw new Error(refused);
     const trigger = row.in_reply_to ? await from.port.inbound(row.in_reply_to) : undefined;
     const hops = trigger?.channel_type === 'agent' ? agentHops(trigger.content) + 1 : 1;
     if (hops > MAX_AGENT_HOPS) throw new Error(`agents answered each other ${MAX_AGENT_HOPS} times in a row; stopped as a loop`);

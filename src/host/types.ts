@@ -80,7 +80,18 @@ export interface HostConfig {
     /** which finished task rows are kept (src/host/task-history.ts). */
     taskHistory: TaskHistoryPolicy;
   };
-  delivery: { maxAttempts: number; retryBaseMs: number };
+  delivery: {
+    maxAttempts: number;
+    retryBaseMs: number;
+    /** PINCER_AGENT_ROUTES: which agent groups (by name) may start a conversation with which (src/host/outbound-reach.ts). */
+    agentRoutes?: AgentRoute[];
+  };
+}
+
+/** One allowed `send_to_agent` direction: agent group `from` may message agent group `to` (names). */
+export interface AgentRoute {
+  from: string;
+  to: string;
 }
 
 /** A conversation on a channel: where an inbound message came from and where answers go. */

@@ -144,6 +144,22 @@ const REGISTRY = {
   PINCER_TASK_KEEP_DAYS: host(() => z.coerce.number().int().nonnegative().default(7), 'days a finished task is kept'),
   PINCER_DELIVERY_ATTEMPTS: host(() => positiveInt(5), 'delivery attempts per outbound row'),
   PINCER_DELIVERY_RETRY_MS: host(() => positiveInt(500), 'delivery back-off base'),
+  PINCER_AGENT_ROUTES: host(
+    () =>
+      z
+        .string()
+        .default('')
+        .transform((list) =>
+          list
+            .split(',')
+            .map((pair) => pair.trim())
+            .filter(Boolean),
+        )
+        .pipe(z.array(z.string().regex(/^[^>\s]+>[^>\s]+$/, 'pairs of agent group names like main>research, comma-separated')))
+        .transform((pairs) => pairs.map((pair) => ({ from: pair.split('>')[0]!, to: pair.split('>')[1]! }))),
+    'which agent groups may message which with send_to_agent: `from>to` pairs of group names, comma-separated',
+    { defaultWords: 'none' },
+  ),
   // sessions on Kubernetes (PINCER_RUNNER=kubernetes): the host's; a pod never sees them
   PINCER_K8S_NAMESPACE: host(() => dnsName().optional(), 'where session objects go', {
     defaultWords: "the host pod's namespace, else the kubeconfig context's",
