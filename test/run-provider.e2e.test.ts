@@ -96,6 +96,8 @@ describe('--provider is for this run unless --save', { timeout: 180_000 }, () =>
     expect(same.stdout()).toMatch(/>same provider<\/message>/);
     expect(savedProvider(home)).toBe('auto');
     await stop(first);
+    // the chat's session too: its config.json still names the run's mock, its group's saved provider decides
+    expect(doctor(home)).toMatch(/^session chat \(.*\)\n {2}provider: claude — auto \(session policy "auto"\)/m);
 
     const second = await startHost(home);
     expect(second.stderr()).not.toContain('for this run');

@@ -68,9 +68,10 @@ export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string)
   registerBuiltInProviders();
   const groups = home ? diagnoseGroups(home, env) : [];
   const chatFolders = home ? terminalSessionFolders(home) : new Set<string>();
+  const saved = home ? savedSessionProviders(home) : new Map<string, string>();
   const sessions = dirs.map((dir) => {
     const chat = chatFolders.has(path.resolve(dir));
-    return diagnoseSession(dir, env, chat, home !== undefined && !chat);
+    return diagnoseSession(dir, env, chat, home !== undefined && !chat, saved.get(path.resolve(dir)));
   });
   for (const group of groups) group.chatOnly = group.sessions.length > 0 && group.sessions.every((folder) => chatFolders.has(path.resolve(home!, folder)));
   const failures =
@@ -130,7 +131,28 @@ function terminalSessionFolders(home: string): Set<string> {
   }
 }
 
-function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean, hostSession: boolean): SessionReport {
+/**
+ * Each session folder of the central DB → its agent group's saved provider: the one the next runner gets. The
+ * session's config.json may still name the provider of the last run's `--provider` (published for that run).
+ */
+function savedSessionProviders(home: string): Map<string, string> {
+  const file = path.join(home, 'pincer.db');
+  if (!fs.existsSync(file)) return new Map();
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const store = new CentralStore(db, home);
+    return new Map(
+      store.listSessions().flatMap((s) => {
+        const group = store.getAgentGroup(s.agentGroupId);
+        return group ? [[path.resolve(home, s.folder), group.provider] as const] : [];
+      }),
+    );
+  } finally {
+    db.close();
+  }
+}
+
+function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean, hostSession: boolean, savedProvider?: string): SessionReport {
   const report: SessionReport = { name: path.basename(dir), dir, ...(chat ? { chat } : {}) };
   // `pincer chat` lets `auto` fall back to the mock (src/cli/provider-views.ts chatEnv): its sessions run on it.
   const env = chat ? { ...baseEnv, PINCER_AUTO_FALLBACK: rawSetting(baseEnv, 'PINCER_AUTO_FALLBACK') || 'mock' } : baseEnv;
@@ -143,9 +165,11 @@ function diagnoseSession(dir: string, baseEnv: NodeJS.ProcessEnv, chat: boolean,
     report.configError = err instanceof Error ? err.message : String(err);
     return report;
   }
+  // a chat run with AGENT_PROVIDER in the shell runs that; otherwise the group's saved provider decides
+  const policy = chat && rawSetting(baseEnv, 'AGENT_PROVIDER') ? config.provider : (savedProvider ?? config.provider);
   report.selection = selectProviderFor(
     {
-      session: config.provider,
+      session: policy,
       group: config.groupProvider,
       model: config.model ? { id: config.model, provider: config.modelProvider } : undefined,
     },
