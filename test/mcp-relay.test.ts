@@ -198,6 +198,22 @@ describe('the MCP relay', () => {
     ]);
   });
 
+  it('a redirect is not passed on (the client would follow it past the relay): a 502 saying which URL to configure', async () => {
+    const mover = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(307, { location: '/mcp/' }).end()));
+    await new Promise<void>((resolve) => mover.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      mover.closeAllConnections();
+      mover.close();
+    });
+    const moved = `http://127.0.0.1:${(mover.address() as { port: number }).port}/mcp`;
+    const { env } = await relayFor({ docs: { type: 'http', url: moved } }, secretsWith({}));
+    const res = await post(`${env.PINCER_MCP_RELAY_URL}/docs`, { authorization: `Bearer ${env.PINCER_MCP_RELAY_TOKEN}` });
+    expect(res.status).toBe(502);
+    expect((JSON.parse(res.body) as { error: { message: string } }).error.message).toBe(
+      `Pincer MCP relay: the MCP server docs redirects (307) to ${moved}/: configure that URL for it instead`,
+    );
+  });
+
   it('an unreachable server is a 502 naming it', async () => {
     const { env } = await relayFor({ docs: { type: 'http', url: 'http://127.0.0.1:9/mcp' } }, secretsWith({}));
     await expect(connect(`${env.PINCER_MCP_RELAY_URL}/docs`, { Authorization: `Bearer ${env.PINCER_MCP_RELAY_TOKEN}` })).rejects.toThrow(

@@ -62,9 +62,17 @@ export function relayMcpRequest(req: http.IncomingMessage, res: http.ServerRespo
   let answered = false;
   const outgoing = client.request(target.url, { method: req.method, headers }, (upstream) => {
     upstream.once('end', () => (answered = true));
+    const status = upstream.statusCode ?? 502;
+    if (status >= 300 && status < 400 && upstream.headers.location) {
+      // The client would follow it from where the runner runs, past the relay (and, in a sandbox, to nowhere).
+      upstream.resume();
+      const location = new URL(upstream.headers.location, target.url).href;
+      log.warn(`MCP relay: server ${name} (${target.url.origin}) redirects to ${location}`);
+      return refuseMcp(res, 502, `the MCP server ${name} redirects (${status}) to ${location}: configure that URL for it instead`);
+    }
     const back: http.OutgoingHttpHeaders = {};
     for (const [header, value] of Object.entries(upstream.headers)) if (value !== undefined && !HOP_BY_HOP.has(header)) back[header] = value;
-    res.writeHead(upstream.statusCode ?? 502, back);
+    res.writeHead(status, back);
     res.flushHeaders(); // an event stream's headers go at once: the client waits for them before its first event
     upstream.pipe(res);
   });
