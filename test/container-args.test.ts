@@ -90,7 +90,7 @@ describe('docker run arguments', () => {
       {
         containerName: 'n',
         launchId: 'l',
-        folders: resolveFolders({ workspace: root, agentDir: group, globalDir: global, env: {} }),
+        folders: resolveFolders({ workspace: root, groupDir: group, globalDir: global, env: {} }),
         cliEntry: '/opt/pincer/dist/src/cli/main.js',
         envNames: [],
         identity: { passwd: '/tmp/id/passwd', group: '/tmp/id/group' },
@@ -116,7 +116,7 @@ describe('docker run arguments', () => {
 
   it('refuse a missing session, group or global folder with a workspace error', () => {
     const root = session();
-    for (const options of [{ workspace: '/nope' }, { workspace: root, agentDir: '/nope-group' }, { workspace: root, globalDir: '/nope-global' }]) {
+    for (const options of [{ workspace: '/nope' }, { workspace: root, groupDir: '/nope-group' }, { workspace: root, globalDir: '/nope-global' }]) {
       let caught: unknown;
       try {
         resolveFolders({ ...options, env: {} });
@@ -341,7 +341,7 @@ describe('bwrap arguments', () => {
     const group = session();
     const args = bwrapArgs(
       { appRoot: '/opt/pincer', node: process.execPath, isolateNetwork: true, extraEnv: [] },
-      resolveFolders({ workspace: root, agentDir: group, env: {} }),
+      resolveFolders({ workspace: root, groupDir: group, env: {} }),
       '/opt/pincer/dist/src/cli/main.js',
     );
     const at = args.indexOf(group);

@@ -118,7 +118,7 @@ describe.skipIf(skip !== undefined)('runners in Docker containers', () => {
       const { TZ: _tz, ...noTz } = env;
       const runner = launchTracked(launcher(), {
         workspace: s.paths.root,
-        agentDir,
+        groupDir: agentDir,
         globalDir,
         env: { ...noTz, MOCK_RECORD_FILE: '/workspace/mock-record.jsonl' },
         name: 'mounts',

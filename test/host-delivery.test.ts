@@ -59,7 +59,7 @@ function setup(channel: ChannelAdapter) {
     session: { id: session.id, folder: session.folder },
     config: { ...config, runners: { ...config.runners, kind: 'process' } },
     supervisor: new RunnerSupervisor({ ...config.runners, kind: 'process' }, silent, () => undefined),
-    launch: { agentDir: path.join(home, 'agent'), globalDir: path.join(home, 'global'), logFile: path.join(home, 'runner.log') },
+    launch: { groupDir: path.join(home, 'agent'), globalDir: path.join(home, 'global'), logFile: path.join(home, 'runner.log') },
     log: silent,
   });
   engines.push(engine);

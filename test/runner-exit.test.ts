@@ -44,7 +44,7 @@ describe('the runner supervisor', () => {
         folder: home,
         provider: 'mock',
         timezone: 'UTC',
-        agentDir: home,
+        groupDir: home,
         globalDir: home,
         logFile: path.join(home, 'runner.log'),
       }),

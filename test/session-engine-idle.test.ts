@@ -35,7 +35,7 @@ function idleEngine(env: Record<string, string>): { engine: SessionEngine; dbFil
     session: { id: 's-idle', folder: test.paths.root },
     config: { ...config, runners: { ...config.runners, kind: 'process' } },
     supervisor: new RunnerSupervisor({ ...config.runners, kind: 'process' }, silent, () => undefined),
-    launch: { agentDir: path.join(home, 'agent'), globalDir: path.join(home, 'global'), logFile: path.join(home, 'runner.log') },
+    launch: { groupDir: path.join(home, 'agent'), globalDir: path.join(home, 'global'), logFile: path.join(home, 'runner.log') },
     log: silent,
   });
   engines.push(engine);

@@ -49,7 +49,7 @@ function launchDocument(folder: string, overrides: Record<string, unknown> = {})
       backoffMaxMs: 1000,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
     },
-    launch: { agentDir: path.join(dir, 'agent'), globalDir: path.join(dir, 'global'), logFile: path.join(dir, 'runner.log') },
+    launch: { groupDir: path.join(dir, 'agent'), globalDir: path.join(dir, 'global'), logFile: path.join(dir, 'runner.log') },
     ...overrides,
   };
 }

@@ -23,7 +23,7 @@ export function registerSessionServeCommand(program: Command): void {
     .description('serve one session folder over HTTP to the host that launched it (the launch document on stdin)')
     .option('--launch-file <path>', 'read the launch document from this file instead of stdin (no stdin lifeline then)')
     .option('--listen <host:port>', "where to listen, instead of the document's")
-    .option('--agent-dir <path>', "the agent group's folder, instead of the document's")
+    .option('--group-dir <path>', "the agent group's folder, instead of the document's")
     .option('--global-dir <path>', 'the global folder, instead of the document’s')
     .option('--log-file <path>', 'the runner log, instead of the document’s')
     .action(async (folder: string, options: ServeOptions) => {
@@ -34,7 +34,7 @@ export function registerSessionServeCommand(program: Command): void {
 interface ServeOptions {
   launchFile?: string;
   listen?: string;
-  agentDir?: string;
+  groupDir?: string;
   globalDir?: string;
   logFile?: string;
 }
@@ -67,12 +67,12 @@ async function runSessionServe(folder: string, options: ServeOptions): Promise<n
   const doc = LaunchDocumentSchema.safeParse(raw);
   if (!doc.success) return fail(`bad launch document: ${describeIssues(doc.error)}`);
   if (options.listen) doc.data.listen = options.listen;
-  if (options.agentDir) doc.data.launch.agentDir = path.resolve(options.agentDir);
+  if (options.groupDir) doc.data.launch.groupDir = path.resolve(options.groupDir);
   if (options.globalDir) doc.data.launch.globalDir = path.resolve(options.globalDir);
   if (options.logFile) doc.data.launch.logFile = path.resolve(options.logFile);
   if (options.launchFile) {
     // A fresh volume holds nothing yet: the session folder and the pod's own folders are made on it.
-    for (const dir of [folder, doc.data.launch.agentDir, doc.data.launch.globalDir, path.dirname(doc.data.launch.logFile)])
+    for (const dir of [folder, doc.data.launch.groupDir, doc.data.launch.globalDir, path.dirname(doc.data.launch.logFile)])
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
   let unsafe: string | undefined;

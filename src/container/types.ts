@@ -18,7 +18,7 @@ export interface LaunchOptions {
    * is its `agent/`, never mounted over. Absent: nothing at /workspace/group (a process runner sees the session
    * folder's `group` link).
    */
-  agentDir?: string;
+  groupDir?: string;
   /** the shared global folder: mounted read-only at /workspace/global. Absent: the session folder's own `global/`. */
   globalDir?: string;
   /**

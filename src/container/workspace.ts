@@ -44,7 +44,7 @@ export function sandboxProxyEnv(options: LaunchOptions): Record<string, string> 
 
 export function resolveFolders(options: LaunchOptions): RunnerFolders {
   const workspace = requireDirectory(options.workspace, 'session folder');
-  const groupDir = options.agentDir === undefined ? undefined : requireDirectory(options.agentDir, 'group folder');
+  const groupDir = options.groupDir === undefined ? undefined : requireDirectory(options.groupDir, 'group folder');
   let globalDir = options.globalDir === undefined ? undefined : requireDirectory(options.globalDir, 'global folder');
   const ownGlobal = path.join(workspace, 'global');
   if (globalDir === undefined && isDirectory(ownGlobal)) globalDir = ownGlobal;

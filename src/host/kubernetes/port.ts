@@ -292,7 +292,7 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
       sweep: options.config.sweep as unknown as Record<string, unknown>,
       // The pod is the sandbox: its runners are plain processes in it.
       runners: { ...options.config.runners, kind: 'process', env } as unknown as Record<string, unknown>,
-      launch: { agentDir: POD_PATHS.group, globalDir: POD_PATHS.global, logFile: POD_PATHS.logFile },
+      launch: { groupDir: POD_PATHS.group, globalDir: POD_PATHS.global, logFile: POD_PATHS.logFile },
     };
   }
 

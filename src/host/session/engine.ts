@@ -27,7 +27,7 @@ const MAX_EVENTS = 200;
 /** Where a session's engine runs its runner from (paths on the machine that holds the session folder). */
 export interface EngineLaunch {
   /** the agent group's folder (read-only in a sandbox) and the shared global folder. */
-  agentDir: string;
+  groupDir: string;
   globalDir: string;
   /** the runner's stderr: outside the session folder the agent writes. */
   logFile: string;

@@ -42,7 +42,7 @@ export class SessionPorts {
     const { config } = this.parts;
     if (config.sessionPort.kind === 'kubernetes') return { port: await this.kubernetes(session, config.sessionPort.kubernetes, config.sessionPort.orphanMs) };
     const launch = {
-      agentDir: this.parts.sessions.groupDirOf(session),
+      groupDir: this.parts.sessions.groupDirOf(session),
       globalDir: path.join(config.home, 'global'),
       logFile: runnerLogFile(config.home, session.id),
       lockFile: launchLockFile(config.home, session.id),

@@ -27,7 +27,7 @@ export interface RunnerLaunch {
   provider: string;
   timezone: string;
   /** the group's folder and the shared global folder (mounted into a container). */
-  agentDir: string;
+  groupDir: string;
   globalDir: string;
   /** where the runner's stderr goes: under the host's home, never in the session folder the agent writes. */
   logFile: string;
@@ -156,7 +156,7 @@ export class RunnerSupervisor {
     try {
       runner = this.launch({
         workspace: launch.folder,
-        agentDir: launch.agentDir,
+        groupDir: launch.groupDir,
         globalDir: launch.globalDir,
         env: this.runnerEnv(launch),
         credentialProxySocket: this.credentials?.socketPath(launch.sessionId),

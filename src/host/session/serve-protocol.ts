@@ -91,7 +91,7 @@ export const LaunchDocumentSchema = z.strictObject({
   orphanMs: z.number().int().positive(),
   sweep: z.record(z.string(), z.unknown()),
   runners: z.record(z.string(), z.unknown()),
-  launch: z.strictObject({ agentDir: z.string(), globalDir: z.string(), logFile: z.string(), lockFile: z.string().optional() }),
+  launch: z.strictObject({ groupDir: z.string(), globalDir: z.string(), logFile: z.string(), lockFile: z.string().optional() }),
   /** the host's credential proxy socket, bound into sandboxes. */
   credentialProxySocket: z.string().optional(),
   /** the host's OTLP relay (src/host/trace-relay.ts): its socket, bound into sandboxes, and the port they forward. */
