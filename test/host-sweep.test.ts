@@ -64,14 +64,18 @@ describe('sweep', () => {
     let unknownRunner = true;
     let asked = 0;
     const input = () => ({ runnerAlive: false, batchIds: [], timezone: 'UTC', config, unknownRunner: () => (asked++, unknownRunner) });
-    expect(sweeper.sweep(input()).retried).toEqual([]);
+    const left = sweeper.sweep(input());
+    expect(left.retried).toEqual([]);
+    expect(left.inWork).toBe(true); // the engine keeps its short fallback: that runner's end writes nothing
     expect(s.inbound(held).status).toBe('processing');
     unknownRunner = false;
-    expect(sweeper.sweep(input()).retried.map((r) => r.id)).toEqual([held]);
+    const recovered = sweeper.sweep(input());
+    expect(recovered.retried.map((r) => r.id)).toEqual([held]);
+    expect(recovered.inWork).toBe(false);
     expect(s.inbound(held).status).toBe('pending');
     expect(asked).toBe(2);
     // nothing in work: nobody is asked (the question may spawn a probe)
-    sweeper.sweep(input());
+    expect(sweeper.sweep(input()).inWork).toBe(false);
     expect(asked).toBe(2);
   });
 

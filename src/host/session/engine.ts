@@ -223,8 +223,10 @@ export class SessionEngine {
       this.notice(row, `Your message could not be processed and was given up (${row.last_error}).`);
     }
     for (const { row, error } of sweep.recurrenceErrors) this.notice(row, `The recurring task ${row.series_id ?? row.id} was not rescheduled: ${error}`);
-    // With no runner and nothing due, only a missed file event is left to cover (none is missed while watching).
-    const fallbackMs = alive || slot.runnerWanted || !slot.waker.watching ? config.sweep.intervalMs : config.sweep.idleIntervalMs;
+    // With no runner, nothing due and nothing in work, only a missed file event is left to cover (none is missed while
+    // watching). Rows in work with no runner of ours are another's (an orphan finishing its turn): its end writes nothing.
+    const idle = !alive && !slot.runnerWanted && !sweep.inWork && slot.waker.watching;
+    const fallbackMs = idle ? config.sweep.idleIntervalMs : config.sweep.intervalMs;
     const waits = [fallbackMs, sweep.nextDueMs];
     if (alive) {
       if (supervisor.check(id, live, sweep.hasDue, slot.lastActivityAt) === 'turn-limit' && live) this.endedByTurnLimit(live);

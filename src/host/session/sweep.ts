@@ -51,6 +51,8 @@ export interface SweepResult {
   nextDueMs: number | undefined;
   /** finished task rows deleted by the task history policy. */
   pruned: number;
+  /** rows are still `processing` after the sweep (a runner works on them, or one not known to the caller still may). */
+  inWork: boolean;
 }
 
 /** Retry n waits base × 2^(n−1), at most max. */
@@ -66,7 +68,7 @@ export class Sweeper {
   constructor(private readonly db: Database.Database) {}
 
   sweep(input: SweepInput): SweepResult {
-    const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined, pruned: 0 };
+    const result: SweepResult = { retried: [], failed: [], scheduled: [], recurrenceErrors: [], hasDue: false, nextDueMs: undefined, pruned: 0, inWork: false };
     const now = Date.now();
     // Most sweeps find nothing to do: look first, and take the write lock (which the runner waits on) only if needed.
     const processing = hasProcessing(this.db);
@@ -87,6 +89,7 @@ export class Sweeper {
       this.lastPrunedAt = result.pruned >= PRUNE_BATCH ? -Infinity : now;
     }
     const nowIso = new Date(now).toISOString();
+    result.inWork = processing && hasProcessing(this.db);
     result.hasDue = hasDueTrigger(this.db, nowIso);
     const next = nextDueAt(this.db, nowIso);
     if (next !== undefined) result.nextDueMs = Math.max(0, next - Date.now());
