@@ -129,3 +129,11 @@ export function readRunnerTrace(db: Database.Database): string | null {
 export function writeHeartbeat(db: Database.Database): void {
   prepared(db, 'UPDATE runner_state SET heartbeat_at = ? WHERE id = 1').run(isoNow());
 }
+
+/**
+ * A mark that changes whenever something was committed to `db` — by another connection (`data_version`) or by this
+ * one (`total_changes()`) — since the last look: two equal marks mean nothing was written in between.
+ */
+export function commitMark(db: Database.Database): string {
+  return `${String(db.pragma('data_version', { simple: true }))}:${String(prepared(db, 'SELECT total_changes()').pluck().get())}`;
+}

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { ConfigFile } from '../../db/config-file.js';
 import { sessionPaths, writeJsonAtomic } from '../../db/layout.js';
-import { getSessionValue, heldRows, readRunnerState, sessionKeys } from '../../db/state.js';
+import { commitMark, getSessionValue, heldRows, readRunnerState, sessionKeys } from '../../db/state.js';
 import { firstDueRouting, markBatchError, refuseDueMessages } from '../../db/session-queries.js';
 import type { RunnerState } from '../../db/types.js';
 import { launchLockHeld } from '../../container/handle.js';
@@ -121,7 +121,7 @@ export class SessionEngine {
   private announceChange(): void {
     const db = this.slot.db;
     const id = this.id;
-    const written = db.open ? `${String(db.pragma('data_version', { simple: true }))}:${String(db.prepare('SELECT total_changes()').pluck().get())}` : 'closed';
+    const written = db.open ? commitMark(db) : 'closed';
     const key = `${written}|${this.deps.supervisor.pid(id) ?? '-'}|${this.deps.supervisor.waitingSince(id) ?? '-'}|${this.incarnation}|${this.config.sessionId ?? ''}`;
     if (key === this.announced) return;
     this.announced = key;
