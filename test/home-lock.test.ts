@@ -24,16 +24,39 @@ function makeHome(): string {
   return home;
 }
 
-/** A live process other than this one: `sleep`, and the pid of a child it never reaps (a zombie). */
+/**
+ * A live process other than this one: `sleep`, and the pid of a child it never reaps (a zombie). The shell starts the
+ * child, then becomes `sleep 60`, which never waits for it. On a loaded machine the child may end before the exec and
+ * be reaped by the shell: then its pid is gone, and it is tried again with a longer child.
+ */
 async function otherProcesses(): Promise<{ live: number; zombie: number }> {
-  const child = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  await waitFor('the zombie pid', () => /^\d+\n/.test(out), { timeoutMs: 30_000 });
-  const zombie = Number(out.trim());
-  await waitFor('its child to be a zombie', () => /\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8')), { timeoutMs: 30_000 });
-  return { live: child.pid!, zombie };
+  for (let attempt = 0; ; attempt++) {
+    const child = spawn('sh', ['-c', `sleep ${0.2 * 2 ** attempt} & echo $!; exec sleep 60`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    await waitFor('the zombie pid', () => /^\d+\n/.test(out), { timeoutMs: 30_000 });
+    const zombie = Number(out.trim());
+    const state = await waitFor(
+      'its child to be a zombie or gone',
+      () => {
+        const stat = readStat(zombie);
+        return stat === undefined ? 'gone' : / Z /.test(stat.slice(stat.lastIndexOf(')'))) ? 'zombie' : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    if (state === 'zombie') return { live: child.pid!, zombie };
+    child.kill('SIGKILL');
+    if (attempt === 5) throw new Error(`the shell reaped its child each time (${attempt + 1} tries)`);
+  }
+}
+
+function readStat(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 describe('the home lock', () => {

@@ -19,10 +19,13 @@ afterEach(async () => {
 
 const FILES = 200;
 
-/** Runs in the runner (bash, in the session's agent/ folder); each file is written whole (zeros allocate blocks). */
+/**
+ * Runs in the runner (bash, in the session's agent/ folder); each file is written whole (zeros allocate blocks). The count
+ * is renamed into place: the kill may come between a write's truncation and its text.
+ */
 const FILL = [
   'mkdir -p fill',
-  `i=0; while [ $i -lt ${FILES} ]; do head -c 1048576 /dev/zero > fill/f$i; i=$((i+1)); echo $i > count; sleep 0.05; done`,
+  `i=0; while [ $i -lt ${FILES} ]; do head -c 1048576 /dev/zero > fill/f$i; i=$((i+1)); echo $i > count.new; mv count.new count; sleep 0.05; done`,
   `echo '{"wakeAgent":false}'`,
 ].join('\n');
 
