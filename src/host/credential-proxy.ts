@@ -131,6 +131,15 @@ export class CredentialProxy {
     return new CredentialProxy(source ?? (() => upstreams), log, limits ?? DEFAULT_LIMITS);
   }
 
+  /**
+   * The host's proxy: always there, even while `source` has no upstream at all (a host started with no key), so the
+   * first key set later (the secrets store, a new generation) is forwarded from the next runner start on, and the
+   * MCP relay serves from the start — no restart. `source` is asked on every request and every runner start.
+   */
+  static live(source: UpstreamSource, log: Logger, limits?: ConnectionLimits): CredentialProxy {
+    return new CredentialProxy(source, log, limits ?? DEFAULT_LIMITS);
+  }
+
   /** From now on, every model call of a session is counted by `meter`, and refused when it says so. */
   meterWith(meter: ProxyMeter): void {
     this.meter = meter;
@@ -169,7 +178,9 @@ export class CredentialProxy {
     const kinds = Object.entries(this.upstreams)
       .filter(([, u]) => u)
       .map(([name, u]) => `${name} → ${u!.base.origin}${u!.auth ? '' : ' (no key)'}`);
-    this.log.info(`credential proxy on 127.0.0.1:${this.port()} (${kinds.join(', ')}); runners get placeholder keys`);
+    this.log.info(
+      `credential proxy on 127.0.0.1:${this.port()} (${kinds.join(', ') || 'no key yet: one set later is used without a restart'}); runners get placeholder keys`,
+    );
   }
 
   port(): number {

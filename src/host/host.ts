@@ -107,8 +107,8 @@ export class Host implements HostApi {
   /** pipelines run once the channels are up (their first notices need them). */
   private running = false;
   private readonly lock: HomeLock;
-  /** holds the real provider keys; runners get placeholders (undefined: the host has no key to protect). */
-  readonly credentialProxy: CredentialProxy | undefined;
+  /** holds the real provider keys (none yet, maybe: one set later is used from then on); runners get placeholders. */
+  readonly credentialProxy: CredentialProxy;
   /** the host's secrets store (what MCP servers' references resolve to at each runner launch). */
   private readonly secrets: SecretsStore;
   /** sandboxed runners' spans reach the host's collector through it (undefined: tracing off, or plain processes). */
@@ -137,13 +137,15 @@ export class Host implements HostApi {
       onPublish: (generation) => {
         const group = this.store.getAgentGroup(generation.groupId);
         if (group) writePublishedView(config.home, this.generations.view(group));
+        this.afterPublish(generation);
       },
     });
     // Reads only the environment and the secrets store, and may refuse them (a base URL it cannot forward to, a secrets
     // file that is not 0600): before the home is locked.
     this.secrets = secrets;
-    const credentials = this.generations.loadCredentials();
-    this.credentialProxy = CredentialProxy.fromEnvironment({ ...credentials.env }, this.log, (sessionId) => this.upstreamsOf(sessionId), config.proxy);
+    this.generations.loadCredentials();
+    // always there, with or without a key: the first key set later is used without a restart (and the MCP relay serves)
+    this.credentialProxy = CredentialProxy.live((sessionId) => this.upstreamsOf(sessionId), this.log, config.proxy);
     prepareHome(config.home);
     this.lock = HomeLock.acquire(config.home);
     try {
@@ -155,7 +157,7 @@ export class Host implements HostApi {
     this.sessions = new SessionDirectory(this.store, config, this.log);
     this.traces = new HostTraces(options.tracing ?? NO_TRACING);
     this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
-    this.credentialProxy?.meterWith(
+    this.credentialProxy.meterWith(
       this.usage.proxyMeter((sessionId) => {
         const session = this.store.getSession(sessionId);
         const group = session && this.store.getAgentGroup(session.agentGroupId);
@@ -163,7 +165,7 @@ export class Host implements HostApi {
       }),
     );
     // the sessions' HTTP MCP servers through the host: from their group's and session's servers as stored now
-    this.credentialProxy?.relayMcpWith((sessionId, name) => {
+    this.credentialProxy.relayMcpWith((sessionId, name) => {
       const session = this.store.getSession(sessionId);
       const group = session && this.store.getAgentGroup(session.agentGroupId);
       if (!session || !group) throw new PincerError('not-found', `session ${sessionId} is not the host's`);
@@ -236,7 +238,7 @@ export class Host implements HostApi {
     if (options.config.runners.kind === 'auto') log.info(`runners: ${runners.kind} (${runners.why})`);
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
-      await host.credentialProxy?.start(); // before any runner starts: they get its placeholders
+      await host.credentialProxy.start(); // before any runner starts: they get its placeholders
       await host.traceRelay?.start();
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);
@@ -287,7 +289,7 @@ export class Host implements HostApi {
       await pipeline.port.close();
     }
     for (const channel of this.channels.values()) if (!channel.capabilities.localInput) await channel.stop();
-    await this.credentialProxy?.stop();
+    await this.credentialProxy.stop();
     await this.traceRelay?.stop();
     await this.traces.shutdown().catch((err: unknown) => this.log.warn(`trace export failed: ${errorMessage(err)}`));
     this.store.db.close();
@@ -334,7 +336,7 @@ export class Host implements HostApi {
     // the provider keys (the credential proxy holds them) are gone from this process; the host's own tokens and the
     // platforms' stay usable in it, but no longer readable at /proc/<pid>/environ
     const hostSecrets = [...SETTINGS.filter((s) => s.secret && s.reader === 'host').map((s) => s.name), ...PLATFORM_SECRETS];
-    const names = [...(this.credentialProxy ? PROXIED_CREDENTIALS : []), ...hostSecrets];
+    const names = [...PROXIED_CREDENTIALS, ...hostSecrets];
     if (!scrubOwnEnvironment(names, hostSecrets))
       this.log.warn('could not blank the keys and tokens in the host process environment; same-user processes may read them');
   }
@@ -514,7 +516,7 @@ export class Host implements HostApi {
       metrics: this.options.metrics,
       configFor: (s, group) => this.sessions.configFor(s, group, this.generations.published(group.id)?.number),
       modelRuntimeHold: (group) => this.modelRuntimeHold(group),
-      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log, this.credentialProxy !== undefined),
+      secretsFor: (config) => mcpSecretValues(config, this.secrets, this.log, true),
       onEvent: (p, event) => this.onSessionEvent(p, event),
     });
     this.pipelines.set(session.id, pipeline);
@@ -559,6 +561,19 @@ export class Host implements HostApi {
   /** The model catalogue of every agent group, as published (`GET /v1/models`, `pincer models`). */
   modelCatalogue(): GenerationView[] {
     return this.store.listAgentGroups().map((group) => this.generations.view(group));
+  }
+
+  /**
+   * A new generation of a group: its sessions whose runner kept exiting (no key yet, a runtime not set up) start with
+   * it at once instead of after their crash back-off — the first key set on a host started without one answers the
+   * waiting message without a restart.
+   */
+  private afterPublish(generation: ModelGeneration): void {
+    if (!this.running) return; // host start: no runner has started yet
+    for (const [sessionId, engine] of this.engines) {
+      if (this.store.getSession(sessionId)?.agentGroupId !== generation.groupId) continue;
+      if (this.supervisor.forgetCrashes(sessionId)) engine.wake();
+    }
   }
 
   /** Why runners of `group` may not start: no generation to serve (answered at once; see GenerationPublisher.admit). */

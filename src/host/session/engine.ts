@@ -161,6 +161,11 @@ export class SessionEngine {
     writeJsonAtomic(sessionPaths(this.deps.session.folder).config, config);
   }
 
+  /** Look again now (whether a runner may start, what is due): something it waits for may have changed. */
+  wake(): void {
+    this.slot.waker.notify();
+  }
+
   wantRunner(): void {
     this.slot.runnerWanted = true;
     this.slot.waker.notify();

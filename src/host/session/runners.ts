@@ -128,6 +128,14 @@ export class RunnerSupervisor {
     return entry && state && entry.owns(state) ? state : undefined;
   }
 
+  /**
+   * The session's crash back-off is over (a new model-runtime generation of its group: a runner that exited for want
+   * of a key or a runtime may start with it at once). Returns whether there was one.
+   */
+  forgetCrashes(sessionId: string): boolean {
+    return this.crashes.delete(sessionId);
+  }
+
   /** Milliseconds until a start is allowed (0: now). */
   backoffRemainingMs(sessionId: string): number {
     const crash = this.crashes.get(sessionId);
