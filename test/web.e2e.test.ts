@@ -95,6 +95,12 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await page.getByLabel('Open a conversation').fill('web');
     await page.getByRole('button', { name: 'Open', exact: true }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toBe('live');
+    // the open conversation is highlighted in the list, before and after the host lists it
+    const listed = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^web/ }) });
+    const current = listed.getByRole('button', { name: /^web/ });
+    const accent = 'rgb(194, 65, 12)';
+    expect(await current.getAttribute('aria-current')).toBe('page');
+    expect(await current.evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor)).toBe(accent);
     await page.getByLabel('Message').fill('hello from the browser');
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = page.locator('.message:not(.mine)').filter({ hasText: 'echo:' });
@@ -148,7 +154,8 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
       routing: routing('web', trigger),
     });
     await page.getByRole('button', { name: 'Ship it' }).waitFor();
-    await page.getByRole('button', { name: /^web/ }).waitFor();
+    await page.getByRole('button', { name: /^web/ }).filter({ hasText: 'last ' }).waitFor();
+    expect(await current.evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor)).toBe(accent);
     await shot(page, 'chat');
     await page.getByRole('button', { name: 'Ship it' }).click();
     await page.getByText('Answered: Ship it').waitFor();
@@ -224,12 +231,24 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     await expect.poll(async () => ((await host.request('GET', '/v1/usage?by=day')).body.rows as unknown[]).length, { timeout: 20_000 }).toBeGreaterThan(0);
     const page = await logIn(host);
     await page.getByRole('button', { name: 'Usage' }).click();
-    const chart = page.getByRole('img', { name: 'Tokens per day' });
+    const chart = page.getByRole('list', { name: 'Tokens per day' });
     await chart.waitFor();
-    expect(await chart.locator('rect').count()).toBe(1);
-    expect(await page.getByRole('img', { name: 'Cost per model (USD)' }).locator('rect').count()).toBeGreaterThan(0);
+    expect(await chart.locator('.bar').count()).toBe(1);
+    expect(await page.getByRole('list', { name: 'Cost per model (USD)' }).locator('.bar').count()).toBeGreaterThan(0);
     await page.getByRole('cell', { name: 'main' }).waitFor();
     await shot(page, 'usage');
+    // Every key and value of the charts is whole and inside its chart, on a wide screen and on a phone.
+    for (const width of [1200, 700, 390, 320]) {
+      await page.setViewportSize({ width, height: 900 });
+      // (a string: the test's TypeScript has no DOM types)
+      const clipped = await page.evaluate(`[...document.querySelectorAll('.chart-key, .chart-value')].flatMap((el) => {
+        const box = el.getBoundingClientRect();
+        const chart = el.closest('figure').getBoundingClientRect();
+        const whole = el.scrollWidth <= el.clientWidth + 1 && box.left >= chart.left && box.right <= chart.right + 0.5;
+        return whole && el.textContent.trim() !== '' ? [] : [el.textContent + ' (' + box.left + '-' + box.right + ' in ' + chart.left + '-' + chart.right + ')'];
+      })`);
+      expect(clipped, `at ${width} px`).toEqual([]);
+    }
     stream.close();
     await page.context().close();
     expect(await host.stop()).toBe(0);

@@ -23,6 +23,8 @@ export function Conversations({ onError }) {
     setCurrent(id);
     setNewId('');
   };
+  // The open conversation is in the list (highlighted) even before the host lists it, i.e. before its first message.
+  const listed = current && !conversations.some((c) => c.id === current) ? [{ id: current }, ...conversations] : conversations;
   return html`<div class="layout">
     <section aria-label="Conversations">
       <form onSubmit=${open}>
@@ -33,9 +35,9 @@ export function Conversations({ onError }) {
         </div>
       </form>
       <h2>Conversations</h2>
-      ${conversations.length === 0 ? html`<p class="muted">None yet.</p>` : null}
+      ${listed.length === 0 ? html`<p class="muted">None yet.</p>` : null}
       <ul class="list">
-        ${conversations.map(
+        ${listed.map(
           (c) =>
             html`<li key=${c.id}>
               <button aria-current=${current === c.id ? 'page' : undefined} onClick=${() => setCurrent(c.id)}>

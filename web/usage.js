@@ -6,25 +6,29 @@ const fmt = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1
 const usd = (n) => (n === null || n === undefined ? 'unknown' : `$${Number(n).toFixed(n >= 1 ? 2 : 4)}`);
 const tokensOf = (row) => (row.inputTokens ?? 0) + (row.outputTokens ?? 0) + (row.cacheReadTokens ?? 0) + (row.cacheWriteTokens ?? 0);
 
-/** A horizontal bar chart: one bar per row, labelled, with the value at its end. */
+/**
+ * A horizontal bar chart: one row per entry, its key, its bar and its value. HTML rather than SVG, so a long key or
+ * value wraps instead of running past the chart's edge, at any width (a phone stacks the key above the bar).
+ */
 export function BarChart({ title, rows, value, label }) {
   const max = Math.max(0, ...rows.map(value)) || 1;
-  const height = 22 * rows.length + 8;
   return html`<figure class="card">
     <figcaption><strong>${title}</strong></figcaption>
     ${
       rows.length === 0
         ? html`<p class="muted">No usage recorded yet.</p>`
-        : html`<svg class="chart" role="img" aria-label=${title} viewBox=${`0 0 600 ${height}`} width="100%">
-            ${rows.map((row, i) => {
-              const w = Math.max(1, (value(row) / max) * 380);
-              return html`<g key=${row.key}>
-                <text x="0" y=${22 * i + 16}>${row.key}</text>
-                <rect x="150" y=${22 * i + 4} width=${w} height="16" rx="3"></rect>
-                <text x=${156 + w} y=${22 * i + 16}>${label(row)}</text>
-              </g>`;
-            })}
-          </svg>`
+        : html`<ul class="chart" aria-label=${title}>
+            ${rows.map(
+              (row) =>
+                html`<li key=${row.key} class="chart-row">
+                  <span class="chart-key">${row.key}</span>
+                  <span class="chart-bar">
+                    <span class="bar" style=${{ width: `${Math.max(0.5, (value(row) / max) * 100)}%` }}></span>
+                    <span class="chart-value">${label(row)}</span>
+                  </span>
+                </li>`,
+            )}
+          </ul>`
     }
   </figure>`;
 }
