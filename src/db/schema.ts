@@ -113,6 +113,27 @@ export const MIGRATIONS: readonly Migration[] = [
       if (!columnNames(db, 'runner_state').has('trace_context')) db.exec('ALTER TABLE runner_state ADD COLUMN trace_context TEXT');
     },
   },
+  {
+    version: 5,
+    description: 'tool_activity: the tool calls of the turn in flight, for the host to show (src/db/tool-activity.ts)',
+    up(db) {
+      // Written by the runner (a row per call, its end set when it finishes), read by the host; kept to the newest 200.
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS tool_activity (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          call_id TEXT NOT NULL,
+          name TEXT NOT NULL,
+          preview TEXT NOT NULL,
+          status TEXT NOT NULL,
+          started_at TEXT NOT NULL,
+          ended_at TEXT,
+          channel_type TEXT,
+          platform_id TEXT,
+          thread_id TEXT
+        );
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { isoNow } from '../shared/time.js';
 import { prepared } from './connection.js';
+import { endAbandonedTools } from './tool-activity.js';
 import type { RoutingContext, RunnerState, RunnerStateName } from './types.js';
 
 /**
@@ -90,6 +91,7 @@ export function initRunnerState(db: Database.Database, pid: number, provider: st
      VALUES (1, ?, ?, 'starting', '[]', NULL, ?, ?, ?)`,
   ).run(pid, provider, now, now, now);
   deleteSessionValues(db, [HELD_KEY]); // what an earlier runner held is nobody's now
+  endAbandonedTools(db); // and the calls it was running will not finish
 }
 
 export function setRunnerStateName(db: Database.Database, state: RunnerStateName): void {

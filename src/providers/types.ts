@@ -127,6 +127,13 @@ export type ProviderEvent =
   /** Informational; logged, never acted upon. */
   | { type: 'progress'; message: string }
   /**
+   * A tool call started (`args`: its arguments as the model gave them, or a string describing them) or ended (`ok`:
+   * whether it succeeded). `id` pairs the two; it is unique within the query. The runner records them for the host to
+   * show (src/db/tool-activity.ts) and acts on nothing else: a provider that cannot tell sends none.
+   */
+  | { type: 'tool'; phase: 'start'; id: string; name: string; args?: unknown }
+  | { type: 'tool'; phase: 'end'; id: string; ok: boolean }
+  /**
    * Something the chat should know that is not an answer (an MCP server of the user's left out because it did not
    * start): the runner writes it to the conversation as it is; it completes nothing.
    */

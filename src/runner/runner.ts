@@ -14,6 +14,7 @@ import {
 import { retryWhileBusy } from '../db/busy.js';
 import type { RoutingContext } from '../db/types.js';
 import { insertTurnResult } from '../db/usage.js';
+import { recordToolEnd, recordToolStart } from '../db/tool-activity.js';
 import type { AgentProvider, AgentQuery, McpServerConfig, QueryInput, TurnUsage } from '../providers/types.js';
 import type { AttachmentCodec } from '../runtime/attachments.js';
 import type { PromptResource, SkillResource } from '../runtime/resources/types.js';
@@ -356,6 +357,13 @@ export class Runner {
         } else if (event.type === 'notice') {
           log.warn(`notice: ${event.text}`);
           await this.writeResult(batch.routing, { text: event.text });
+        } else if (event.type === 'tool') {
+          // shown to the user, never needed for the turn: a write that fails is logged and the turn goes on
+          await this.persist('tool activity', () =>
+            event.phase === 'start'
+              ? recordToolStart(db, { callId: event.id, name: event.name, args: event.args }, batch.routing)
+              : recordToolEnd(db, event.id, event.ok),
+          ).catch((err: unknown) => log.warn(`tool activity not recorded: ${errorMessage(err)}`));
         } else {
           log.debug(`progress: ${event.message}`);
         }

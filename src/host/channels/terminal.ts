@@ -9,6 +9,7 @@ import { errorMessage } from '../../shared/log.js';
 import { DISK_FULL_NOTICE, isDiskFull } from '../errors.js';
 import { saveAttachments } from '../incoming-files.js';
 import type { ConversationRef } from '../types.js';
+import { durationMs, type ToolActivity } from '../../db/tool-activity.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from './types.js';
 
 /**
@@ -132,9 +133,27 @@ export class TerminalChannel implements ChannelAdapter {
     } else if (!active && this.working) {
       clearInterval(this.working.timer);
       this.working = null;
+      this.runningTool = null;
     }
     this.prompt();
   }
+
+  /**
+   * A tool call: while it runs its name and arguments follow `working… 4 s` in the prompt; when it ends, one line says
+   * how it went (`· bash ls -la — done in 0.4 s`). Interactive only: piped output stays the conversation alone.
+   */
+  async showToolActivity(_conversation: ConversationRef, activity: ToolActivity): Promise<void> {
+    if (!this.options.interactive) return;
+    if (activity.status === 'running') {
+      this.runningTool = activity;
+    } else {
+      if (this.runningTool?.id === activity.id) this.runningTool = null;
+      this.write(toolLine(activity));
+    }
+    this.prompt();
+  }
+
+  private runningTool: ToolActivity | null = null;
 
   /** A line from Pincer itself (not the agent), e.g. `waiting for 1 answer — Ctrl-C again to quit`. */
   say(text: string): void {
@@ -233,17 +252,23 @@ export class TerminalChannel implements ChannelAdapter {
     if (!palette) return text;
     const colour = text.startsWith('agent')
       ? palette.agent
-      : /^pincer: (cannot|.*\bfailed\b)/.test(text)
-        ? palette.error
-        : text.startsWith('pincer:')
-          ? palette.notice
-          : undefined;
+      : text.startsWith('· ')
+        ? / — failed( after [\d.]+ s)?$/.test(text)
+          ? palette.error
+          : palette.notice
+        : /^pincer: (cannot|.*\bfailed\b)/.test(text)
+          ? palette.error
+          : text.startsWith('pincer:')
+            ? palette.notice
+            : undefined;
     return colour ? `${ansiColour(colour)}${text}\x1b[39m` : text;
   }
 
   private prompt(): void {
     if (!this.options.interactive) return;
-    const status = this.working ? `working… ${Math.floor((Date.now() - this.working.since) / 1000)} s` : '';
+    const tool =
+      this.working && this.runningTool ? ` · ${this.runningTool.name}${this.runningTool.preview ? ` ${this.runningTool.preview.slice(0, 40)}` : ''}` : '';
+    const status = this.working ? `working… ${Math.floor((Date.now() - this.working.since) / 1000)} s${tool}` : '';
     const rl = this.rl;
     if (rl) {
       rl.setPrompt(this.leaving ? status : status ? `${status}  ${PROMPT}` : PROMPT);
@@ -253,6 +278,13 @@ export class TerminalChannel implements ChannelAdapter {
       this.options.output.write(`${CLEAR_LINE}${status}`);
     }
   }
+}
+
+/** A finished tool call in one line: `· bash ls -la — done in 0.4 s` (or `failed after …`). */
+export function toolLine(activity: ToolActivity): string {
+  const ms = durationMs(activity);
+  const took = ms === null ? '' : ` ${activity.status === 'ok' ? 'in' : 'after'} ${(ms / 1000).toFixed(1)} s`;
+  return `· ${activity.name}${activity.preview ? ` ${activity.preview}` : ''} — ${activity.status === 'ok' ? 'done' : 'failed'}${took}`;
 }
 
 /** `#rrggbb` as a 24-bit foreground colour. */

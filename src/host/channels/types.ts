@@ -3,6 +3,7 @@ import type { AgentGroup } from '../central-db/types.js';
 import type { TaskBoard } from '../tasks.js';
 import type { ConversationRef } from '../types.js';
 import { PincerError } from '../../shared/errors.js';
+import type { ToolActivity } from '../../db/tool-activity.js';
 
 /**
  * The channel adapter contract. A channel turns its platform's events into inbound messages (through the `HostApi`
@@ -22,6 +23,11 @@ export interface ChannelAdapter {
   deliver(message: OutboundDelivery): Promise<DeliveryReceipt>;
   /** Optional: show that the agent is working on an answer. Must not throw. */
   setTyping?(conversation: ConversationRef, active: boolean): Promise<void>;
+  /**
+   * Optional: a tool call of the agent started or ended (each change once, in order; cleaned and clamped text, safe to
+   * print). Shown only, never kept: a channel that was not attached misses it. Must not throw.
+   */
+  showToolActivity?(conversation: ConversationRef, activity: ToolActivity): Promise<void>;
   stop(): Promise<void>;
 }
 

@@ -15,6 +15,7 @@ import {
   undeliveredRows,
 } from '../../db/session-queries.js';
 import { readRunnerState } from '../../db/state.js';
+import { recentToolActivity } from '../../db/tool-activity.js';
 import { taskLimitProblem } from '../../db/task-limit.js';
 import type { InboundRow } from '../../db/types.js';
 import { turnUsageAfter, type TurnUsageRow } from '../../db/usage.js';
@@ -94,6 +95,7 @@ export class LocalSessionPort implements SessionPort {
       epoch: this.epoch,
       incarnation: this.engine.incarnation,
       queued: this.queued(),
+      tools: recentToolActivity(this.db),
     };
   }
 

@@ -12,6 +12,7 @@ import type { HostUsage } from '../usage/host-usage.js';
 import { AdmissionStage } from './admission.js';
 import { isSessionPortError, type InboxRow, type SessionEvent, type SessionPort, type SessionState } from './port.js';
 import { TypingStage } from './typing.js';
+import { ToolActivityStage } from './tool-activity.js';
 
 /** How long one `sync` waits for a change when nothing else is due (a long-poll over HTTP). */
 const LONG_POLL_MS = 25_000;
@@ -45,9 +46,9 @@ export interface PipelineDeps {
 /**
  * The host's side of one session, over its port, one turn at a time: publish the runner configuration and the
  * budget's admission when they change, push what the inbox holds that the session has not acknowledged, wait for a
- * change (`sync`), then tell the chat what happened (events), show typing, deliver the outbound rows, collect usage,
+ * change (`sync`), then tell the chat what happened (events), show typing and tool activity, deliver the outbound rows, collect usage,
  * and drop the inbox rows the session is done with. Every stage reads the session through the port only; the budget
- * (admission.ts), typing (typing.ts) and delivery (delivery.ts) stages are their own files, and the sweep and the
+ * (admission.ts), typing (typing.ts), tool activity (tool-activity.ts) and delivery (delivery.ts) stages are their own files, and the sweep and the
  * runner's lifecycle run next to the session folder (engine.ts, in the host or in `pincer session-serve`).
  */
 export class SessionPipeline {
@@ -58,6 +59,7 @@ export class SessionPipeline {
   private stopped = false;
   /** the stages of a turn that keep state of their own (the sweep and the runner's lifecycle run next to the session) */
   private readonly typing: TypingStage;
+  private readonly tools: ToolActivityStage;
   private readonly admission: AdmissionStage;
   private loop: Promise<void> | null = null;
   private readonly abort = new AbortController();
@@ -70,6 +72,7 @@ export class SessionPipeline {
     private readonly deps: PipelineDeps,
   ) {
     this.typing = new TypingStage(deps.channels);
+    this.tools = new ToolActivityStage(deps.channels);
     this.admission = new AdmissionStage(session.id, {
       port,
       usage: deps.usage,
@@ -138,6 +141,7 @@ export class SessionPipeline {
     for (const event of snapshot.events) await this.handleEvent(event);
     handle = this.handle();
     await this.typing.update(handle, snapshot.state);
+    await this.tools.update(handle, snapshot.state);
     const retryMs = await this.deps.delivery.deliverSession(handle, snapshot.outbound);
     // after the answers: the ledger can wait a moment, the chat should not
     const usageLeft = await this.deps.usage.collect(handle.session, (after) => this.port.usageAfter(after), snapshot.state.lastUsageId);

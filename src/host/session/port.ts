@@ -4,6 +4,7 @@ import type { Answer, AnswerRouting } from '../../db/questions.js';
 import type { InboundRow, OutboundRow, RunnerState } from '../../db/types.js';
 import type { TurnUsageRow } from '../../db/usage.js';
 import type { TaskCommand } from '../../db/tasks.js';
+import type { ToolActivity } from '../../db/tool-activity.js';
 import { PincerError } from '../../shared/errors.js';
 
 /**
@@ -105,6 +106,11 @@ export interface SessionState {
    * message came from (the chat is shown typing there). Absent: it does not wait (or its port does not say).
    */
   queued?: { since: string; routing: EventRouting } | null;
+  /**
+   * the newest tool calls the runner recorded (src/db/tool-activity.ts), oldest first, at most 20, cleaned: what the
+   * chat is shown live. Absent from a session process of an older version.
+   */
+  tools?: ToolActivity[];
 }
 
 /** The state of a session with no runner and no work: a closed local session, or a launch not yet heard from. */

@@ -43,11 +43,11 @@ export class ClaudeEventTranslator {
       case 'assistant':
         if (message.parent_tool_use_id === null && !message.error) this.lastEntryUuid = message.uuid;
         this.log.debug(`assistant: ${message.message.content.map((block) => block.type).join(', ')}`);
-        return [];
+        return toolStarts(message.message.content);
       case 'user':
         // tool results, and the summary a compaction leaves: entries of the conversation too
         if (message.parent_tool_use_id === null && message.uuid) this.lastEntryUuid = message.uuid;
-        return [];
+        return Array.isArray(message.message.content) ? toolEnds(message.message.content) : [];
       case 'result':
         return [this.result(message)];
       case 'rate_limit_event': {
@@ -118,6 +118,24 @@ export class ClaudeEventTranslator {
     const detail = message.errors.join('; ') || message.subtype;
     return errorEvent(new ClaudeProviderError('execution', `Claude Code ended the turn: ${detail}`));
   }
+}
+
+/** The tool calls an assistant message makes (`tool_use` blocks, MCP tools' too), each a started tool. */
+function toolStarts(content: readonly { type: string }[]): ProviderEvent[] {
+  return content.flatMap((block): ProviderEvent[] => {
+    const b = block as { type: string; id?: unknown; name?: unknown; input?: unknown };
+    return b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string'
+      ? [{ type: 'tool', phase: 'start', id: b.id, name: b.name, args: b.input }]
+      : [];
+  });
+}
+
+/** The tool results a user message carries, each an ended tool (`is_error`: it failed). */
+function toolEnds(content: readonly unknown[]): ProviderEvent[] {
+  return content.flatMap((block): ProviderEvent[] => {
+    const b = block as { type?: unknown; tool_use_id?: unknown; is_error?: unknown };
+    return b.type === 'tool_result' && typeof b.tool_use_id === 'string' ? [{ type: 'tool', phase: 'end', id: b.tool_use_id, ok: b.is_error !== true }] : [];
+  });
 }
 
 export function errorEvent(error: ClaudeProviderError): ProviderEvent {

@@ -16,6 +16,8 @@ export class CodexTurn {
   threadId: string | null = null;
   /** the token counts `turn.completed` reported. */
   usage: Usage | null = null;
+  /** tool items started and not yet completed. */
+  private readonly toolsStarted = new Set<string>();
 
   constructor(readonly deadline: ModelDeadline) {}
 
@@ -31,7 +33,8 @@ export class CodexTurn {
       case 'item.started':
         if (isTool(event.item)) {
           this.deadline.toolStarted();
-          return [{ type: 'progress', message: `tool started: ${describeItem(event.item)}` }];
+          this.toolsStarted.add(event.item.id);
+          return [{ type: 'progress', message: `tool started: ${describeItem(event.item)}` }, toolStart(event.item)];
         }
         this.deadline.touch();
         return [];
@@ -56,7 +59,10 @@ export class CodexTurn {
   private itemCompleted(item: ThreadItem): ProviderEvent[] {
     if (isTool(item)) {
       this.deadline.toolFinished();
-      return [{ type: 'progress', message: `tool finished: ${describeItem(item)}` }];
+      // a file change is only reported once applied: its start and end come together
+      const started = this.toolsStarted.delete(item.id) ? [] : [toolStart(item)];
+      const ok = !('status' in item) || item.status === 'completed';
+      return [{ type: 'progress', message: `tool finished: ${describeItem(item)}` }, ...started, { type: 'tool', phase: 'end', id: item.id, ok }];
     }
     if (item.type === 'error') {
       // Non-fatal (e.g. "Model metadata for `x` not found", "Reconnecting... 2/5"): no model progress.
@@ -87,6 +93,22 @@ export function codexTurnUsage(usage: Usage | null, model: string | undefined, d
 
 function isTool(item: ThreadItem): boolean {
   return item.type === 'mcp_tool_call' || item.type === 'command_execution' || item.type === 'file_change' || item.type === 'web_search';
+}
+
+/** A tool item as a started tool: what it is called and its one argument worth showing. */
+function toolStart(item: ThreadItem): ProviderEvent {
+  switch (item.type) {
+    case 'mcp_tool_call':
+      return { type: 'tool', phase: 'start', id: item.id, name: `${item.server}/${item.tool}`, args: item.arguments };
+    case 'command_execution':
+      return { type: 'tool', phase: 'start', id: item.id, name: 'shell', args: item.command };
+    case 'file_change':
+      return { type: 'tool', phase: 'start', id: item.id, name: 'edit', args: item.changes.map((c) => `${c.kind} ${c.path}`).join(', ') };
+    case 'web_search':
+      return { type: 'tool', phase: 'start', id: item.id, name: 'web_search', args: item.query };
+    default:
+      return { type: 'tool', phase: 'start', id: item.id, name: item.type };
+  }
 }
 
 function describeItem(item: ThreadItem): string {

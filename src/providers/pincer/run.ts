@@ -112,10 +112,12 @@ export class PincerRun {
       case 'tool_execution_start':
         this.deadline.toolStarted();
         this.log.info(`tool ${event.toolName}`);
+        this.events.push({ type: 'tool', phase: 'start', id: event.toolCallId, name: event.toolName, args: event.args });
         break;
       case 'tool_execution_end':
         this.deadline.toolFinished();
         if (event.isError) this.log.info(`tool ${event.toolName} failed: ${firstLine(resultText(event.result))}`);
+        this.events.push({ type: 'tool', phase: 'end', id: event.toolCallId, ok: !event.isError });
         break;
       case 'turn_end':
         if (event.message.role === 'assistant') this.onTurnEnd(event.message);

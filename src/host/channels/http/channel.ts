@@ -4,6 +4,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PincerError } from '../../../shared/errors.js';
 import type { ConversationRef } from '../../types.js';
+import { durationMs, type ToolActivity } from '../../../db/tool-activity.js';
 import type { ChannelAdapter, DeliveryReceipt, HostApi, OutboundDelivery } from '../types.js';
 import { Authenticator } from './auth.js';
 import { hostHeaderCheck } from './host-check.js';
@@ -72,6 +73,22 @@ export class HttpChannel implements ChannelAdapter {
   /** An ephemeral `typing` event to the conversation's open streams (not kept in the mailbox). */
   async setTyping(conversation: ConversationRef, active: boolean): Promise<void> {
     this.sse.publishTransient(conversation.platformId, 'typing', { type: 'typing', active, threadId: conversation.threadId });
+  }
+
+  /** An ephemeral `tool` event (a tool call started or ended) to the conversation's open streams (not kept). */
+  async showToolActivity(conversation: ConversationRef, activity: ToolActivity): Promise<void> {
+    const { id, name, preview, status, startedAt, endedAt } = activity;
+    this.sse.publishTransient(conversation.platformId, 'tool', {
+      type: 'tool',
+      id,
+      name,
+      preview,
+      status,
+      startedAt,
+      endedAt,
+      durationMs: durationMs(activity),
+      threadId: conversation.threadId,
+    });
   }
 
   async stop(): Promise<void> {
