@@ -119,11 +119,15 @@ describe('pincer doctor with a host home', () => {
 
     // The shell's AGENT_PROVIDER does not apply to groups: the host sets it per group.
     const { code, out } = doctor(['--home', home], { AGENT_PROVIDER: 'claud' });
+    // each group's selection is its model-runtime generation's (built now: no host runs on the home)
+    expect(out).toContain(`agent group main (${ok.id}, ${path.join(home, 'groups', 'main')})\n  model runtime: generation 1, built `);
     expect(out).toContain(
-      `agent group main (${ok.id}, ${path.join(home, 'groups', 'main')})\n  provider: mock — group policy "mock"\n` +
+      `; credentials: none\n  provider: mock — session policy "mock"\n` +
         `  resources: 0 skills from none, 1 prompt (/standup) from convention\n  sessions: s-1\n`,
     );
-    expect(out).toMatch(/agent group coder \(.*\)\n {2}✗ provider: provider "claude" \(group policy "claude-code"\) has no credentials/);
+    expect(out).toMatch(
+      /agent group coder \(.*\)\n {2}model runtime: .*\n {2}✗ provider: provider "claude" \(session policy "claude-code"\) has no credentials/,
+    );
     expect(out).toMatch(/1 agent group and 1 session cannot start\n$/);
     expect(code).toBe(1);
   });
@@ -140,7 +144,7 @@ describe('pincer doctor with a host home', () => {
       `session chat (${path.join(home, 'sessions', 'chat')})\n  provider: mock — auto (session policy "auto"): no provider is usable, falling back to mock (a pincer chat session)\n`,
     );
     // pincer host would still need a key for a new conversation: said, not counted as a failure of this home
-    expect(out).toMatch(/agent group main \(.*\)\n {2}! pincer host could not start its agent: auto/);
+    expect(out).toMatch(/agent group main \(.*\)\n {2}model runtime: .*\n {2}! pincer host could not start its agent: auto/);
     expect(out).toMatch(/all agent groups and sessions can start\n$/);
     expect(code).toBe(0);
   }, 150_000);

@@ -7,6 +7,9 @@ import { describePlatforms } from '../host/platforms/catalog.js';
 import { PincerError } from '../shared/errors.js';
 import { credentialEnvironment } from '../host/credential-proxy.js';
 import { SecretsStore } from '../host/secrets.js';
+import { currentViews } from '../host/generations/current-views.js';
+import type { GenerationView } from '../host/generations/types.js';
+import { readLock } from '../host/home-lock.js';
 import { errorMessage } from '../shared/log.js';
 import { chatSelection, describeChoice, hostSelection } from './provider-views.js';
 import { describeResources } from '../runtime/resources/prompt-commands.js';
@@ -47,7 +50,7 @@ export function registerDoctorCommand(program: Command): void {
         secretsProblem = errorMessage(err);
       }
       const env = credentialEnvironment(process.env, secrets);
-      const report = runDoctor(dirs, env, options.workspace ? undefined : home);
+      const report = runDoctor(dirs, env, options.workspace ? undefined : home, options.workspace ? [] : readableViews(home, secretsProblem));
       if (options.mcpStart === true) await startGroupsMcpServers(report, env, secrets);
       const platforms = describePlatforms(process.env);
       if (!options.workspace) process.stdout.write(describeHome(home));
@@ -63,6 +66,19 @@ export function registerDoctorCommand(program: Command): void {
       process.stdout.write(renderReport(report, options.workspace ? undefined : home, platforms.lines));
       process.exitCode = report.failures > 0 || platforms.incomplete > 0 || secretsProblem || server?.problem || !admission.ok ? 1 : 0;
     });
+}
+
+/**
+ * The home's model-runtime generations, as the running host published them (else built now, as a host would): what
+ * the report's agent groups read. None when they cannot be built (a bad secrets file, reported on its own line).
+ */
+export function readableViews(home: string, secretsProblem?: string): GenerationView[] {
+  if (secretsProblem && !readLock(home)) return [];
+  try {
+    return currentViews(home, process.env).views;
+  } catch {
+    return []; // the secrets file changed under us: its line says why
+  }
 }
 
 /** Start each group's own MCP servers that have no known problem, all at once, and note what each did. */
@@ -109,7 +125,7 @@ export function renderCommands(report: DoctorReport, env: NodeJS.ProcessEnv, cha
   return (
     [
       `pincer chat would run: ${describeChoice(chatSelection(rawSetting(env, 'AGENT_PROVIDER') || chatGroup?.provider || 'auto', env))}`,
-      `pincer host would run: ${describeChoice(hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
+      `pincer host would run: ${describeChoice(group?.runtime ? group.selection : hostSelection(groupPolicy, env))} (agent group ${defaultGroup}${group ? '' : ', created on first start'})`,
       '',
     ].join('\n') + '\n'
   );
@@ -158,6 +174,7 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
   out.push('');
   for (const group of report.groups) {
     out.push(`agent group ${group.name} (${group.id}, ${group.dir})`);
+    if (group.runtime) out.push(...describeRuntime(group.runtime));
     const { selection } = group;
     if (selection.ok) out.push(`  provider: ${selection.provider} — ${selection.reason}`);
     else if (group.chatOnly)
@@ -206,6 +223,18 @@ export function renderReport(report: DoctorReport, home: string | undefined, pla
   if (platformLines.length > 0) out.push('chat platforms (docs/platforms.md):', ...platformLines, '');
   out.push(summary(report));
   return out.join('\n') + '\n';
+}
+
+/** The group's model-runtime generation: its number, a build that failed after it (the last good one keeps serving). */
+function describeRuntime(view: GenerationView): string[] {
+  const lines = [
+    `  model runtime: ${view.generation === null ? 'no generation published' : `generation ${view.generation}, built ${view.builtAt}`}${view.stale ? ' (a newer one is being built)' : ''}; credentials: ${view.credentials.map((c) => `${c.name} (${c.source})`).join(', ') || 'none'}`,
+  ];
+  if (view.lastFailure)
+    lines.push(
+      `  ✗ model runtime: the last build failed at ${view.lastFailure.at}: ${view.lastFailure.error}${view.generation === null ? '' : ` (generation ${view.generation} keeps serving)`}`,
+    );
+  return lines;
 }
 
 function summary(report: DoctorReport): string {

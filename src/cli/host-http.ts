@@ -17,7 +17,7 @@ import { Budgets } from '../host/usage/budgets.js';
 import { UsageLedger } from '../host/usage/ledger.js';
 import { PriceTable } from '../host/usage/prices.js';
 import type { Logger } from '../shared/log.js';
-import { problemLines, renderReport } from './doctor.js';
+import { problemLines, readableViews, renderReport } from './doctor.js';
 
 /**
  * The host's HTTP channel with everything only it needs: hono and its Node server, the routes, and the Prometheus
@@ -77,7 +77,7 @@ export function doctorRoutes(home: string): HttpRouteModule {
   return ({ api }) => {
     api.get('/v1/doctor', (c) => {
       requireAdmin(c);
-      const report = runDoctor(sessionFoldersUnder(home), process.env, home);
+      const report = runDoctor(sessionFoldersUnder(home), process.env, home, readableViews(home));
       const sessions = report.sessions.map((s) => ({
         id: path.basename(s.dir),
         provider: s.selection?.ok ? s.selection.provider : null,

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { resolveHome } from '../host/config.js';
-import { buildViewsNow } from '../host/generations/offline.js';
-import { readPublishedViews } from '../host/generations/published-file.js';
+import { currentViews } from '../host/generations/current-views.js';
 import type { CatalogueModel, GenerationView } from '../host/generations/types.js';
-import { readLock } from '../host/home-lock.js';
 import { PincerError } from '../shared/errors.js';
 
 /**
@@ -22,10 +20,8 @@ export function registerModelsCommand(program: Command): void {
     .option('--json', 'print the catalogue as JSON (what GET /v1/models answers)')
     .action((options: { home?: string; group?: string; all?: boolean; json?: boolean }) => {
       const home = resolveHome(process.env, options.home);
-      const lock = readLock(home);
-      const published = lock ? readPublishedViews(home) : [];
-      const fromHost = published.length > 0;
-      let views = fromHost ? published : buildViewsNow(home, process.env);
+      const current = currentViews(home, process.env);
+      let views = current.views;
       if (options.group) {
         views = views.filter((v) => v.group === options.group || v.groupId === options.group);
         if (views.length === 0) throw new PincerError('invalid-input', `no agent group "${options.group}" in ${home}`);
@@ -39,7 +35,9 @@ export function registerModelsCommand(program: Command): void {
         return;
       }
       process.stdout.write(
-        fromHost ? `published by the host running on ${home} (pid ${lock!.pid})\n` : `no host running on ${home}: built now from this environment\n`,
+        current.source.from === 'host'
+          ? `published by the host running on ${home} (pid ${current.source.pid})\n`
+          : `no host running on ${home}: built now from this environment\n`,
       );
       for (const view of views) process.stdout.write(renderView(view, options.all === true));
     });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { CentralStore } from '../host/central-db/store.js';
 import { SecretsStore } from '../host/secrets.js';
 import type { McpServers } from '../db/mcp-servers.js';
+import type { GenerationView } from '../host/generations/types.js';
 import { checkMcpServers, secretNamesIn, type McpServerCheck } from './mcp-servers.js';
 import { registerBuiltInProviders } from '../providers/index.js';
 import { probeProviders, selectProviderFor } from '../providers/registry.js';
@@ -13,7 +14,7 @@ import { loadRunnerConfig } from '../runner/config.js';
 import { describeParams } from '../runtime/model-route.js';
 import { loadResources } from '../runtime/resources/load.js';
 import type { LoadedResources } from '../runtime/resources/types.js';
-import type { ProviderProbe, Selection } from '../runtime/selection.js';
+import type { ProviderProbe, Selection, SelectionErrorCode } from '../runtime/selection.js';
 import { rawSetting } from '../shared/settings-load.js';
 
 /**
@@ -52,6 +53,8 @@ export interface GroupReport {
   mcpServerSpecs: McpServers;
   /** every session of the group is a `pincer chat` one: a failing selection only concerns `pincer host`, not a failure */
   chatOnly?: boolean;
+  /** the group's model-runtime generation as published (or built now when no host runs): `selection` is its */
+  runtime?: GenerationView;
 }
 
 export interface DoctorReport {
@@ -64,9 +67,9 @@ export interface DoctorReport {
 }
 
 /** Inspect the agent groups of `home`'s central DB (if any) and `dirs` (session folders) under the environment `env`. */
-export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string): DoctorReport {
+export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string, runtimes: readonly GenerationView[] = []): DoctorReport {
   registerBuiltInProviders();
-  const groups = home ? diagnoseGroups(home, env) : [];
+  const groups = home ? diagnoseGroups(home, env, runtimes) : [];
   const chatFolders = home ? terminalSessionFolders(home) : new Set<string>();
   const saved = home ? savedSessionProviders(home) : new Map<string, string>();
   const sessions = dirs.map((dir) => {
@@ -85,7 +88,7 @@ export function runDoctor(dirs: string[], env: NodeJS.ProcessEnv, home?: string)
  * with AGENT_PROVIDER set to the group's provider, so the group's policy is what decides; the shell's AGENT_PROVIDER
  * does not apply here.
  */
-function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
+function diagnoseGroups(home: string, env: NodeJS.ProcessEnv, runtimes: readonly GenerationView[]): GroupReport[] {
   const file = path.join(home, 'pincer.db');
   if (!fs.existsSync(file)) return [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -96,12 +99,17 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
     const secretNames = secretNamesIn(() => new SecretsStore(home).names());
     return store.listAgentGroups().map((group) => {
       const dir = path.join(home, 'groups', group.folder);
+      const runtime = runtimes.find((view) => view.groupId === group.id);
       return {
         name: group.name,
         id: group.id,
         dir,
         policy: group.provider,
-        selection: selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
+        // the group's prepared selection, as its generation has it; decided here only for a group no view covers
+        selection: runtime
+          ? selectionOfView(runtime)
+          : selectProviderFor({ group: group.provider, model: group.model ? { id: group.model } : undefined }, groupEnv),
+        ...(runtime ? { runtime } : {}),
         resources: loadResources(dir, RUNNER_COMMANDS),
         sessions: sessions.filter((s) => s.agentGroupId === group.id).map((s) => s.folder),
         mcpServers: checkMcpServers(group.mcpServers, secretNames, env),
@@ -111,6 +119,15 @@ function diagnoseGroups(home: string, env: NodeJS.ProcessEnv): GroupReport[] {
   } finally {
     db.close();
   }
+}
+
+/** A generation view's prepared selection as the report's (no candidates: the generation keeps none for readers). */
+function selectionOfView(view: GenerationView): Selection {
+  const { selection } = view;
+  if (selection?.ok) return { ok: true, provider: selection.provider, source: 'group', reason: selection.reason, candidates: [] };
+  if (selection) return { ok: false, code: selection.code as SelectionErrorCode, source: 'group', message: selection.message, candidates: [] };
+  // no generation was ever published: the build's failure is why the group cannot start
+  return { ok: false, code: 'config', source: 'group', message: view.lastFailure?.error ?? 'no model runtime published yet', candidates: [] };
 }
 
 /** The folders of the home's `pincer chat` sessions (terminal channel), from the central DB when there is one. */

@@ -41,7 +41,7 @@ import { isSessionPortError, type InboxRow, type SessionEvent } from './session/
 import type { HostMetrics } from './metrics.js';
 import { bothObservers, HostTraces } from './traces.js';
 import { HostUsage } from './usage/host-usage.js';
-import { PriceTable } from './usage/prices.js';
+import { PriceTable, type Price } from './usage/prices.js';
 import { TaskBoard } from './tasks.js';
 import { isUntrustedPathError } from './untrusted-files.js';
 import type { ConversationRef, HostConfig } from './types.js';
@@ -156,7 +156,12 @@ export class Host implements HostApi {
     }
     this.sessions = new SessionDirectory(this.store, config, this.log);
     this.traces = new HostTraces(options.tracing ?? NO_TRACING);
-    this.usage = new HostUsage(this.store.db, PriceTable.load(path.join(config.home, 'prices.json')), this.log, options.metrics);
+    this.usage = new HostUsage(
+      this.store.db,
+      PriceTable.load(path.join(config.home, 'prices.json')).useCatalogue((model) => this.cataloguePrice(model)),
+      this.log,
+      options.metrics,
+    );
     this.credentialProxy.meterWith(
       this.usage.proxyMeter((sessionId) => {
         const session = this.store.getSession(sessionId);
@@ -561,6 +566,18 @@ export class Host implements HostApi {
   /** The model catalogue of every agent group, as published (`GET /v1/models`, `pincer models`). */
   modelCatalogue(): GenerationView[] {
     return this.store.listAgentGroups().map((group) => this.generations.view(group));
+  }
+
+  /** A model's price in the published generations' catalogues (the same catalogue in every group; the first that has it). */
+  private cataloguePrice(model: string): Price | undefined {
+    const wanted = model.trim().toLowerCase();
+    for (const group of this.store.listAgentGroups()) {
+      const found = this.generations
+        .published(group.id)
+        ?.catalogue.find((entry) => entry.price && (entry.ref.toLowerCase() === wanted || entry.id.toLowerCase() === wanted));
+      if (found?.price) return found.price;
+    }
+    return undefined;
   }
 
   /**

@@ -41,12 +41,29 @@ const PriceFile = z.record(
   z.object({ input: perMillion, output: perMillion, cacheRead: perMillion.optional(), cacheWrite: perMillion.optional() }).strict(),
 );
 
+/** A model's price as the published model catalogue has it (`anthropic/claude-sonnet-4-5` or its bare id), if it has one. */
+export type CataloguePrices = (model: string) => Price | undefined;
+
 export class PriceTable {
   private readonly prefixes: [string, Price][];
+  /** `<home>/prices.json`'s rows: what the administrator wrote wins over the catalogue */
+  private readonly own: [string, Price][];
+  private catalogue: CataloguePrices | undefined;
 
   constructor(extra: Record<string, Price> = {}) {
     // Longest prefix first, so `gpt-5-mini` wins over `gpt-5`.
     this.prefixes = Object.entries({ ...BUILT_IN, ...extra }).sort((a, b) => b[0].length - a[0].length);
+    this.own = Object.entries(extra).sort((a, b) => b[0].length - a[0].length);
+  }
+
+  /**
+   * From now on a model the published catalogue prices (the host's model-runtime generations) costs what it says,
+   * unless `prices.json` has a row for it; the built-in rows are for the models it does not list. Asked at every
+   * cost, so a new generation's prices apply from the next call on.
+   */
+  useCatalogue(prices: CataloguePrices): this {
+    this.catalogue = prices;
+    return this;
   }
 
   /** The built-in table plus `file` when it exists; a file that is not valid fails with the reason. */
@@ -72,7 +89,10 @@ export class PriceTable {
   /** What `usage` cost by the table, or undefined when no row matches its model. */
   cost(usage: ModelUsage): number | undefined {
     const model = usage.model.replace(/^[^/]*\//, '').toLowerCase();
-    const price = this.prefixes.find(([prefix]) => model.startsWith(prefix))?.[1];
+    const price =
+      this.own.find(([prefix]) => model.startsWith(prefix))?.[1] ??
+      this.catalogue?.(usage.model) ??
+      this.prefixes.find(([prefix]) => model.startsWith(prefix))?.[1];
     if (!price) return undefined;
     return (
       (usage.inputTokens * price.input +
