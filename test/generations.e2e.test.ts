@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -84,6 +85,14 @@ describe('model-runtime generations in a running host', { timeout: 180_000 }, ()
     // turn 1: both its requests on the old key (the second one went after the rotation); turn 2: the new key
     expect(fake.modelRequests().map((r) => r.headers['x-api-key'])).toEqual([oldKey, oldKey, newKey]);
     expect(host.runnerPids()).toHaveLength(1);
+    // each turn's usage row names the generation it ran with: the open turn 1, the next one 2 (same runner)
+    const [session] = (await host.request('GET', '/v1/sessions')).body.sessions as { id: string }[];
+    const sessionDb = new Database(path.join(home, 'sessions', session!.id, 'session.db'), { readonly: true });
+    try {
+      expect(sessionDb.prepare('SELECT model_generation FROM turn_usage ORDER BY id').all()).toEqual([{ model_generation: 1 }, { model_generation: 2 }]);
+    } finally {
+      sessionDb.close();
+    }
     expect(host.stderr()).toMatch(/model runtime: credentials changed \(the secrets store changed\)/);
     expect(host.stderr()).toMatch(/model runtime: agent group main generation 2 /);
     const listed = await runCli(['models', '--json'], { PATH: process.env.PATH, PINCER_HOME: home });

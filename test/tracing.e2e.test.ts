@@ -71,6 +71,8 @@ describe('traces', { timeout: 90_000 }, () => {
         'gen_ai.response.model': 'mock',
         'gen_ai.usage.input_tokens': 7,
         'gen_ai.usage.output_tokens': 3,
+        // the model-runtime generation the turn ran with (the host's first for the group)
+        'pincer.model_runtime.generation': 1,
       });
     }
     expect(otlp.unreadable).toBe(0);

@@ -134,6 +134,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 6,
+    description: 'turn_usage.model_generation: the model-runtime generation the turn ran with',
+    up(db) {
+      if (!columnNames(db, 'turn_usage').has('model_generation')) db.exec('ALTER TABLE turn_usage ADD COLUMN model_generation INTEGER');
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -18,6 +18,8 @@ export interface TurnResult {
   usage?: TurnUsage;
   /** the provider that ran the turn (its registry name). */
   provider: string;
+  /** the model-runtime generation the host had published to the session when the turn started */
+  modelGeneration?: number;
 }
 
 /** Write a turn's answer (a chat row in `messages_out`) and its usage in one transaction. Returns the answer's id. */
@@ -35,10 +37,10 @@ function insertTurnUsage(db: Database.Database, turnId: string, result: TurnResu
   prepared(
     db,
     `INSERT INTO turn_usage (turn_id, in_reply_to, series_id, provider, model, input_tokens, output_tokens,
-       cache_read_tokens, cache_write_tokens, cost_usd, duration_ms, by_model, created_at)
+       cache_read_tokens, cache_write_tokens, cost_usd, duration_ms, by_model, model_generation, created_at)
      VALUES (@turnId, @inReplyTo,
        (SELECT CASE WHEN kind = 'task' THEN coalesce(series_id, id) END FROM messages_in WHERE id = @inReplyTo),
-       @provider, @model, @input, @output, @cacheRead, @cacheWrite, @cost, @duration, @byModel, @now)`,
+       @provider, @model, @input, @output, @cacheRead, @cacheWrite, @cost, @duration, @byModel, @generation, @now)`,
   ).run({
     turnId,
     inReplyTo: result.routing.inReplyTo,
@@ -51,6 +53,7 @@ function insertTurnUsage(db: Database.Database, turnId: string, result: TurnResu
     cost: usage.costUsd ?? null,
     duration: Math.round(usage.durationMs),
     byModel: usage.byModel ? JSON.stringify(usage.byModel) : null,
+    generation: result.modelGeneration ?? null,
     now: isoNow(),
   });
 }
@@ -70,6 +73,8 @@ export interface TurnUsageRow {
   cost_usd: number | null;
   duration_ms: number;
   by_model: string | null;
+  /** null: a runner of an older version, or one the host gave no generation */
+  model_generation: number | null;
   created_at: string;
 }
 

@@ -157,3 +157,17 @@ export function discoverExtraDirectories(paths: SessionPaths): string[] {
     })
     .sort();
 }
+
+/**
+ * The model-runtime generation the host has published to the session now (`config.json` `modelGeneration`, rewritten
+ * by the host when its group's generation changes): what a turn starting now is recorded with (turn_usage, its span).
+ * `fallback` (the one the runner started with) when the file cannot be read or names none.
+ */
+export function currentModelGeneration(paths: SessionPaths, fallback: number | undefined): number | undefined {
+  try {
+    const value = (JSON.parse(fs.readFileSync(paths.config, 'utf8')) as { modelGeneration?: unknown }).modelGeneration;
+    return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : fallback;
+  } catch {
+    return fallback; // replaced whole by the host (renamed into place); unreadable only when gone
+  }
+}

@@ -24,7 +24,7 @@ import { archiveTranscript, Transcript } from '../shared/transcript-archive.js';
 import { Batch, describeKinds, summarySourceOf } from './batch.js';
 import type { BatchFormatter } from './batch-formatter.js';
 import { detectCommand, withPromptExpanded } from './commands.js';
-import type { RunnerConfig } from './config.js';
+import { currentModelGeneration, type RunnerConfig } from './config.js';
 import type { FormattableMessage } from './format.js';
 import type { MediaOptions } from './media/types.js';
 import { preparePrompt } from './prompt.js';
@@ -93,6 +93,8 @@ export class Runner {
   private heldWritten = '[]';
   private heldWrites: Promise<void> = Promise.resolve();
   private stopping = false;
+  /** the model-runtime generation of the turn in flight (config.json's as the turn started), for turn_usage */
+  private modelGeneration: number | undefined;
   private active: { query: AgentQuery; progress: QueryProgress; stopTimer?: NodeJS.Timeout } | null = null;
 
   constructor(private readonly deps: RunnerDeps) {
@@ -302,7 +304,9 @@ export class Runner {
     const transcript = new Transcript(summarySourceOf(messages[0]?.message));
     transcript.add('prompt', prepared.text);
 
-    const traces = new TurnTraces(this.deps.tracing ?? NO_TRACING, this.deps.providerName, config.model);
+    // the generation this turn is recorded with: the host's newest for the session as the turn starts
+    this.modelGeneration = currentModelGeneration(config.paths, config.modelGeneration);
+    const traces = new TurnTraces(this.deps.tracing ?? NO_TRACING, this.deps.providerName, config.model, this.modelGeneration);
     traces.picked(messages, batch.routing.inReplyTo);
     const traceparent = traces.traceparent;
     if (traceparent) await this.persist('trace context', () => setRunnerTrace(db, traceparent));
@@ -469,7 +473,13 @@ export class Runner {
         .transaction(() => {
           if (resumeAt) setSessionValue(db, this.keys.resumeAt, resumeAt);
           if (!answer) return;
-          insertTurnResult(db, { routing, text: answer.text, usage: answer.usage, provider: providerName });
+          insertTurnResult(db, {
+            routing,
+            text: answer.text,
+            usage: answer.usage,
+            provider: providerName,
+            ...(this.modelGeneration !== undefined ? { modelGeneration: this.modelGeneration } : {}),
+          });
           if (answer.completes) this.queue.complete(answer.completes);
         })
         .immediate(),

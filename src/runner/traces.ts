@@ -18,6 +18,8 @@ export class TurnTraces {
     private readonly tracing: Tracing,
     private readonly provider: string,
     private readonly model: string | undefined,
+    /** the model-runtime generation the turn runs with (`pincer.model_runtime.generation`) */
+    private readonly modelGeneration?: number,
   ) {}
 
   static off(): TurnTraces {
@@ -88,6 +90,7 @@ export class TurnTraces {
         'gen_ai.provider.name': this.provider,
         'gen_ai.agent.name': this.provider,
         'gen_ai.request.model': this.model,
+        'pincer.model_runtime.generation': this.modelGeneration,
       },
     });
     return this.turn;
