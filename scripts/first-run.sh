@@ -29,10 +29,11 @@ fi
 installed=$(now)
 echo "npm ci $*: $(seconds "$started" "$installed") s, node_modules $(du -sm node_modules | cut -f1) MB"
 
-# The chat as README step 1 runs it, in a 150×40 terminal, until its prompt is on the screen.
+# The chat as README step 1 runs it, in a 150×40 terminal, until it is ready for input: the terminal UI's status line
+# (or the line REPL's prompt, with PINCER_CHAT_UI=plain).
 home="$work/home"
 tmux -L "$sock" -f /dev/null new-session -d -x 150 -y 40 "env PINCER_HOME='$home' node bin/pincer.js chat"
-until tmux -L "$sock" capture-pane -p 2>/dev/null | grep -q '^you>'; do
+until tmux -L "$sock" capture-pane -p 2>/dev/null | grep -qE '^you>|^provider '; do
   if [ "$(awk -v a="$installed" -v b="$(now)" 'BEGIN { print (b - a > 60) }')" = 1 ]; then
     tmux -L "$sock" capture-pane -p >&2 || true
     echo "first-run: no chat prompt within 60 s" >&2

@@ -26,7 +26,8 @@ afterEach(() => {
 function chat(env: Record<string, string> = {}, args: string[] = []) {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-chat-tty-'));
   homes.push(home);
-  const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat', ...args], { PINCER_HOME: home, TZ: 'UTC', ...env });
+  // these are the line REPL's tests (test/chat-tui.e2e.test.ts has the terminal UI's)
+  const terminal = openTerminal([process.execPath, BUILT_CLI, 'chat', ...args], { PINCER_HOME: home, TZ: 'UTC', PINCER_CHAT_UI: 'plain', ...env });
   return { terminal, home };
 }
 
@@ -74,6 +75,7 @@ describe.skipIf(!HAS_TMUX)('pincer chat in a terminal (tmux; .ci/run installs it
         TZ: 'UTC',
         TERM: term,
         COLORTERM: 'truecolor',
+        PINCER_CHAT_UI: 'plain',
       });
       await terminal.waitFor('the first prompt', (s) => PROMPT.test(s));
       terminal.line(`hello ${term}`);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { TerminalChannel } from '../host/channels/terminal.js';
+import { TuiTerminalChannel } from '../host/channels/terminal-tui.js';
 import { loadHostConfig, resolveHome } from '../host/config.js';
 import { readLock } from '../host/home-lock.js';
 import { createHost, type Host } from '../host/host.js';
@@ -93,22 +94,22 @@ async function chat(options: ChatOptions): Promise<number> {
     });
     leave();
   };
-  const terminal = new TerminalChannel({
+  // the model the runner takes: PINCER_MODEL, else the group's
+  const model = readSetting(process.env, 'PINCER_MODEL') || group?.model || config.defaultGroup?.model || undefined;
+  const terminalOptions = {
     input: process.stdin,
     output: process.stdout,
     conversation: 'local',
     sender: defaultSender(),
     interactive,
-    banner: banner(
-      selection,
-      config.home,
-      sessionDir,
-      runOnlyNote(runProvider, options.save, group, config),
-      // the model the runner takes: PINCER_MODEL, else the group's
-      readSetting(process.env, 'PINCER_MODEL') || group?.model || config.defaultGroup?.model || undefined,
-    ),
+    banner: banner(selection, config.home, sessionDir, runOnlyNote(runProvider, options.save, group, config), model),
     onQuit: quit,
-  });
+  };
+  // A terminal both ways gets the terminal UI; a pipe, TERM=dumb or PINCER_CHAT_UI=plain the line REPL.
+  const drawable = interactive && process.stdout.isTTY === true && process.env.TERM !== 'dumb' && settingOrDefault(process.env, 'PINCER_CHAT_UI') === 'tui';
+  const terminal = drawable
+    ? new TuiTerminalChannel({ ...terminalOptions, describe: `provider ${selection.provider}${model ? ` · model ${model}` : ''}` })
+    : new TerminalChannel(terminalOptions);
   process.on('SIGINT', quit);
   process.once('SIGTERM', () => quitNow());
 

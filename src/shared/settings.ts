@@ -107,6 +107,7 @@ const REGISTRY = {
   PINCER_SESSION_MODE: host(() => z.enum(['shared', 'per-thread']).default('shared'), 'the default group gives each thread its own session (`per-thread`)'),
   PINCER_ADMIN_USER_ID: host(() => text(), 'admins of every group (the host checks admin rights itself)'),
   NANOCLAW_ADMIN_USER_ID: host(() => text(), 'the admin user of a runner started by hand'),
+  PINCER_CHAT_UI: host(() => z.enum(['tui', 'plain']).default('tui'), '`pincer chat` in a terminal: the terminal UI, or the line REPL (`plain`)'),
   PINCER_GROUP_TRIGGER: host(() => z.enum(['mention', 'always']).default('mention'), 'when the default group answers in a platform group chat'),
   PINCER_ALLOWED_USERS: host(() => text(), 'platform users the default group answers'),
   PINCER_HTTP_HOST: host(() => z.string().min(1).default('127.0.0.1'), 'the HTTP API address'),

@@ -52,15 +52,15 @@ export class TerminalChannel implements ChannelAdapter {
   /** the user's own keyboard, in a `pincer chat` process that comes and goes */
   readonly capabilities = { localInput: true, attachable: true };
   private rl: readline.Interface | null = null;
-  private openQuestion: { questionId: string; options: { label: string; value: string }[] } | null = null;
+  protected openQuestion: { questionId: string; options: { label: string; value: string }[] } | null = null;
   private delivered = 0;
   private working: { since: number; timer: NodeJS.Timeout } | null = null;
   /** the user asked to leave: input is still read (so a second Ctrl-C is seen at once) but no longer sent. */
-  private leaving = false;
+  protected leaving = false;
   /** lines are handled one after another (a file is saved before its message is sent, and before the next line). */
-  private lines: Promise<void> = Promise.resolve();
+  protected lines: Promise<void> = Promise.resolve();
 
-  constructor(private readonly options: TerminalChannelOptions) {}
+  constructor(protected readonly options: TerminalChannelOptions) {}
 
   get conversation(): ConversationRef {
     return { channelType: 'terminal', platformId: this.options.conversation, threadId: null };
@@ -185,7 +185,7 @@ export class TerminalChannel implements ChannelAdapter {
     return this.lines;
   }
 
-  private async onLine(host: HostApi, text: string): Promise<void> {
+  protected async onLine(host: HostApi, text: string): Promise<void> {
     const question = this.openQuestion;
     if (question) {
       const byNumber = /^\d+$/.test(text) ? question.options[Number(text) - 1] : undefined;
@@ -237,13 +237,13 @@ export class TerminalChannel implements ChannelAdapter {
    * Colour the chat's lines from now on (the agent group's theme). Only for a terminal that shows colour: the caller
    * decides (a pipe, `TERM=dumb` and `NO_COLOR` keep plain text).
    */
-  useTheme(colours: { agent: string; notice: string; error: string }): void {
+  useTheme(colours: { agent: string; user: string; tool: string; notice: string; error: string; accent: string }): void {
     this.palette = colours;
   }
 
-  private palette: { agent: string; notice: string; error: string } | undefined;
+  protected palette: { agent: string; user: string; tool: string; notice: string; error: string; accent: string } | undefined;
 
-  private write(text: string): void {
+  protected write(text: string): void {
     this.options.output.write(`${this.options.interactive ? CLEAR_LINE : ''}${this.paint(text)}\n`);
   }
 
