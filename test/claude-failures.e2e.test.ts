@@ -38,16 +38,18 @@ describe('Claude provider failures', () => {
       'anthropic-ratelimit-unified-representative-claim': 'five_hour',
     },
   };
-  const failures: { what: string; reply: FakeReply | null; classification: string; env?: Record<string, string>; detail?: RegExp }[] = [
-    { what: 'HTTP 500', reply: { status: 500 }, classification: 'server', detail: /HTTP 500, server_error/ },
-    { what: 'HTTP 401', reply: { status: 401 }, classification: 'auth', detail: /HTTP 401, authentication_failed/ },
-    { what: 'HTTP 429', reply: { status: 429 }, classification: 'quota', detail: /HTTP 429, rate_limit/ },
-    { what: 'an unreachable server', reply: null, classification: 'transport', detail: /no answer from http:\/\/127\.0\.0\.1:\d+/ },
+  // `retry`: whether the host may try again (a rejected key or an exhausted quota is given up at once)
+  const failures: { what: string; reply: FakeReply | null; classification: string; retry: boolean; env?: Record<string, string>; detail?: RegExp }[] = [
+    { what: 'HTTP 500', reply: { status: 500 }, classification: 'server', retry: true, detail: /HTTP 500, server_error/ },
+    { what: 'HTTP 401', reply: { status: 401 }, classification: 'auth', retry: false, detail: /HTTP 401, authentication_failed/ },
+    { what: 'HTTP 429', reply: { status: 429 }, classification: 'quota', retry: false, detail: /HTTP 429, rate_limit/ },
+    { what: 'an unreachable server', reply: null, classification: 'transport', retry: true, detail: /no answer from http:\/\/127\.0\.0\.1:\d+/ },
     // a claude.ai subscription (OAuth token) at its usage limit: Claude Code reports a rejected rate_limit_event
     {
       what: 'a subscription usage limit',
       reply: usageLimit,
       classification: 'quota',
+      retry: false,
       env: { CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-fake' },
       detail: /usage limit reached \(five_hour\); resets at 2100-01-01T00:00:00.000Z/,
     },
@@ -56,13 +58,14 @@ describe('Claude provider failures', () => {
       what: 'a server that never answers',
       reply: { stall: true },
       classification: 'timeout',
+      retry: true,
       env: { PINCER_PROVIDER_TIMEOUT_MS: '1500' },
       detail: /the model did not answer within 1500 ms/,
     },
   ];
   it.each(failures)(
-    'ends a query on $what as a $classification error and keeps the batch for retry',
-    async ({ reply, classification, env, detail }) => {
+    'ends a query on $what as a $classification error and leaves the batch to the host (retry: $retry)',
+    async ({ reply, classification, retry, env, detail }) => {
       const fake = await fakeAnthropic();
       const url = reply ? fake.url : await closedPortUrl();
       if (reply) fake.script(reply, reply, reply);
@@ -82,7 +85,8 @@ describe('Claude provider failures', () => {
       );
       expect(row.last_error).toMatch(new RegExp(`^${classification} error: `));
       expect(row.last_error).toMatch(detail!);
-      expect(row.status).toBe('processing'); // left for the host's sweep to retry
+      expect(row.status).toBe('processing'); // left for the host's sweep: to retry, or to give up at once
+      expect(row.no_retry).toBe(retry ? 0 : 1);
       await waitFor('runner idle again', () => readRunnerState(session.db)?.state === 'idle');
       expect(readRunnerState(session.db)?.batchIds).toEqual([]);
       expect(runner.child.exitCode).toBeNull();

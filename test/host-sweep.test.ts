@@ -57,6 +57,23 @@ describe('sweep', () => {
     expect(result.failed.map((r) => r.id)).toEqual([done]);
   });
 
+  it('gives up at once a row whose error the runner marked as one another try cannot fix, once out of the batch', () => {
+    const s = createTestSession();
+    const fatal = processing(s, 'rejected key', 1, new Date().toISOString()); // just claimed: not stale
+    const ordinary = processing(s, 'ordinary error', 1, new Date().toISOString());
+    s.db.prepare('UPDATE messages_in SET last_error = ?, no_retry = 1 WHERE id = ?').run('auth error: HTTP 401', fatal);
+    s.db.prepare('UPDATE messages_in SET last_error = ? WHERE id = ?').run('server error: HTTP 500', ordinary);
+    const sweeper = new Sweeper(s.db);
+    // still in the runner's batch: left alone
+    expect(sweeper.sweep({ runnerAlive: true, batchIds: [fatal, ordinary], timezone: 'UTC', config }).failed).toEqual([]);
+    expect(s.inbound(fatal).status).toBe('processing');
+    // the runner let go: failed at once, without waiting to be stale and without the tries left
+    const result = sweeper.sweep({ runnerAlive: true, batchIds: [], timezone: 'UTC', config });
+    expect(result.failed.map((r) => r.id)).toEqual([fatal]);
+    expect(s.inbound(fatal)).toMatchObject({ status: 'failed', tries: 1, last_error: 'auth error: HTTP 401; not retried, as another try cannot fix it' });
+    expect(s.inbound(ordinary).status).toBe('processing'); // waits to be stale, then is retried
+  });
+
   it('leaves rows in work alone while a runner it does not know of still runs, and recovers them once it has ended', () => {
     const s = createTestSession();
     const held = processing(s, 'held by a runner whose supervisor died', 1, minutesAgo(10));

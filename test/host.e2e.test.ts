@@ -300,6 +300,25 @@ describe('pincer host runner lifecycle and retries', () => {
     expect(await host.stop()).toBe(0);
   });
 
+  it('gives up at once a message whose error another try cannot fix, and tells the chat why', async () => {
+    const host = await startHost();
+    const stream = host.stream('fatal');
+    const sent = await post(host, 'fatal', { text: 'please mock:fatal' });
+    const notice = await stream.waitFor('the failure notice', (e) => e.event === 'notice', 25_000);
+    expect(notice.data.text).toBe(
+      'Your message could not be processed and was given up (mock error: mock error that another try cannot fix (requested by the prompt); not retried, as another try cannot fix it).',
+    );
+    const [row] = inboundRows(host, sent.sessionId);
+    expect(row).toMatchObject({ status: 'failed', tries: 1 });
+    // the next message is answered by the same runner
+    await post(host, 'fatal', { text: 'and now?' });
+    const reply = await stream.waitFor('the reply', (e) => e.event === 'chat', 25_000);
+    expect(String(reply.data.text)).toContain('and now?');
+    expect(stream.events.filter((e) => e.event === 'notice')).toHaveLength(1);
+    stream.close();
+    expect(await host.stop()).toBe(0);
+  });
+
   it('stops an idle runner and starts a new one for the next message', async () => {
     const host = await startHost({ PINCER_IDLE_TIMEOUT_MS: '300' });
     const stream = host.stream('idle');

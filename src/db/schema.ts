@@ -141,6 +141,13 @@ export const MIGRATIONS: readonly Migration[] = [
       if (!columnNames(db, 'turn_usage').has('model_generation')) db.exec('ALTER TABLE turn_usage ADD COLUMN model_generation INTEGER');
     },
   },
+  {
+    version: 7,
+    description: 'messages_in.no_retry: the runner recorded an error that another try cannot fix (a rejected key, an invalid request)',
+    up(db) {
+      if (!columnNames(db, 'messages_in').has('no_retry')) db.exec('ALTER TABLE messages_in ADD COLUMN no_retry INTEGER NOT NULL DEFAULT 0');
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -32,6 +32,8 @@ export interface InboundRow {
   last_error: string | null;
   /** W3C traceparent of the host span that wrote the row (tracing on), else null. */
   trace_context?: string | null;
+  /** 1 when the runner's `last_error` is one another try cannot fix: the host gives the row up at once. */
+  no_retry?: number;
 }
 
 /** A `messages_out` row as stored. */

@@ -18,7 +18,8 @@ import { rawSetting } from '../shared/settings-load.js';
  * - MOCK_LINGER_MS: after its input ends, keep the event stream open this long (an SDK slow to shut down), so tests
  *   can kill a runner between the last answer and the end of the query;
  * - MOCK_USAGE: JSON fields that replace the usage every answer reports (see `mockUsage` for the defaults);
- * - a prompt containing `mock:error` yields an `error` event; `mock:crash` makes the event stream throw.
+ * - a prompt containing `mock:error` yields a retryable `error` event, `mock:fatal` one another try cannot fix;
+ *   `mock:crash` makes the event stream throw.
  */
 export class MockProvider implements AgentProvider {
   readonly nativeSlashCommands = ['/compact'] as const;
@@ -83,7 +84,11 @@ export class MockProvider implements AgentProvider {
       if (signal.aborted) return;
       if (text.includes('mock:crash')) throw new Error('mock provider crashed (requested by the prompt)');
       if (text.includes('mock:error')) {
-        yield { type: 'error', message: 'mock error (requested by the prompt)', retryable: false, classification: 'mock' };
+        yield { type: 'error', message: 'mock error (requested by the prompt)', retryable: true, classification: 'mock' };
+        return;
+      }
+      if (text.includes('mock:fatal')) {
+        yield { type: 'error', message: 'mock error that another try cannot fix (requested by the prompt)', retryable: false, classification: 'mock' };
         return;
       }
       turn += 1;

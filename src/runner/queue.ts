@@ -96,10 +96,14 @@ export class InboundQueue {
     this.db.transaction(() => ids.forEach((id) => stmt.run(now, id))).immediate();
   }
 
-  /** Record a provider error on the batch; the rows stay `processing` for the host's sweep to retry. */
-  recordError(ids: string[], error: string): void {
-    const stmt = prepared(this.db, 'UPDATE messages_in SET last_error = ? WHERE id = ?');
-    this.db.transaction(() => ids.forEach((id) => stmt.run(error, id))).immediate();
+  /**
+   * Record a provider error on the batch; the rows stay `processing` for the host's sweep, which retries them — or,
+   * with `retry: false` (an error another try cannot fix), gives them up at once.
+   */
+  recordError(ids: string[], error: string, options: { retry?: boolean } = {}): void {
+    const stmt = prepared(this.db, 'UPDATE messages_in SET last_error = ?, no_retry = ? WHERE id = ?');
+    const noRetry = options.retry === false ? 1 : 0;
+    this.db.transaction(() => ids.forEach((id) => stmt.run(error, noRetry, id))).immediate();
   }
 
   /** Mark one claimed row failed with why (a task whose pre-script failed). */

@@ -356,7 +356,7 @@ export class Runner {
           }
         } else if (event.type === 'error') {
           traces.fail(event.message);
-          await this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript);
+          await this.fail(batch, progress, query, `${event.classification ?? 'provider'} error: ${event.message}`, transcript, event.retryable);
           break;
         } else if (event.type === 'notice') {
           log.warn(`notice: ${event.text}`);
@@ -445,17 +445,17 @@ export class Runner {
     log.info(`pushed ${plural(messages.length, 'follow-up message')} (${describeKinds(messages)})`);
   }
 
-  private async fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript): Promise<void> {
+  private async fail(batch: Batch, progress: QueryProgress, query: AgentQuery, error: string, transcript: Transcript, retry = true): Promise<void> {
     progress.failed = true;
     if (progress.completed) {
       // Everything was answered already (and the batch completed with the answer): nothing to retry.
       this.deps.log.warn(`${error} (after the batch was answered)`);
     } else {
-      this.deps.log.error(`${error} (batch of ${batch.ids.length} left processing for retry)`);
+      this.deps.log.error(`${error} (batch of ${batch.ids.length} ${retry ? 'left processing for retry' : 'given up: another try cannot fix this'})`);
     }
     transcript.add('error', error);
     query.abort();
-    if (!progress.completed) await this.persist('batch error', () => this.queue.recordError(batch.ids, error));
+    if (!progress.completed) await this.persist('batch error', () => this.queue.recordError(batch.ids, error, { retry }));
   }
 
   /**

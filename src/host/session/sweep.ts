@@ -101,12 +101,18 @@ export class Sweeper {
     const inBatch = new Set(input.runnerAlive && rows.length > 0 ? [...input.batchIds, ...(input.heldIds?.() ?? [])] : input.batchIds);
     const nowIso = new Date(now).toISOString();
     for (const row of rows) {
+      // An error another try cannot fix (the runner says so) is given up as soon as the runner let go of the row.
+      const final = row.no_retry === 1 && row.last_error !== null;
       if (input.runnerAlive) {
         if (inBatch.has(row.id)) continue;
         const changed = row.status_changed ? Date.parse(row.status_changed) : 0;
-        if (now - changed < input.config.staleMs) continue;
+        if (!final && now - changed < input.config.staleMs) continue;
       }
-      if (row.tries >= input.config.maxTries) {
+      if (final) {
+        const error = `${row.last_error}; not retried, as another try cannot fix it`;
+        failProcessing(this.db, row.id, error, nowIso);
+        result.failed.push({ ...row, status: 'failed', last_error: error });
+      } else if (row.tries >= input.config.maxTries) {
         const error = `failed after ${row.tries} tries${row.last_error ? `: ${row.last_error}` : ''}`;
         failProcessing(this.db, row.id, error, nowIso);
         result.failed.push({ ...row, status: 'failed', last_error: error });

@@ -128,5 +128,5 @@ export function classifyCodexError(message: string): { classification: string; r
   if (/\b429\b|rate limit|quota/i.test(message)) return { classification: 'quota', retryable: true };
   if (/\b5\d\d\b|internal server error|bad gateway|unavailable|high demand/i.test(message)) return { classification: 'api', retryable: true };
   if (/connect|stream disconnected|timed? ?out|error sending request/i.test(message)) return { classification: 'transport', retryable: true };
-  return { classification: 'codex', retryable: false };
+  return { classification: 'codex', retryable: true };
 }

@@ -62,7 +62,7 @@ export class CodexProvider implements AgentProvider {
       thread = input.sessionId ? codex.resumeThread(input.sessionId, options) : codex.startThread(options);
       this.log.info(`${input.sessionId ? `resuming thread ${input.sessionId}` : 'starting a new thread'} (home ${home})`);
     } catch (err) {
-      yield { type: 'error', message: `codex could not start: ${errorMessage(err)}`, retryable: false, classification: 'codex' };
+      yield { type: 'error', message: `codex could not start: ${errorMessage(err)}`, retryable: true, classification: 'codex' };
       return;
     }
 

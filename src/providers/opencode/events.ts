@@ -103,9 +103,11 @@ export function describeSessionError(error: SessionErrorPayload): SessionSignal 
     const status = typeof data.statusCode === 'number' ? data.statusCode : undefined;
     const classification = status === 401 || status === 403 ? 'auth' : status === 429 ? 'quota' : 'api';
     const text = status ? `HTTP ${status}: ${message}` : message;
-    return { type: 'error', name, message: text, classification, retryable: data.isRetryable === true };
+    // a refused request (4xx but a timeout or a rate limit) fails again as it is; anything else may pass
+    const refused = status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
+    return { type: 'error', name, message: text, classification, retryable: data.isRetryable === true || !refused };
   }
-  return { type: 'error', name, message, classification: 'opencode', retryable: false };
+  return { type: 'error', name, message, classification: 'opencode', retryable: true };
 }
 
 /**

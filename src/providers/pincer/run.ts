@@ -92,8 +92,7 @@ export class PincerRun {
         next = text === null ? null : userMessage(text);
       }
     } catch (err) {
-      if (!this.aborted)
-        this.events.push({ type: 'error', message: `the built-in runtime failed: ${String(err)}`, retryable: false, classification: 'pincer' });
+      if (!this.aborted) this.events.push({ type: 'error', message: `the built-in runtime failed: ${String(err)}`, retryable: true, classification: 'pincer' });
     } finally {
       unsubscribe();
       this.deadline.stop();
