@@ -159,15 +159,18 @@ describe('the pipeline stage that shows tool activity', () => {
     expect(shown.map((s) => [s.id, s.status])).toEqual([[2, 'running']]);
     await stage.update(handle, state([tool(1, 'ok'), tool(2, 'running')]));
     expect(shown).toHaveLength(1);
-    await stage.update(handle, state([tool(1, 'ok'), tool(2, 'error'), tool(3, 'running')]));
+    await stage.update(handle, state([tool(1, 'ok'), tool(2, 'error'), tool(3, 'running'), tool(4, 'ok')]));
     expect(shown.map((s) => [s.id, s.status])).toEqual([
       [2, 'running'],
       [2, 'error'],
       [3, 'running'],
+      // started and ended between two looks: shown starting first
+      [4, 'running'],
+      [4, 'ok'],
     ]);
     // a session process of an older version says nothing: nothing shown, nothing forgotten
     await stage.update(handle, { ...idleSessionState() });
-    expect(shown).toHaveLength(3);
+    expect(shown).toHaveLength(5);
   });
 
   it("shows a call only in the session's own conversation or the batch's, never in one a row names", async () => {

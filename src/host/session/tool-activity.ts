@@ -8,7 +8,8 @@ import type { ConversationRef } from '../types.js';
  * The tool-activity stage of a session's pipeline: each tool call the runner recorded (started, then ended) is shown
  * once in its batch's conversation (else the session's own), by the channels that can show it (`showToolActivity`). The session's state carries
  * the newest calls; what this stage has seen of them is kept by row id and status. At the first look (the host just
- * started, or the session was just opened) only calls still running are shown: the others are history.
+ * started, or the session was just opened) only calls still running are shown: the others are history. After it, a
+ * call first seen already ended is shown running, then ended, so that a reader always gets both.
  */
 export class ToolActivityStage {
   /** status last shown, by row id; null before the first look. */
@@ -27,6 +28,8 @@ export class ToolActivityStage {
       next.set(tool.id, tool.status);
       if (seen.get(tool.id) === tool.status) continue;
       if (first && tool.status !== 'running') continue;
+      // a call that started and ended between two looks is still shown starting first: every call shown has both
+      if (!seen.has(tool.id) && tool.status !== 'running') changed.push({ ...tool, status: 'running', endedAt: null });
       changed.push(tool);
     }
     this.seen = next;
