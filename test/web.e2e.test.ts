@@ -101,11 +101,15 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     const accent = 'rgb(194, 65, 12)';
     expect(await current.getAttribute('aria-current')).toBe('page');
     expect(await current.evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor)).toBe(accent);
-    await page.getByLabel('Message').fill('hello from the browser');
+    await page.getByLabel('Message').fill('hello from the **browser**');
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = page.locator('.message:not(.mine)').filter({ hasText: 'echo:' });
     await reply.first().waitFor();
     expect(await reply.first().textContent()).toContain('hello from the browser');
+    // the user's own message is rendered as markdown, like the agent's, and shown once
+    const mine = page.locator('.message.mine');
+    expect(await mine.count()).toBe(1);
+    expect(await mine.locator('strong').textContent()).toBe('browser');
 
     const { conversations } = (await host.request('GET', '/v1/conversations')).body as { conversations: { id: string; sessions: { id: string }[] }[] };
     const sessionId = conversations.find((c) => c.id === 'web')!.sessions[0]!.id;
@@ -165,6 +169,25 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     );
     expect(JSON.parse(answer.content)).toMatchObject({ type: 'question_response', questionId: 'q-web', selectedOption: 'yes' });
     db.close();
+
+    // After a reload the user's own messages are back, in order with the agent's (one posted by another client too);
+    // the API's history has them only when asked (?sent=1), so a bridge following the stream never gets its posts back.
+    await host.request('POST', '/v1/conversations/web/messages', { text: 'and from *curl*', sender: 'bridge' });
+    await page.reload();
+    await page.getByRole('button', { name: /^web/ }).click();
+    await page.locator('.message.mine').filter({ hasText: 'and from curl' }).waitFor();
+    const order = await page.locator('.message').evaluateAll((all) => all.map((m) => `${m.className}: ${m.textContent!.slice(0, 40)}`));
+    const firstMine = order.findIndex((line) => line.includes('mine') && line.includes('hello from the browser'));
+    const firstEcho = order.findIndex((line) => line.includes('echo:'));
+    expect(firstMine, order.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(firstMine, order.join('\n')).toBeLessThan(firstEcho);
+    expect(order.filter((line) => line.includes('mine'))).toHaveLength(2);
+    expect(await page.locator('.message.mine').first().locator('strong').textContent()).toBe('browser');
+    expect(await page.locator('.message.mine').last().locator('em').textContent()).toBe('curl');
+    const history = async (query: string): Promise<string[]> =>
+      ((await host.request('GET', `/v1/conversations/web/events?after=0${query}`)).body.events as { type: string }[]).map((e) => e.type);
+    expect(await history('')).not.toContain('sent');
+    expect((await history('&sent=1')).filter((t) => t === 'sent')).toHaveLength(2);
     await page.context().close();
     expect(await host.stop()).toBe(0);
   });

@@ -37,14 +37,15 @@ export const patch = (path, body) => api('PATCH', path, body);
 export const put = (path, body) => api('PUT', path, body);
 
 /** Event types the host streams for a conversation (the SSE `event:` names). */
-export const STREAM_EVENTS = ['chat', 'edit', 'reaction', 'question', 'card', 'notice', 'typing', 'reset'];
+export const STREAM_EVENTS = ['sent', 'chat', 'edit', 'reaction', 'question', 'card', 'notice', 'typing', 'reset'];
 
 /**
- * Follow a conversation's stream from its beginning: `after=0` asks for the history first, and EventSource resends
- * the last id it saw when it reconnects, so nothing is missed or repeated.
+ * Follow a conversation's stream from its beginning: `after=0` asks for the history first (`sent=1`: with what was
+ * posted to it, so a reloaded page shows both sides), and EventSource resends the last id it saw when it reconnects,
+ * so nothing is missed or repeated.
  */
 export function openStream(conversation, onEvent, onState) {
-  const source = new EventSource(`/v1/conversations/${encodeURIComponent(conversation)}/stream?after=0`);
+  const source = new EventSource(`/v1/conversations/${encodeURIComponent(conversation)}/stream?after=0&sent=1`);
   for (const type of STREAM_EVENTS) {
     source.addEventListener(type, (e) => {
       let data;

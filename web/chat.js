@@ -86,7 +86,12 @@ function Chat({ conversation, onError, onSent }) {
       const attachments = await Promise.all(files.map(fileToAttachment));
       const body = { text: text.trim() || '(attachment)', sender: 'web', ...(attachments.length ? { attachments } : {}) };
       const receipt = await post(`/v1/conversations/${encodeURIComponent(conversation)}/messages`, body);
-      setMessages((all) => [...all, { key: `mine-${receipt.id}`, mine: true, text: body.text, files: files.map((f) => f.name) }]);
+      // shown at once; the stream's `sent` event for it (which may come first) is the same message
+      setMessages((all) =>
+        all.some((m) => m.key === `sent-${receipt.id}`)
+          ? all
+          : [...all, { key: `sent-${receipt.id}`, mine: true, text: body.text, files: files.map((f) => f.name) }],
+      );
       setText('');
       if (fileInput.current) fileInput.current.value = '';
       onSent();
@@ -138,8 +143,9 @@ function Chat({ conversation, onError, onSent }) {
 
 /** Fold one streamed event into the message list: new messages append, edits and reactions change their target. */
 function applyEvent(all, type, data, id) {
-  const key = `event-${id}`;
+  const key = type === 'sent' ? `sent-${data.messageId}` : `event-${id}`;
   if (all.some((m) => m.key === key)) return all;
+  if (type === 'sent') return [...all, { key, mine: true, text: data.text, files: data.files }];
   if (type === 'edit') return all.map((m) => (m.seq === data.messageId ? { ...m, text: data.text, edited: true } : m));
   if (type === 'reaction') return all.map((m) => (m.seq === data.messageId ? { ...m, reactions: [...(m.reactions ?? []), data.emoji] } : m));
   if (type === 'question') return [...all, { key, seq: data.seq, questionId: data.questionId, title: data.title, text: data.question, options: data.options }];
@@ -151,7 +157,7 @@ function applyEvent(all, type, data, id) {
 function Message({ message: m, onAnswer }) {
   return html`<li class=${`message${m.mine ? ' mine' : ''}${m.notice ? ' notice' : ''}`}>
     <div class="meta">${m.mine ? 'you' : m.notice ? 'host notice' : `agent${m.seq ? ` · #${m.seq}` : ''}`}${m.edited ? ' · edited' : ''}</div>
-    ${m.title ? html`<strong>${m.title}</strong>` : null} ${m.mine || m.notice ? html`<p>${m.text}</p>` : html`<${Markdown} text=${m.text} />`}
+    ${m.title ? html`<strong>${m.title}</strong>` : null} ${m.notice ? html`<p>${m.text}</p>` : html`<${Markdown} text=${m.text} />`}
     ${
       (m.files ?? []).length > 0
         ? html`<ul>

@@ -16,6 +16,13 @@ export interface MailboxEvent {
   files: string[];
 }
 
+/**
+ * The event type of a message a client posted to the conversation (`POST …/messages`), kept beside what the agent
+ * sent so a page reloaded later shows both in order. Replayed and streamed only to a client that asks (`?sent=1`):
+ * a bridge that follows the stream does not get its own posts back.
+ */
+export const SENT = 'sent';
+
 export class HttpMailbox {
   constructor(private readonly db: Database.Database) {}
 
@@ -33,12 +40,12 @@ export class HttpMailbox {
     return { id: stored.id, conversation, data: { ...data, id: stored.id }, files, fresh: false };
   }
 
-  after(conversation: string, afterId: number, limit = 500): MailboxEvent[] {
-    const rows = prepared(this.db, 'SELECT id, data FROM http_outbox WHERE conversation = ? AND id > ? ORDER BY id LIMIT ?').all(
-      conversation,
-      afterId,
-      limit,
-    ) as { id: number; data: string }[];
+  /** A conversation's events after an id; a `sent` event (what a client posted) only when `withSent`. */
+  after(conversation: string, afterId: number, limit = 500, withSent = false): MailboxEvent[] {
+    const rows = prepared(
+      this.db,
+      `SELECT id, data FROM http_outbox WHERE conversation = ? AND id > ? AND (? OR json_extract(data, '$.data.type') IS NOT '${SENT}') ORDER BY id LIMIT ?`,
+    ).all(conversation, afterId, withSent ? 1 : 0, limit) as { id: number; data: string }[];
     return rows.map((row) => this.toEvent(conversation, row));
   }
 

@@ -1,5 +1,5 @@
 import type { Logger } from '../../../shared/log.js';
-import type { HttpMailbox, MailboxEvent } from './mailbox.js';
+import { SENT, type HttpMailbox, type MailboxEvent } from './mailbox.js';
 
 /**
  * The SSE streams of the HTTP channel, by conversation (docs/http-api.md "Streaming", docs/reliability.md).
@@ -34,6 +34,8 @@ export interface SseOptions {
 }
 
 interface SseClient {
+  /** whether it asked for `sent` events (what clients posted) too. */
+  withSent: boolean;
   /** queue a live event (ignored while the stream is still replaying, or after it fell behind). */
   live(text: string): void;
   close(): void;
@@ -71,7 +73,7 @@ export class SseHub {
    * before each replay page, not before each live event: once it says no, the stream gets a `disconnect` event and
    * ends.
    */
-  open(conversation: string, start: StreamStart, stillAuthorised: () => boolean = () => true): Response {
+  open(conversation: string, start: StreamStart, stillAuthorised: () => boolean = () => true, withSent = false): Response {
     const set = this.streams.get(conversation) ?? new Set<SseClient>();
     this.streams.set(conversation, set);
     let client: SseClient | null = null;
@@ -106,6 +108,7 @@ export class SseHub {
             return true;
           };
           client = {
+            withSent,
             recheck: () => void revoked(),
             live: (text) => {
               if (cursor !== null || behind || closed) return;
@@ -155,7 +158,7 @@ export class SseHub {
           }
           if (cursor === null || closed) return;
           if (revoked()) return;
-          const page = this.mailbox.after(conversation, cursor, REPLAY_PAGE);
+          const page = this.mailbox.after(conversation, cursor, REPLAY_PAGE, withSent);
           for (const event of page) controller.enqueue(encoder.encode(formatEvent(event)));
           cursor = page.at(-1)?.id ?? cursor;
           // The last page: go live in the same turn, so nothing delivered in between is missed.
@@ -177,7 +180,8 @@ export class SseHub {
   /** A stored event to the conversation's open streams. */
   publish(event: MailboxEvent): void {
     const text = formatEvent(event);
-    for (const client of [...(this.streams.get(event.conversation) ?? [])]) client.live(text);
+    const sent = event.data.type === SENT;
+    for (const client of [...(this.streams.get(event.conversation) ?? [])]) if (!sent || client.withSent) client.live(text);
   }
 
   /** An event that is not kept (typing) to the conversation's open streams. */

@@ -4,12 +4,14 @@ import { AttachmentSchema } from '../../../../db/content.js';
 import type { ConversationRef } from '../../../types.js';
 import { requireAdmin, requireConversation } from '../auth.js';
 import { afterParam, conversationId, readJson, validate } from '../io.js';
+import { SENT } from '../mailbox.js';
 import { streamStart } from '../sse.js';
 import type { Context } from 'hono';
 import type { HttpEnv, HttpRouteModule } from '../types.js';
 
 /**
- * Conversations: post a message, answer a question, schedule a task, read events (replay) or stream them (SSE).
+ * Conversations: post a message, answer a question, schedule a task, read events (replay) or stream them (SSE);
+ * `?sent=1` adds what clients posted (`sent` events) to the history, for a page that shows both sides.
  * A conversation is any id a client picks; the host routes it to a session.
  */
 
@@ -41,7 +43,24 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
   api.post('/v1/conversations/:id/messages', async (c) => {
     const id = allowed(c);
     const { threadId, ...content } = validate(PostMessage, await readJson(c));
-    return c.json(await host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content }), 202);
+    const receipt = await host.acceptInbound({ conversation: conversationRef(id, threadId), kind: 'chat', content });
+    // Kept in the conversation's history (names of files only) for a client that reloads it later.
+    const sent = mailbox.append(
+      id,
+      {
+        type: SENT,
+        text: content.text,
+        sender: content.sender,
+        files: (content.attachments ?? []).map((a) => a.name),
+        messageId: receipt.id,
+        sessionId: receipt.sessionId,
+        threadId: threadId ?? null,
+      },
+      [],
+      `${SENT}:${receipt.sessionId}:${receipt.id}`,
+    );
+    if (sent.fresh) sse.publish(sent);
+    return c.json(receipt, 202);
   });
 
   api.post('/v1/conversations/:id/answers', async (c) => {
@@ -63,12 +82,12 @@ export const conversationRoutes: HttpRouteModule = ({ api }, { host, mailbox, ss
   api.get('/v1/conversations/:id/events', (c) => {
     const id = allowed(c);
     // One page; `more` says to ask again with `after` = `nextAfter`.
-    const events = mailbox.after(id, afterParam(c.req.query('after')), EVENTS_PAGE);
+    const events = mailbox.after(id, afterParam(c.req.query('after')), EVENTS_PAGE, c.req.query('sent') === '1');
     return c.json({ events: events.map((e) => e.data), more: events.length === EVENTS_PAGE, nextAfter: events.at(-1)?.id ?? null });
   });
 
   api.get('/v1/conversations/:id/stream', (c) => {
     const id = allowed(c);
-    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')), c.get('stillAuthorised'));
+    return sse.open(id, streamStart(c.req.header('last-event-id'), c.req.query('after')), c.get('stillAuthorised'), c.req.query('sent') === '1');
   });
 };
