@@ -14,6 +14,8 @@ import { measureObservability } from './observability.js';
 import { measurePickup } from './pickup.js';
 import { measurePlatformRoundTrip } from './platform.js';
 import { measureSessionPort } from './session-port.js';
+import { measureScale } from './scale.js';
+import { scaleLost } from './report-scale.js';
 import type { WakeMode } from '../src/db/wake.js';
 import { buildRows, withSummaries, type BenchResults } from './report.js';
 import { closeAllSessions, type ByMode } from './runner-session.js';
@@ -46,6 +48,11 @@ const SIZES = {
     sessionPort: 40,
     idleSessions: 10,
     mcpStart: 10,
+    scaleSessions: [100, 1000, 10_000],
+    scaleActive: 100,
+    scaleIdleMs: 60_000,
+    scaleSettleMs: 5000,
+    scaleBursts: [100, 500],
   },
   quick: {
     observability: 10,
@@ -66,11 +73,29 @@ const SIZES = {
     sessionPort: 10,
     idleSessions: 3,
     mcpStart: 2,
+    scaleSessions: [100],
+    scaleActive: 5,
+    scaleIdleMs: 1000,
+    scaleSettleMs: 1000,
+    scaleBursts: [5, 25],
   },
 };
 type Sizes = (typeof SIZES)['full'];
 
-const GROUPS = ['cold-start', 'pickup', 'follow-up', 'burst', 'mcp', 'mcp-start', 'platform', 'builtin', 'observability', 'session-port', 'idle'] as const;
+const GROUPS = [
+  'cold-start',
+  'pickup',
+  'follow-up',
+  'burst',
+  'mcp',
+  'mcp-start',
+  'platform',
+  'builtin',
+  'observability',
+  'session-port',
+  'idle',
+  'scale',
+] as const;
 type Group = (typeof GROUPS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Group> } {
@@ -139,6 +164,11 @@ async function runGroups(only: Set<Group>, size: Sizes): Promise<BenchResults> {
     if (only.has('observability')) {
       results.observability = await timed('metrics and tracing on vs off', () => measureObservability(size.observability));
     }
+    if (only.has('scale')) {
+      results.scale = await timed('host at scale', () =>
+        measureScale(size.scaleSessions, size.scaleActive, size.scaleIdleMs, size.scaleBursts, { settleMs: size.scaleSettleMs, progress }),
+      );
+    }
     if (idle) {
       const measured = await timed('idle CPU and memory', () => measureIdleFleets(idle, size.idleMs));
       results.idle = measured.single;
@@ -201,7 +231,7 @@ async function main(): Promise<void> {
   if (missed.length > 0) process.stdout.write(`MISS: ${missed.map((row) => row.metric).join('; ')}\n`);
   // Timings on a shared machine are not a reason to fail CI; a message left behind is a bug.
   const lost = [results.burst15, results.burst].flatMap((r) => (r ? [r.watch.leftBehind, r.poll.leftBehind] : []));
-  if (lost.some((n) => n > 0)) {
+  if (lost.some((n) => n > 0) || scaleLost(results.scale) > 0) {
     process.stdout.write('FAIL: messages were left behind in a burst\n');
     process.exitCode = 1;
   }

@@ -10,6 +10,8 @@ import type { ByMode } from './runner-session.js';
 import type { PickupSamples } from './pickup.js';
 import type { ObservabilitySamples } from './observability.js';
 import type { PlatformSamples } from './platform.js';
+import { scaleRows } from './report-scale.js';
+import type { ScaleResult } from './scale.js';
 import type { SessionPortSamples } from './session-port.js';
 import { summarize } from './stats.js';
 import type { Row } from './table.js';
@@ -32,6 +34,7 @@ export interface BenchResults {
   sessionPort?: SessionPortSamples;
   observability?: ObservabilitySamples;
   builtin?: BuiltinResult;
+  scale?: ScaleResult;
 }
 
 const atMost = (limit: number, text: string): Row['target'] => ({ text, met: (value) => value <= limit });
@@ -359,6 +362,7 @@ export function buildRows(results: BenchResults): Row[] {
       },
     );
   }
+  if (results.scale) rows.push(...scaleRows(results.scale));
   return rows;
 }
 
