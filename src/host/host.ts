@@ -293,6 +293,7 @@ export class Host implements HostApi {
       await pipeline.flush().catch(() => undefined); // the pipeline logs delivery failures; the rows stay for the next start
       await pipeline.port.close();
     }
+    await this.ports.close();
     for (const channel of this.channels.values()) if (!channel.capabilities.localInput) await channel.stop();
     await this.credentialProxy.stop();
     await this.traceRelay?.stop();

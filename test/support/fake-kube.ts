@@ -16,6 +16,11 @@ import { BUILT_CLI } from './runner-harness.js';
  * across its fake nodes (a claim still attached elsewhere: `FailedAttachVolume` Multi-Attach events), and injects
  * faults: API errors, a node going down (its processes stopped, its pods left Terminating until the volume is
  * force-detached), images that cannot be pulled. It records every (verb, resource) it served.
+ *
+ * Pods can be watched (`?watch=true` or `=1`): a chunked stream of JSON lines ADDED/MODIFIED/DELETED from the
+ * `resourceVersion` asked (replayed from its history, or the current pods as ADDED without one), BOOKMARK when asked
+ * with `allowWatchBookmarks`, and an ERROR 410 (Expired) for a version older than its history (`compact()`), which
+ * makes a client list again. `dropWatches()` ends every open stream, as an API server or a proxy does.
  */
 export const FAKE_TOKEN = 'fake-kube-token-0123456789';
 export const NAMESPACE = 'pincer-test';
@@ -66,6 +71,13 @@ export interface FakeKubeOptions {
   badImages?: string[];
 }
 
+interface Watcher {
+  res: http.ServerResponse;
+  labelSelector: string | null;
+  fieldSelector: string | null;
+  bookmarks: boolean;
+}
+
 export interface InjectedApiFailure {
   verb: string;
   resource: string;
@@ -78,6 +90,8 @@ export class FakeKube {
   /** what the kubelet did, in order: `started <pod>`, `force-detached <pod>`, `exited <pod>`. */
   readonly timeline: string[] = [];
   readonly claimsDir: string;
+  /** the `resourceVersion` each pod watch was opened from (null: none, the client listed first). */
+  readonly watchesFrom: (string | null)[] = [];
   private readonly objects = new Map<string, Map<string, Obj>>([
     ['pods', new Map()],
     ['persistentvolumeclaims', new Map()],
@@ -89,6 +103,11 @@ export class FakeKube {
   private readonly attachments = new Map<string, { node: string; pods: Set<string> }>();
   private readonly down = new Set<string>();
   private readonly failures: InjectedApiFailure[] = [];
+  /** every change to a pod since the last compaction, for watches that resume from a version. */
+  private readonly history: { version: number; type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: Obj }[] = [];
+  /** versions up to this one are gone from the history: a watch from one of them gets 410 Expired. */
+  private compactedAt = 0;
+  private readonly watchers = new Set<Watcher>();
   private readonly root: string;
   private version = 1;
   private nextIp = 2;
@@ -142,6 +161,31 @@ export class FakeKube {
     this.failures.length = 0;
   }
 
+  /** End every open watch stream (the client resumes from the last version it saw). */
+  dropWatches(): void {
+    for (const watcher of this.watchers) watcher.res.end();
+    this.watchers.clear();
+  }
+
+  /** Forget the pods' change history: a watch resuming from an older version is answered 410 Expired. */
+  compact(): void {
+    this.history.length = 0;
+    this.compactedAt = this.version;
+  }
+
+  /** A BOOKMARK to each watch that asked for them: the current version, no object change. */
+  bookmark(): void {
+    for (const watcher of this.watchers) {
+      if (watcher.bookmarks)
+        writeEvent(watcher.res, 'BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { name: '', resourceVersion: String(this.version) } });
+    }
+  }
+
+  /** Open pod watch streams. */
+  get openWatches(): number {
+    return this.watchers.size;
+  }
+
   list(resource: 'pods' | 'persistentvolumeclaims' | 'secrets'): Obj[] {
     return [...this.objects.get(resource)!.values()];
   }
@@ -180,6 +224,7 @@ export class FakeKube {
   }
 
   async close(): Promise<void> {
+    this.dropWatches();
     for (const run of this.runs.values()) {
       for (const timer of run.timers) clearTimeout(timer);
       if (run.child?.pid && !run.exited) {
@@ -212,7 +257,7 @@ export class FakeKube {
           : req.method === 'GET'
             ? name
               ? 'get'
-              : url.searchParams.get('watch') === 'true'
+              : ['true', '1'].includes(url.searchParams.get('watch') ?? '')
                 ? 'watch'
                 : 'list'
             : (req.method ?? '').toLowerCase();
@@ -261,10 +306,15 @@ export class FakeKube {
       if (plural === 'pods') created.status = { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False' }] };
       this.touch(created);
       store.set(created.metadata.name, created);
+      if (plural === 'pods') this.emit('ADDED', created);
       if (plural === 'pods') this.schedule(created);
       return replyJson(res, 201, created);
     }
-    if (verb === 'list' || verb === 'watch') {
+    if (verb === 'watch') {
+      if (plural !== 'pods') return status(res, 405, 'MethodNotAllowed', `this fake watches pods only, not ${plural}`);
+      return this.watch(req, res, url);
+    }
+    if (verb === 'list') {
       const items = [...store.values()].filter((o) => matchesLabels(o, url.searchParams.get('labelSelector')));
       return replyJson(res, 200, { apiVersion: 'v1', kind: `${kind}List`, metadata: { resourceVersion: String(this.version) }, items });
     }
@@ -289,6 +339,51 @@ export class FakeKube {
   private touch(obj: Obj): void {
     this.version += 1;
     obj.metadata.resourceVersion = String(this.version);
+    if (obj.kind === 'Pod' && this.objects.get('pods')!.get(obj.metadata.name) === obj) this.emit('MODIFIED', obj);
+  }
+
+  /** Record a pod's change (a copy: the pod goes on changing) and send it to the watches it matches. */
+  private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Obj): void {
+    const object = JSON.parse(JSON.stringify(pod)) as Obj;
+    this.history.push({ version: this.version, type, object });
+    for (const watcher of this.watchers) {
+      if (matchesLabels(object, watcher.labelSelector) && matchesFields(object, watcher.fieldSelector)) writeEvent(watcher.res, type, object);
+    }
+  }
+
+  private watch(req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
+    const from = url.searchParams.get('resourceVersion') || null;
+    this.watchesFrom.push(from);
+    const watcher: Watcher = {
+      res,
+      labelSelector: url.searchParams.get('labelSelector'),
+      fieldSelector: url.searchParams.get('fieldSelector'),
+      bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true',
+    };
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.flushHeaders(); // the client sees the stream open before the first event
+    const matches = (o: Obj): boolean => matchesLabels(o, watcher.labelSelector) && matchesFields(o, watcher.fieldSelector);
+    if (from === null || from === '0') {
+      for (const pod of this.objects.get('pods')!.values()) if (matches(pod)) writeEvent(res, 'ADDED', pod);
+    } else if (Number(from) < this.compactedAt) {
+      writeEvent(res, 'ERROR', {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `too old resource version: ${from} (${this.compactedAt})`,
+        reason: 'Expired',
+        code: 410,
+      } as unknown as Obj);
+      res.end();
+      return;
+    } else {
+      for (const change of this.history) if (change.version > Number(from) && matches(change.object)) writeEvent(res, change.type, change.object);
+    }
+    this.watchers.add(watcher);
+    const forget = (): void => void this.watchers.delete(watcher);
+    req.on('close', forget);
+    res.on('close', forget);
   }
 
   private event(pod: Obj, reason: string, message: string, type = 'Warning'): void {
@@ -488,7 +583,12 @@ export class FakeKube {
       pod.metadata.deletionTimestamp = new Date().toISOString();
       this.touch(pod);
     }
-    if (!run) return void this.objects.get('pods')!.delete(pod.metadata.name);
+    if (!run) {
+      this.objects.get('pods')!.delete(pod.metadata.name);
+      this.version += 1;
+      pod.metadata.resourceVersion = String(this.version);
+      return this.emit('DELETED', pod);
+    }
     if (this.down.has(run.node)) {
       // The kubelet never confirms: the pod stays Terminating until its volume is force-detached.
       run.timers.push(
@@ -517,11 +617,17 @@ export class FakeKube {
     for (const timer of run.timers) clearTimeout(timer);
     this.objects.get('pods')!.delete(run.pod.metadata.name);
     this.version += 1;
+    run.pod.metadata.resourceVersion = String(this.version);
+    this.emit('DELETED', run.pod);
   }
 }
 
 function status(res: http.ServerResponse, code: number, reason: string, message: string): void {
   replyJson(res, code, { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+function writeEvent(res: http.ServerResponse, type: string, object: Obj): void {
+  if (!res.writableEnded) res.write(`${JSON.stringify({ type, object })}\n`);
 }
 
 function matchesLabels(obj: Obj, selector: string | null): boolean {
@@ -532,13 +638,15 @@ function matchesLabels(obj: Obj, selector: string | null): boolean {
   });
 }
 
-function matchesFields(event: Obj, selector: string | null): boolean {
+/** Field selectors on events (`involvedObject.kind`, `.name`) and on any object (`metadata.name`). */
+function matchesFields(obj: Obj, selector: string | null): boolean {
   if (!selector) return true;
-  const involved = event.involvedObject as { kind: string; name: string };
+  const involved = obj.involvedObject as { kind: string; name: string } | undefined;
   return selector.split(',').every((term) => {
     const [key, value] = term.split('=') as [string, string];
-    if (key === 'involvedObject.kind') return involved.kind === value;
-    if (key === 'involvedObject.name') return involved.name === value;
+    if (key === 'metadata.name') return obj.metadata.name === value;
+    if (key === 'involvedObject.kind') return involved?.kind === value;
+    if (key === 'involvedObject.name') return involved?.name === value;
     return false;
   });
 }

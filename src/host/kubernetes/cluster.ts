@@ -1,5 +1,7 @@
 import type { CoreV1Api, CoreV1Event, KubeConfig, V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { errorMessage } from '../../shared/log.js';
+import { errorMessage, type Logger } from '../../shared/log.js';
+import { COMPONENT_LABEL, MANAGED_BY } from './manifests.js';
+import { PodWatch } from './pod-watch.js';
 import type { KubernetesSettings } from './settings.js';
 import { PincerError } from '../../shared/errors.js';
 
@@ -37,17 +39,26 @@ export class SessionCluster {
     readonly namespace: string,
     /** the API server, for messages. */
     readonly server: string,
+    /** the host's one watch on its session pods (readiness, failure, deletion), started on first use. */
+    readonly pods: PodWatch,
   ) {}
 
   /** The client loads only here, on first use of `PINCER_RUNNER=kubernetes` (it is large, and other hosts never need it). */
-  static async connect(settings: KubernetesSettings): Promise<SessionCluster> {
+  static async connect(settings: KubernetesSettings, log: Logger): Promise<SessionCluster> {
     const k8s = await import('@kubernetes/client-node');
     const kc: KubeConfig = new k8s.KubeConfig();
     if ('kubeconfig' in settings.access) kc.loadFromFile(settings.access.kubeconfig);
     else kc.loadFromCluster();
     const context = kc.getContextObject(kc.getCurrentContext());
     const namespace = settings.namespace ?? context?.namespace ?? 'default';
-    return new SessionCluster(kc.makeApiClient(k8s.CoreV1Api), namespace, kc.getCurrentCluster()?.server ?? '(no server)');
+    const api = kc.makeApiClient(k8s.CoreV1Api);
+    const pods = PodWatch.create(k8s, kc, api, namespace, `${MANAGED_BY.key}=${MANAGED_BY.value},${COMPONENT_LABEL}=session-launch`, log);
+    return new SessionCluster(api, namespace, kc.getCurrentCluster()?.server ?? '(no server)', pods);
+  }
+
+  /** Stop watching (the host stops). */
+  async close(): Promise<void> {
+    await this.pods.close();
   }
 
   /** Create the session's claim unless it exists (a claim is never replaced: it holds the session). */
@@ -80,10 +91,6 @@ export class SessionCluster {
 
   async createPod(pod: V1Pod): Promise<void> {
     await this.run(() => this.api.createNamespacedPod({ namespace: this.namespace, body: pod }), 'create', `pod ${pod.metadata!.name}`);
-  }
-
-  async readPod(name: string): Promise<V1Pod | null> {
-    return this.ignoreNotFound(() => this.api.readNamespacedPod({ name, namespace: this.namespace }), 'get', `pod ${name}`);
   }
 
   async listPods(labelSelector: string): Promise<V1Pod[]> {

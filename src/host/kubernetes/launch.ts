@@ -39,7 +39,6 @@ const STUCK_REASONS = new Set([
 ]);
 /** Event reasons worth telling the log about while a pod starts (the volume is still attached elsewhere, …). */
 const REPORTED_EVENTS = new Set(['FailedAttachVolume', 'FailedMount', 'FailedScheduling']);
-const POLL_MS = 200;
 const EVENTS_EVERY_MS = 1000;
 
 export interface LaunchContext {
@@ -126,47 +125,91 @@ function isReady(pod: V1Pod): boolean {
   return pod.status?.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-/** The pod's IP once it is ready; a pod that ended, cannot start, or is not ready in time is an error saying why. */
+/**
+ * The pod's IP once it is ready, as the host's pod watch hears it (no polling); a pod that ended, cannot start, was
+ * deleted, or is not ready in time is an error saying why. Its warning events (Multi-Attach, scheduling) are listed
+ * meanwhile and reported once each.
+ */
 async function waitUntilServing(ctx: LaunchContext, name: string): Promise<string> {
   const { cluster, settings, session } = ctx;
-  const deadline = Date.now() + settings.startTimeoutMs;
   const seenEvents = new Set<string>();
-  let nextEventsAt = Date.now() + EVENTS_EVERY_MS;
-  let last = 'not created yet';
-  while (Date.now() < deadline) {
-    const pod = await cluster.readPod(name);
-    if (!pod) throw new LaunchError(`pod ${name} was deleted before it served`, false);
-    const phase = pod.status?.phase ?? 'Pending';
-    const container = pod.status?.containerStatuses?.[0];
-    const waiting = container?.state?.waiting;
-    if (waiting?.reason && STUCK_REASONS.has(waiting.reason)) {
-      throw new LaunchError(
-        `pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`,
-        true,
-      );
-    }
-    if (phase === 'Failed' || phase === 'Succeeded') {
-      const tail = await cluster.podLog(name, 5).catch(() => ''); // no log to show: the exit code alone is reported
-      const code = container?.state?.terminated?.exitCode;
-      throw new LaunchError(
-        `pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`,
-        false,
-      );
-    }
-    if (isReady(pod) && pod.status?.podIP) return pod.status.podIP;
-    last = `${phase}${waiting?.reason ? `, ${waiting.reason}` : ''}`;
-    if (Date.now() >= nextEventsAt) {
-      nextEventsAt = Date.now() + EVENTS_EVERY_MS;
+  let last = 'not seen by the pod watch yet';
+  let unlisten = (): void => undefined;
+  let eventsTimer: NodeJS.Timeout | undefined;
+  let deadline: NodeJS.Timeout | undefined;
+  let listing = false;
+  const reportEvents = async (): Promise<void> => {
+    if (listing) return;
+    listing = true;
+    try {
       for (const event of await cluster.podEvents(name)) {
         const key = event.metadata?.uid ?? `${event.reason}:${event.message}`;
         if (seenEvents.has(key) || !REPORTED_EVENTS.has(event.reason ?? '')) continue;
         seenEvents.add(key);
-        last = `${phase}, ${event.reason}: ${event.message ?? ''}`;
+        last = `${last.split(',')[0]}, ${event.reason}: ${event.message ?? ''}`;
         ctx.log.warn(`session ${session.sessionId}: pod ${name}: ${event.reason}: ${event.message ?? ''}`);
         ctx.onPodEvent(event.reason ?? '', event.message ?? '');
       }
+    } catch (err) {
+      ctx.log.warn(`session ${session.sessionId}: listing the events of pod ${name}: ${errorMessage(err)}`); // the wait goes on
+    } finally {
+      listing = false;
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  };
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      let settled = false;
+      const fail = (err: LaunchError): void => {
+        if (!settled) reject(err);
+        settled = true;
+      };
+      const check = (pod: V1Pod | null | undefined): void => {
+        if (settled || pod === undefined) return; // not heard of yet (the watch may still be listing)
+        if (pod === null) return fail(new LaunchError(`pod ${name} was deleted before it served`, false));
+        const phase = pod.status?.phase ?? 'Pending';
+        const container = pod.status?.containerStatuses?.[0];
+        const waiting = container?.state?.waiting;
+        if (waiting?.reason && STUCK_REASONS.has(waiting.reason)) {
+          return fail(
+            new LaunchError(
+              `pod ${name} cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''} — check PINCER_K8S_IMAGE=${settings.image} and its pull secrets`,
+              true,
+            ),
+          );
+        }
+        if (phase === 'Failed' || phase === 'Succeeded') {
+          settled = true;
+          const code = container?.state?.terminated?.exitCode;
+          void cluster
+            .podLog(name, 5)
+            .catch(() => '') // no log to show: the exit code alone is reported
+            .then((tail) =>
+              reject(
+                new LaunchError(
+                  `pod ${name} exited (${code ?? phase}) before it served${tail.trim() ? `: ${tail.trim().split('\n').slice(-3).join(' | ')}` : ''}`,
+                  false,
+                ),
+              ),
+            );
+          return;
+        }
+        if (isReady(pod) && pod.status?.podIP) {
+          settled = true;
+          return resolve(pod.status.podIP);
+        }
+        last = `${phase}${waiting?.reason ? `, ${waiting.reason}` : ''}`;
+      };
+      unlisten = cluster.pods.on(name, check);
+      check(cluster.pods.get(name));
+      eventsTimer = setInterval(() => void reportEvents(), EVENTS_EVERY_MS);
+      deadline = setTimeout(
+        () => fail(new LaunchError(`pod ${name} did not serve within ${settings.startTimeoutMs} ms (PINCER_K8S_START_TIMEOUT_MS; last: ${last})`, false)),
+        settings.startTimeoutMs,
+      );
+    });
+  } finally {
+    unlisten();
+    clearInterval(eventsTimer);
+    clearTimeout(deadline);
   }
-  throw new LaunchError(`pod ${name} did not serve within ${settings.startTimeoutMs} ms (PINCER_K8S_START_TIMEOUT_MS; last: ${last})`, false);
 }

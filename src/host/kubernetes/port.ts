@@ -68,6 +68,7 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
   private wakers = new Set<() => void>();
   private wakeTimer: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  private unwatchPod: (() => void) | null = null;
   private misses = 0;
   private inFlight = 0;
   private lastActiveAt = Date.now();
@@ -411,10 +412,24 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
     });
   }
 
-  /** Ask the pod's health endpoint every `heartbeatMs`; two misses in a row and the pod is lost (a dead node answers nothing). */
+  /**
+   * Follow the launch's pod: the pod watch says at once when it failed, ended or is deleted (by anyone); its health
+   * endpoint is asked every `heartbeatMs`, and two misses in a row mean it is lost — a dead node reports nothing, so
+   * only the missing answers tell.
+   */
   private startHeartbeat(launch: PodLaunch): void {
     this.stopHeartbeat();
     this.misses = 0;
+    this.unwatchPod = this.options.cluster.pods.on(launch.name, (pod) => {
+      if (this.current !== launch) return;
+      if (!pod) return this.lose(launch, 'its pod was deleted');
+      if (pod.metadata?.deletionTimestamp) return this.lose(launch, 'its pod is being deleted');
+      const phase = pod.status?.phase;
+      if (phase === 'Failed' || phase === 'Succeeded') {
+        const code = pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
+        this.lose(launch, `its pod ${phase === 'Failed' ? 'failed' : 'ended'}${code !== undefined ? ` (exit ${code})` : ''}, as the pod watch says`);
+      }
+    });
     const every = this.options.settings.heartbeatMs;
     const beat = async (): Promise<void> => {
       if (this.current !== launch) return;
@@ -436,5 +451,7 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
   private stopHeartbeat(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
+    this.unwatchPod?.();
+    this.unwatchPod = null;
   }
 }

@@ -75,9 +75,15 @@ export class SessionPorts {
     return { port: new LocalSessionPort(engine), engine };
   }
 
+  /** Let go of what the ports share (the cluster's pod watch); each port is closed by its pipeline. */
+  async close(): Promise<void> {
+    const cluster = await this.cluster?.catch(() => undefined); // a cluster that never connected has nothing to close
+    await cluster?.close();
+  }
+
   /** The session on Kubernetes: its pods started (and let go when idle) through the cluster the settings name. */
   private async kubernetes(session: SessionRecord, settings: KubernetesSettings, orphanMs: number): Promise<SessionPort> {
-    this.cluster ??= SessionCluster.connect(settings);
+    this.cluster ??= SessionCluster.connect(settings, this.parts.log);
     const cluster = await this.cluster;
     const { store } = this.parts;
     const notify = (text: string): void => this.parts.notify(session, text);
