@@ -129,15 +129,20 @@ describe('tool_activity in the session database', () => {
 describe('the pipeline stage that shows tool activity', () => {
   const session = { id: 's1', channelType: 'http', platformId: 'own', threadKey: '' };
   const handle = { session } as unknown as SessionHandle;
-  function tool(id: number, status: ToolActivity['status'], platformId: string | null = 'own'): ToolActivity {
+  function tool(
+    id: number,
+    status: ToolActivity['status'],
+    platformId: string | null = 'own',
+    startedAt = new Date(Date.now() + 1000).toISOString(),
+  ): ToolActivity {
     return {
       id,
       callId: `c${id}`,
       name: 'bash',
       preview: `p${id}`,
       status,
-      startedAt: new Date().toISOString(),
-      endedAt: status === 'running' ? null : new Date().toISOString(),
+      startedAt,
+      endedAt: status === 'running' ? null : startedAt,
       routing: { channel_type: platformId ? 'http' : null, platform_id: platformId, thread_id: null },
     };
   }
@@ -152,14 +157,17 @@ describe('the pipeline stage that shows tool activity', () => {
   }
   const state = (tools: ToolActivity[], runner: SessionState['runner'] = null): SessionState => ({ ...idleSessionState(), tools, runner });
 
-  it('shows each change once; at its first look only calls still running', async () => {
+  it('shows each change once; of the calls before it began, only those still running', async () => {
     const { adapter, shown } = channel();
     const stage = new ToolActivityStage(new Map([['http', adapter]]));
-    await stage.update(handle, state([tool(1, 'ok'), tool(2, 'running')]));
+    const before = new Date(Date.now() - 60_000).toISOString();
+    // a session process of an older version says nothing: nothing shown
+    await stage.update(handle, { ...idleSessionState() });
+    await stage.update(handle, state([tool(1, 'ok', 'own', before), tool(2, 'running', 'own', before)]));
     expect(shown.map((s) => [s.id, s.status])).toEqual([[2, 'running']]);
-    await stage.update(handle, state([tool(1, 'ok'), tool(2, 'running')]));
+    await stage.update(handle, state([tool(1, 'ok', 'own', before), tool(2, 'running', 'own', before)]));
     expect(shown).toHaveLength(1);
-    await stage.update(handle, state([tool(1, 'ok'), tool(2, 'error'), tool(3, 'running'), tool(4, 'ok')]));
+    await stage.update(handle, state([tool(1, 'ok', 'own', before), tool(2, 'error', 'own', before), tool(3, 'running'), tool(4, 'ok')]));
     expect(shown.map((s) => [s.id, s.status])).toEqual([
       [2, 'running'],
       [2, 'error'],
