@@ -16,7 +16,7 @@ import { prepareHome } from './home.js';
 import { HomeLock, type LockInfo } from './home-lock.js';
 import { CredentialProxy, PROXIED_CREDENTIALS, type ProxyUpstreams } from './credential-proxy.js';
 import { readCredentials } from './generations/credentials.js';
-import { declaresExtensions } from './generations/extensions.js';
+import { declaredModels, declaresExtensions } from './generations/extensions.js';
 import { GenerationPublisher } from './generations/publisher.js';
 import { writePublishedView } from './generations/published-file.js';
 import type { GenerationView, ModelGeneration } from './generations/types.js';
@@ -133,6 +133,7 @@ export class Host implements HostApi {
       readCredentials: (previous) => readCredentials(config.runners.env, () => secrets.read(), previous),
       groups: () => this.store.listAgentGroups(),
       hasExtensions: (group) => declaresExtensions(this.sessions.groupDir(group)),
+      extensionModels: (group) => declaredModels(this.sessions.groupDir(group)),
       log: this.log,
       onPublish: (generation) => {
         const group = this.store.getAgentGroup(generation.groupId);

@@ -2,6 +2,8 @@ import { hasProviderPrefix, isModelRouteError, resolveModelRoute } from '../../r
 import type { AgentGroup } from '../central-db/types.js';
 import { groupRegistry, groupSelection, projectCatalogue, type SelectionMemo } from './catalogue.js';
 import type { HostCredentials, ModelGeneration } from './types.js';
+import type { ExtensionModel } from './extensions.js';
+import { createHash } from 'node:crypto';
 import { readSetting } from '../../shared/settings-load.js';
 import { PincerError } from '../../shared/errors.js';
 
@@ -12,6 +14,8 @@ export interface BuildInput {
   credentials: HostCredentials;
   /** the group folder declares extensions: they may register runtimes this host does not know (only runners run them) */
   hasExtensions: boolean;
+  /** the models the group folder's extensions declare (src/host/generations/extensions.ts) */
+  extensionModels?: readonly ExtensionModel[];
   /** selections already made in this pass */
   memo?: SelectionMemo;
   now?: () => Date;
@@ -21,9 +25,10 @@ export interface BuildInput {
  * The publish state a build is for: a group's configuration generation, the provider of this run when it is not the
  * saved one (set without a new configuration generation), and the credentials version.
  */
-export function inputsOf(group: AgentGroup, credentials: HostCredentials): string {
+export function inputsOf(group: AgentGroup, credentials: HostCredentials, extensionsDigest = ''): string {
   const run = group.savedProvider === undefined ? '' : `, provider ${group.provider} for this run`;
-  return `config ${group.configGeneration}${run}, credentials ${credentials.version}`;
+  const extensions = extensionsDigest ? `, extension models ${extensionsDigest}` : '';
+  return `config ${group.configGeneration}${run}, credentials ${credentials.version}${extensions}`;
 }
 
 /**
@@ -33,7 +38,15 @@ export function inputsOf(group: AgentGroup, credentials: HostCredentials): strin
  * a runtime that is only missing its key or binary does not — the generation says so, and a key set later publishes
  * the next one.
  */
-export function buildGeneration({ group, number, credentials, hasExtensions, memo = new Map(), now = () => new Date() }: BuildInput): ModelGeneration {
+export function buildGeneration({
+  group,
+  number,
+  credentials,
+  hasExtensions,
+  extensionModels = [],
+  memo = new Map(),
+  now = () => new Date(),
+}: BuildInput): ModelGeneration {
   const model = group.model ?? (readSetting(credentials.env, 'PINCER_MODEL') || null);
   if (model && hasProviderPrefix(model)) {
     try {
@@ -49,20 +62,25 @@ export function buildGeneration({ group, number, credentials, hasExtensions, mem
   if (!selection.ok && (selection.code === 'config' || selection.code === 'insecure-route' || (selection.code === 'unknown' && !hasExtensions))) {
     throw new PincerError('config', `agent group ${group.name}: ${selection.message}`);
   }
-  const registry = groupRegistry(model);
+  const registry = groupRegistry(model, extensionModels);
   const catalogue = projectCatalogue(registry, { policy: group.provider, model, credentials, memo });
   return deepFreeze({
     groupId: group.id,
     groupName: group.name,
     number,
     builtAt: now().toISOString(),
-    inputs: inputsOf(group, credentials),
+    inputs: inputsOf(group, credentials, digestOf(extensionModels)),
     credentials,
     model,
     selection,
     registry,
     catalogue,
   });
+}
+
+/** The digest the inputs name for `models` (the same as {@link declaredModels}'s). */
+function digestOf(models: readonly ExtensionModel[]): string {
+  return models.length === 0 ? '' : createHash('sha256').update(JSON.stringify(models)).digest('hex').slice(0, 16);
 }
 
 function deepFreeze<T>(value: T): T {

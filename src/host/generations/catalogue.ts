@@ -4,6 +4,7 @@ import { selectProviderFor } from '../../providers/registry.js';
 import { hasProviderPrefix, isModelRouteError, resolveModelRoute, routeApiKey, type ModelRoute } from '../../runtime/model-route.js';
 import type { Selection } from '../../runtime/selection.js';
 import type { CatalogueModel, HostCredentials, RegistryEntry } from './types.js';
+import type { ExtensionModel } from './extensions.js';
 
 /** The model providers whose catalogue models every group lists (the ones the credential proxy can carry keys for). */
 const CATALOGUE_PROVIDERS: KnownProvider[] = ['anthropic', 'openai'];
@@ -29,10 +30,21 @@ export function catalogueRegistry(): readonly RegistryEntry[] {
   return catalogueEntries;
 }
 
-/** The registry of a group: the catalogue, and its configured model first when the catalogue does not have it. */
-export function groupRegistry(model: string | null): RegistryEntry[] {
-  const known = catalogueRegistry();
-  if (!model || !hasProviderPrefix(model) || known.some((entry) => entry.ref === model.trim())) return [...known];
+/**
+ * The registry of a group: its extensions' models, the catalogue, and its configured model first when neither has
+ * it. An extension's model of the same reference as a catalogue one replaces it (its harness runs it).
+ */
+export function groupRegistry(model: string | null, extensionModels: readonly ExtensionModel[] = []): RegistryEntry[] {
+  const extensions: RegistryEntry[] = extensionModels.map((entry) => ({
+    ref: entry.ref,
+    source: 'extension',
+    name: entry.name ?? entry.ref.slice(entry.ref.indexOf('/') + 1),
+    harness: entry.harness,
+    ...(entry.contextWindow !== undefined ? { contextWindow: entry.contextWindow } : {}),
+    ...(entry.maxTokens !== undefined ? { maxTokens: entry.maxTokens } : {}),
+  }));
+  const known = [...extensions, ...catalogueRegistry().filter((entry) => !extensions.some((e) => e.ref === entry.ref))];
+  if (!model || !hasProviderPrefix(model) || known.some((entry) => entry.ref === model.trim())) return known;
   return [{ ref: model.trim(), source: 'configured', name: model.trim().slice(model.trim().indexOf('/') + 1) }, ...known];
 }
 
@@ -62,6 +74,11 @@ export function projectCatalogue(
       maxTokens: entry.maxTokens ?? null,
       price: entry.price ?? null,
     };
+    if (entry.source === 'extension') {
+      // run by its extension's harness in the runner: the host knows no route of it, and cannot check the harness
+      // loads (only runners run extension code) — the runner's log says so when it does not
+      return { ...base, api: null, endpoint: null, viaProxy: false, harness: entry.harness ?? null, available: true };
+    }
     let route: ModelRoute;
     try {
       route = resolveModelRoute({ ref: entry.ref, env });

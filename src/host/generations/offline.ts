@@ -5,7 +5,7 @@ import { createLogger } from '../../shared/log.js';
 import { CentralStore } from '../central-db/store.js';
 import { SecretsStore } from '../secrets.js';
 import { readCredentials } from './credentials.js';
-import { declaresExtensions } from './extensions.js';
+import { declaredModels, declaresExtensions } from './extensions.js';
 import { GenerationPublisher } from './publisher.js';
 import type { GenerationView } from './types.js';
 
@@ -25,6 +25,7 @@ export function buildViewsNow(home: string, env: NodeJS.ProcessEnv): GenerationV
       readCredentials: (previous) => readCredentials({ ...env, AGENT_PROVIDER: undefined }, () => secrets.read(), previous),
       groups: () => store.listAgentGroups(),
       hasExtensions: (group) => declaresExtensions(path.join(home, 'groups', group.folder)),
+      extensionModels: (group) => declaredModels(path.join(home, 'groups', group.folder)),
       // the build's own lines would repeat what the views say
       log: createLogger('models', () => undefined),
     });

@@ -3,6 +3,7 @@ import type { AgentGroup } from '../central-db/types.js';
 import { PincerError } from '../../shared/errors.js';
 import { buildGeneration, inputsOf } from './build.js';
 import type { SelectionMemo } from './catalogue.js';
+import type { DeclaredModels } from './extensions.js';
 import type { BuildFailure, GenerationView, HostCredentials, ModelGeneration } from './types.js';
 import { isPincerError } from '../../shared/errors.js';
 
@@ -13,6 +14,8 @@ export interface PublisherDeps {
   groups(): AgentGroup[];
   /** whether a group's folder declares extensions */
   hasExtensions(group: AgentGroup): boolean;
+  /** the models the group folder's extensions declare (read at each admission: a change publishes the next generation) */
+  extensionModels?(group: AgentGroup): DeclaredModels;
   log: Logger;
   /** a generation was published (the caller writes the public view where other processes read it) */
   onPublish?(generation: ModelGeneration): void;
@@ -88,7 +91,7 @@ export class GenerationPublisher {
       for (const group of this.deps.groups()) {
         if (seq !== this.passSeq) return; // superseded: the newer pass publishes
         const slot = this.slots.get(group.id);
-        if (!this.credentials || slot?.published?.inputs === inputsOf(group, this.credentials)) continue;
+        if (!this.credentials || slot?.published?.inputs === this.inputsFor(group, this.credentials)) continue;
         this.publishGroup(group, this.selections());
         await (this.deps.yieldTurn ?? nextTurn)();
       }
@@ -108,7 +111,7 @@ export class GenerationPublisher {
     const slot = this.slots.get(group.id);
     if (!credentials)
       throw new PincerError('not-ready', `agent group ${group.name}: no credentials could be read (${this.credentialsFailure?.error ?? 'not read yet'})`);
-    const inputs = inputsOf(group, credentials);
+    const inputs = this.inputsFor(group, credentials);
     if (slot?.published?.inputs === inputs) return slot.published;
     if (slot?.failure?.inputs !== inputs) this.publishGroup(group, this.selections());
     const now = this.slots.get(group.id);
@@ -130,9 +133,23 @@ export class GenerationPublisher {
     }
     const slot = this.slots.get(group.id);
     const generation = slot?.published;
-    const stale = this.credentials === undefined || generation?.inputs !== inputsOf(group, this.credentials);
+    const stale = this.credentials === undefined || generation?.inputs !== this.inputsFor(group, this.credentials);
     const failure = slot?.failure ?? this.credentialsFailure ?? null;
     return viewOf(group, generation, stale, failure);
+  }
+
+  /**
+   * The publish state of `group` now: its configuration, the credentials, and its extensions' declared models. A
+   * declaration that cannot be read is a state of its own (its build fails once, and not again until it changes).
+   */
+  private inputsFor(group: AgentGroup, credentials: HostCredentials): string {
+    let digest = '';
+    try {
+      digest = this.deps.extensionModels?.(group).digest ?? '';
+    } catch (err) {
+      digest = `unusable (${errorMessage(err)})`;
+    }
+    return inputsOf(group, credentials, digest);
   }
 
   /** The selection memo of the current credentials (a new one when they changed). */
@@ -147,7 +164,7 @@ export class GenerationPublisher {
     const credentials = this.credentials!;
     const slot = this.slots.get(group.id) ?? {};
     this.slots.set(group.id, slot);
-    const inputs = inputsOf(group, credentials);
+    const inputs = this.inputsFor(group, credentials);
     let generation: ModelGeneration;
     try {
       generation = buildGeneration({
@@ -155,6 +172,7 @@ export class GenerationPublisher {
         number: (slot.published?.number ?? 0) + 1,
         credentials,
         hasExtensions: this.deps.hasExtensions(group),
+        extensionModels: this.deps.extensionModels?.(group).models ?? [],
         memo,
         now: this.deps.now,
       });

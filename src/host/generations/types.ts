@@ -28,7 +28,7 @@ export interface HostCredentials {
 }
 
 /** Where a registry entry came from. */
-export type ModelSource = 'catalogue' | 'configured';
+export type ModelSource = 'catalogue' | 'configured' | 'extension';
 
 /** One model the group can name: from pi-ai's catalogue, or the group's configured model (`<provider>/<model>`). */
 export interface RegistryEntry {
@@ -39,6 +39,8 @@ export interface RegistryEntry {
   maxTokens?: number;
   /** US dollars per million tokens, from the catalogue */
   price?: ModelPrice;
+  /** an extension's model: the runtime its extension registers for it */
+  harness?: string;
 }
 
 export interface ModelPrice {

@@ -29,6 +29,8 @@ const PincerManifestSchema = z.looseObject({
   themes: Entries.optional(),
   theme: z.string().optional(),
   runtime: z.unknown().optional(),
+  /** models the group's extensions run (read by the host into the group's model catalogue: src/host/generations/extensions.ts) */
+  models: z.unknown().optional(),
 });
 
 const PackageJsonSchema = z.looseObject({ pincer: z.unknown().optional() });
@@ -43,7 +45,7 @@ export interface PincerManifest {
   runtime?: RuntimeSettings;
 }
 
-const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions', 'themes', 'theme', 'runtime']);
+const KNOWN_KEYS = new Set(['skills', 'prompts', 'extensions', 'themes', 'theme', 'runtime', 'models']);
 
 /** The manifest of `root`, or undefined when there is no package.json or it has no `"pincer"` key. */
 export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): PincerManifest | undefined {
@@ -67,7 +69,7 @@ export function readManifest(root: string, diagnostics: ResourceDiagnostic[]): P
     if (!KNOWN_KEYS.has(key)) {
       diagnostics.push({
         code: 'invalid-manifest',
-        message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, themes, theme, runtime)`,
+        message: `${file}: "pincer.${key}" is not a resource kind Pincer loads (skills, prompts, extensions, themes, theme, runtime, models)`,
       });
     }
   }
