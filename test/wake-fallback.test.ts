@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Waker } from '../src/db/wake.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SETTLE_RECHECKS_MS, Waker } from '../src/db/wake.js';
 import { idleWaitMs } from '../src/runner/runner.js';
 import { onPath } from './support/dockerd.js';
 
@@ -80,5 +80,59 @@ describe("an idle runner's wait", () => {
     expect(idleWaitMs(5000, true, config)).toBe(5000);
     expect(idleWaitMs(5000, false, config)).toBe(1000);
     expect(idleWaitMs(0, true, config)).toBe(0);
+  });
+});
+
+describe('a change whose commit is published late', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('is announced again after each settle delay, so a reader that saw nothing yet looks again (not a minute later)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const waker = new Waker(tempDir(), 'poll');
+    let wakes = 0;
+    const waitOnce = async (): Promise<void> => {
+      await waker.wait(60_000);
+      wakes += 1;
+    };
+    waker.changed();
+    await waitOnce(); // the change itself (nobody was waiting: the next wait returns at once)
+    let previous = 0;
+    for (const at of SETTLE_RECHECKS_MS) {
+      const woken = waitOnce();
+      vi.advanceTimersByTime(at - previous - 1);
+      await Promise.resolve();
+      expect(wakes).toBe(1 + SETTLE_RECHECKS_MS.indexOf(at));
+      vi.advanceTimersByTime(1);
+      await woken;
+      previous = at;
+    }
+    expect(wakes).toBe(1 + SETTLE_RECHECKS_MS.length);
+    // then quiet: the series is over, only the waiter's own timeout ends the next wait
+    const last = waitOnce();
+    vi.advanceTimersByTime(59_999);
+    await Promise.resolve();
+    expect(wakes).toBe(1 + SETTLE_RECHECKS_MS.length);
+    vi.advanceTimersByTime(1);
+    await last;
+    waker.close();
+  });
+
+  it('restarts the series with every new change', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const waker = new Waker(tempDir(), 'poll');
+    waker.changed();
+    await waker.wait(0);
+    vi.advanceTimersByTime(SETTLE_RECHECKS_MS[1]);
+    await waker.wait(0); // consumed re-announcements of the first change
+    waker.changed();
+    await waker.wait(0);
+    let woken = false;
+    const wait = waker.wait(60_000).then(() => (woken = true));
+    vi.advanceTimersByTime(SETTLE_RECHECKS_MS[0]);
+    await wait;
+    expect(woken).toBe(true);
+    waker.close();
   });
 });

@@ -11,16 +11,20 @@ export type WakeMode = 'watch' | 'poll';
 
 /**
  * A writer appends its WAL frames (which fire the watch) a moment before it publishes the commit in the shared-memory
- * index (which fires nothing). A reader woken in between sees nothing new, so every change is re-announced once more
- * shortly after.
+ * index (which fires nothing). A reader woken in between sees nothing new, so the last change of a burst is
+ * re-announced a few times after it: soon, for the usual gap of microseconds, and later, for a writer the kernel
+ * preempted in between on a loaded machine (once the only re-announcement came 5 ms later; a writer descheduled for
+ * longer left its reader asleep until the idle check, a minute on).
  */
-const SETTLE_RECHECK_MS = 5;
+export const SETTLE_RECHECKS_MS = [5, 50, 500] as const;
 
 export class Waker {
   private readonly waiters = new Set<() => void>();
   private dirty = false;
   private watcher: fs.FSWatcher | null = null;
   private recheck: NodeJS.Timeout | null = null;
+  /** how many of SETTLE_RECHECKS_MS were announced since the last change */
+  private rechecked = 0;
 
   /**
    * Why this waker polls although `watch` was asked for: the kernel gave it no inotify instance (EMFILE, ENOSPC: Linux
@@ -48,16 +52,35 @@ export class Waker {
   private watch(dir: string, dbFile: string): fs.FSWatcher {
     const watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
       if (filename !== null && !filename.startsWith(path.basename(dbFile))) return;
-      this.notify();
-      if (!this.recheck) {
-        this.recheck = setTimeout(() => {
-          this.recheck = null;
-          this.notify();
-        }, SETTLE_RECHECK_MS);
-      }
+      this.changed();
     });
     watcher.on('error', () => this.close());
     return watcher;
+  }
+
+  /** A write to the watched database: wake the waiters now, and again after each of SETTLE_RECHECKS_MS. */
+  changed(): void {
+    this.notify();
+    this.rechecked = 0;
+    this.scheduleRecheck();
+  }
+
+  /** The next re-announcement of the last change, timed from the one before (each change restarts the series). */
+  private scheduleRecheck(): void {
+    if (this.recheck) clearTimeout(this.recheck);
+    const at = SETTLE_RECHECKS_MS[this.rechecked];
+    const before = this.rechecked === 0 ? 0 : SETTLE_RECHECKS_MS[this.rechecked - 1]!;
+    if (at === undefined) {
+      this.recheck = null;
+      return;
+    }
+    this.recheck = setTimeout(() => {
+      this.recheck = null;
+      this.rechecked += 1;
+      this.notify();
+      this.scheduleRecheck();
+    }, at - before);
+    this.recheck.unref();
   }
 
   /** Resolve on the next change (or at once if one came since the last wait), or after `timeoutMs`. */
