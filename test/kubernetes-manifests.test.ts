@@ -16,6 +16,12 @@ describe('Kubernetes settings', () => {
     expect(() => loadKubernetesSettings({ ...BASE, PINCER_K8S_MEMORY_LIMIT: 'lots' })).toThrow(/PINCER_K8S_MEMORY_LIMIT.*Kubernetes quantity/);
     expect(() => loadKubernetesSettings({ ...BASE, PINCER_K8S_ACCESS_MODE: 'ReadWriteMany' })).toThrow(/PINCER_K8S_ACCESS_MODE/);
     expect(() => loadKubernetesSettings({ ...BASE, PINCER_K8S_NODE_SELECTOR: 'no-equals' })).toThrow(/PINCER_K8S_NODE_SELECTOR.*key=value/);
+    expect(() => loadKubernetesSettings({ ...BASE, PINCER_K8S_PROXY_LISTEN: '8788' })).toThrow(/PINCER_K8S_PROXY_LISTEN.*host:port/);
+    expect(() => loadKubernetesSettings({ ...BASE, PINCER_K8S_PROXY_LISTEN: '0.0.0.0:8788' })).toThrow(/needs PINCER_K8S_PROXY_URL/);
+    expect(loadKubernetesSettings({ ...BASE, PINCER_K8S_PROXY_LISTEN: '0.0.0.0:8788', PINCER_K8S_PROXY_URL: 'http://h:8788' }).proxyListen).toEqual({
+      host: '0.0.0.0',
+      port: 8788,
+    });
     expect(loadKubernetesSettings({ PINCER_K8S_IMAGE: 'i', KUBERNETES_SERVICE_HOST: '10.0.0.1' }).access).toEqual({ inCluster: true });
     expect(loadKubernetesSettings({ ...BASE, KUBECONFIG: '/a:/b' }).access).toEqual({ kubeconfig: '/a' });
   });
@@ -166,5 +172,31 @@ describe('deploy/kubernetes', () => {
     const pod = buildPod(loadKubernetesSettings(BASE), SESSION, 1, 3000);
     expect(pod.metadata!.labels).toMatchObject(policy.spec.podSelector.matchLabels);
     expect(policy.spec.ingress[0]!.ports[0]!.port).toBe(pod.spec!.containers[0]!.ports![0]!.containerPort);
+  });
+
+  it('the credential proxy: the host listens where its Service sends the proxy port, pods are told the Service, and may reach only that port of the host', () => {
+    const [host] = byKind('StatefulSet') as unknown as {
+      spec: { template: { spec: { containers: { env: { name: string; value: string }[]; ports: { name: string; containerPort: number }[] }[] } } };
+    }[];
+    const container = host!.spec.template.spec.containers[0]!;
+    const value = (name: string): string => container.env.find((e) => e.name === name)!.value;
+    const settings = loadKubernetesSettings({
+      ...BASE,
+      PINCER_K8S_PROXY_LISTEN: value('PINCER_K8S_PROXY_LISTEN'),
+      PINCER_K8S_PROXY_URL: value('PINCER_K8S_PROXY_URL'),
+    });
+    const proxyPort = container.ports.find((p) => p.name === 'proxy')!.containerPort;
+    expect(settings.proxyListen).toEqual({ host: '0.0.0.0', port: proxyPort });
+    const service = byKind('Service')[0] as unknown as {
+      metadata: { name: string; namespace: string };
+      spec: { ports: { name: string; port: number; targetPort: string }[] };
+    };
+    const servicePort = service.spec.ports.find((p) => p.targetPort === 'proxy')!;
+    expect(new URL(settings.proxyUrl!).host).toBe(`${service.metadata.name}.${service.metadata.namespace}.svc:${servicePort.port}`);
+    const policy = byKind('NetworkPolicy')[0] as unknown as {
+      spec: { egress: { to: { podSelector?: { matchLabels: Record<string, string> } }[]; ports?: { port: number }[] }[] };
+    };
+    const toHost = policy.spec.egress.find((e) => e.to.some((t) => t.podSelector?.matchLabels['app.kubernetes.io/name'] === 'pincer-host'))!;
+    expect(toHost.ports).toEqual([{ port: proxyPort }]);
   });
 });

@@ -96,6 +96,10 @@ export class CredentialProxy {
   /** every connection, from either listener, is served by this one HTTP server (it listens on nothing itself). */
   private readonly http = http.createServer((req, res) => this.handle(req, res));
   private tcp: net.Server | null = null;
+  /** the listener for session pods on other machines (`PINCER_K8S_PROXY_LISTEN`), when the host has one. */
+  private network: net.Server | null = null;
+  /** connections that came in on it: a live placeholder is required there for everything (no keyless pass). */
+  private readonly fromNetwork = new WeakSet<object>();
   /** its open connections: a stop ends them (an idle keep-alive one would hold the listener's close for seconds). */
   private readonly tcpSockets = new Set<net.Socket>();
   /** per session: its own Unix socket (in a folder of its own, which its sandbox gets), while its placeholder lives. */
@@ -158,8 +162,12 @@ export class CredentialProxy {
     return this.source(undefined);
   }
 
-  /** Listen on 127.0.0.1 (an ephemeral port); sessions' Unix sockets come with their placeholders, in an owner-only folder. */
-  async start(): Promise<void> {
+  /**
+   * Listen on 127.0.0.1 (an ephemeral port); sessions' Unix sockets come with their placeholders, in an owner-only
+   * folder. With `network`, also on that address for session pods on other machines (their Service port): there
+   * every request must carry a live placeholder, whatever it asks for.
+   */
+  async start(options: { network?: { host: string; port: number } } = {}): Promise<void> {
     // Any local user can connect to 127.0.0.1: only the host's own user (its process runners and sandboxes) may use
     // the proxy there, whatever placeholder it presents. (A sandbox without a network uses its owner-only socket.)
     const ownUid = process.getuid?.();
@@ -174,6 +182,7 @@ export class CredentialProxy {
       this.tcp!.once('error', reject);
       this.tcp!.listen(0, '127.0.0.1', () => resolve());
     });
+    if (options.network) await this.listenForPods(options.network);
     this.socketDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-proxy-'));
     const kinds = Object.entries(this.upstreams)
       .filter(([, u]) => u)
@@ -185,6 +194,27 @@ export class CredentialProxy {
 
   port(): number {
     return (this.tcp?.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  /** The address of the listener for pods (`host:port`), while there is one. */
+  networkAddress(): string | undefined {
+    const address = this.network?.address() as AddressInfo | null | undefined;
+    return address ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : undefined;
+  }
+
+  /** Connections from anywhere the network lets through (the pods' NetworkPolicy): no local user to check, only placeholders. */
+  private async listenForPods(at: { host: string; port: number }): Promise<void> {
+    this.network = net.createServer((socket) => {
+      this.tcpSockets.add(socket);
+      socket.once('close', () => this.tcpSockets.delete(socket));
+      this.fromNetwork.add(socket);
+      if (this.connections.admit(socket, undefined)) this.http.emit('connection', socket);
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.network!.once('error', reject);
+      this.network!.listen(at.port, at.host, () => resolve());
+    });
+    this.log.info(`credential proxy for session pods on ${this.networkAddress()} (placeholders only)`);
   }
 
   /**
@@ -274,6 +304,8 @@ export class CredentialProxy {
     for (const socket of this.tcpSockets) socket.destroy();
     if (this.tcp) await new Promise<void>((resolve) => this.tcp!.close(() => resolve()));
     this.tcp = null;
+    if (this.network) await new Promise<void>((resolve) => this.network!.close(() => resolve()));
+    this.network = null;
     if (this.socketDir) fs.rmSync(this.socketDir, { recursive: true, force: true });
     this.socketDir = null;
   }
@@ -288,6 +320,12 @@ export class CredentialProxy {
     const given = presented(req);
     const sessionId = given === undefined ? undefined : this.placeholders.get(given);
     const socketOf = this.socketSession.get(req.socket);
+    if (this.fromNetwork.has(req.socket) && sessionId === undefined) {
+      this.log.warn(
+        `credential proxy: refused a request from the network (${req.socket.remoteAddress}) with ${given === undefined ? 'no' : 'an unknown or revoked'} placeholder`,
+      );
+      return refuse(res, 401, 'Pincer credential proxy: unknown or revoked placeholder key (it is valid only while its session runs)');
+    }
     if (socketOf !== undefined && sessionId !== undefined && sessionId !== socketOf) {
       this.log.warn(`credential proxy: refused a request on the socket of ${socketOf} with another session's placeholder`);
       return refuse(res, 403, "Pincer credential proxy: this socket serves its own session's placeholder only");

@@ -244,7 +244,10 @@ export class Host implements HostApi {
     if (options.config.runners.kind === 'auto') log.info(`runners: ${runners.kind} (${runners.why})`);
     const host = new Host({ ...options, log, config: { ...options.config, runners: { ...options.config.runners, kind: runners.kind } } });
     try {
-      await host.credentialProxy.start(); // before any runner starts: they get its placeholders
+      // before any runner starts: they get its placeholders; session pods reach it on its own listener
+      const { sessionPort } = host.options.config;
+      const network = sessionPort.kind === 'kubernetes' ? sessionPort.kubernetes.proxyListen : undefined;
+      await host.credentialProxy.start(network ? { network } : {});
       await host.traceRelay?.start();
       const adopted = host.store.adoptSessionFolders();
       if (adopted > 0) host.log.info(`${adopted} session folder(s) now stored relative to the home ${options.config.home}`);

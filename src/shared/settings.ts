@@ -87,6 +87,13 @@ const dnsName = () =>
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS name')
     .max(63);
+/** `host:port` to listen on (port 0: any free one). */
+const listenAddress = () =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'host:port, e.g. 0.0.0.0:8788')
+    .transform((value) => ({ host: value.slice(0, value.lastIndexOf(':')), port: Number(value.slice(value.lastIndexOf(':') + 1)) }))
+    .refine((a) => a.port <= 65535, 'a port up to 65535');
 /** `key=value,key=value` (node selectors). */
 const pairs = () =>
   z
@@ -192,6 +199,7 @@ const REGISTRY = {
   PINCER_K8S_IDLE_MS: host(() => positiveInt(5 * 60_000), 'a pod with nothing to do this long is drained and deleted'),
   PINCER_K8S_HEARTBEAT_MS: host(() => positiveInt(5000), 'how often the host asks a pod’s health'),
   PINCER_K8S_PROXY_URL: host(() => z.url().optional(), 'the host’s credential proxy as pods reach it'),
+  PINCER_K8S_PROXY_LISTEN: host(() => listenAddress().optional(), 'where the credential proxy also listens for pods, `host:port`'),
   KUBECONFIG: host(() => nonEmpty(), 'the cluster (its first file); without it, the in-cluster service account'),
   KUBERNETES_SERVICE_HOST: host(() => nonEmpty(), 'set in a pod: the host runs in the cluster'),
   // where runners are started

@@ -108,7 +108,8 @@ export class FakeKube {
   /** versions up to this one are gone from the history: a watch from one of them gets 410 Expired. */
   private compactedAt = 0;
   private readonly watchers = new Set<Watcher>();
-  private readonly root: string;
+  /** everything the fake keeps on disk: claims, Secret volumes, kubeconfigs. */
+  readonly root: string;
   private version = 1;
   private nextIp = 2;
   private nextNode = 0;

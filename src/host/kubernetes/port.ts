@@ -280,9 +280,13 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
     const { options } = this;
     const given = options.credentials ? options.credentials.runnerEnv(this.sessionId, options.config.runners.env) : options.config.runners.env;
     const env: Record<string, string> = {};
+    // The proxy's loopback address is the host's own: a pod reaches it by PINCER_K8S_PROXY_URL (only that prefix —
+    // an upstream on this machine's loopback, which runners are told of, is not the proxy).
+    const loopback = options.credentials?.port ? `http://127.0.0.1:${options.credentials.port()}` : undefined;
+    const relay = options.settings.proxyUrl?.replace(/\/$/, '');
     for (const [name, value] of Object.entries(given)) {
       if (value === undefined || isHostOnlyVariable(name)) continue;
-      env[name] = options.settings.proxyUrl ? value.replace(/^http:\/\/127\.0\.0\.1:\d+/, options.settings.proxyUrl.replace(/\/$/, '')) : value;
+      env[name] = relay && loopback && (value === loopback || value.startsWith(`${loopback}/`)) ? relay + value.slice(loopback.length) : value;
     }
     return {
       sessionId: this.sessionId,

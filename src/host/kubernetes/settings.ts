@@ -31,6 +31,7 @@ const KubernetesEnvSchema = settingsSchema([
   'PINCER_K8S_IDLE_MS',
   'PINCER_K8S_HEARTBEAT_MS',
   'PINCER_K8S_PROXY_URL',
+  'PINCER_K8S_PROXY_LISTEN',
   'KUBECONFIG',
   'KUBERNETES_SERVICE_HOST',
 ]);
@@ -65,6 +66,8 @@ export interface KubernetesSettings {
   heartbeatMs: number;
   /** the host's credential proxy as pods reach it (its Service), put in place of the host's loopback address. */
   proxyUrl: string | undefined;
+  /** where the credential proxy also listens, for pods (its Service's target); requests there need a live placeholder. */
+  proxyListen: { host: string; port: number } | undefined;
 }
 
 /** The settings, or an exact error naming the setting (explicit settings fail closed). */
@@ -76,6 +79,8 @@ export function loadKubernetesSettings(env: NodeJS.ProcessEnv): KubernetesSettin
   const firstKubeconfig = e.KUBECONFIG?.split(':').find(Boolean);
   if (!firstKubeconfig && !e.KUBERNETES_SERVICE_HOST)
     throw new Error('PINCER_RUNNER=kubernetes needs a cluster: set KUBECONFIG, or run the host in a pod (in-cluster service account)');
+  if (e.PINCER_K8S_PROXY_LISTEN && !e.PINCER_K8S_PROXY_URL)
+    throw new Error('PINCER_K8S_PROXY_LISTEN needs PINCER_K8S_PROXY_URL: the address pods reach that listener by (its Service)');
   return {
     access: firstKubeconfig ? { kubeconfig: firstKubeconfig } : { inCluster: true },
     namespace: e.PINCER_K8S_NAMESPACE ?? inClusterNamespace(),
@@ -99,6 +104,7 @@ export function loadKubernetesSettings(env: NodeJS.ProcessEnv): KubernetesSettin
     idleMs: e.PINCER_K8S_IDLE_MS,
     heartbeatMs: e.PINCER_K8S_HEARTBEAT_MS,
     proxyUrl: e.PINCER_K8S_PROXY_URL,
+    proxyListen: e.PINCER_K8S_PROXY_LISTEN,
   };
 }
 

@@ -74,6 +74,8 @@ export interface RunnerCredentials {
   revoke(sessionId: string): void;
   /** the session's own Unix socket of the proxy, for sandboxes with their own network (after runnerEnv). */
   socketPath(sessionId: string): string | undefined;
+  /** the proxy's loopback port, when it is the host's own: the base URLs runnerEnv gives are `http://127.0.0.1:<port>/…`. */
+  port?(): number;
 }
 
 /** What the OTLP relay gives runners: the seam the supervisor needs. */
