@@ -8,6 +8,7 @@ import { openSessionDb } from '../src/db/connection.js';
 import { createSessionFolder } from '../src/db/layout.js';
 import { insertOutbound } from '../src/db/messages.js';
 import { closeBrowsers, launchBrowser, NO_CHROMIUM } from './support/browser.js';
+import { closeFakeOpenAIs, startFakeOpenAI } from './support/fake-openai.js';
 import { startHost, stopAllHosts, TEST_TOKEN, type HostHandle } from './support/host-harness.js';
 import { BUILT_CLI } from './support/runner-harness.js';
 import { waitFor } from './support/wait.js';
@@ -32,6 +33,7 @@ afterAll(async () => {
   if (process.env.PINCER_SCREENSHOTS !== '1') fs.rmSync(SHOTS, { recursive: true, force: true });
 });
 afterEach(async () => {
+  await closeFakeOpenAIs();
   expect(await stopAllHosts()).toEqual({ hosts: 0, runners: 0 });
 });
 
@@ -190,6 +192,55 @@ describe.skipIf(NO_CHROMIUM)(`the web control page${NO_CHROMIUM ? ` (skipped: ${
     expect((await history('&sent=1')).filter((t) => t === 'sent')).toHaveLength(2);
     await page.context().close();
     expect(await host.stop()).toBe(0);
+  });
+
+  it('shows each tool call of the agent live, running then done or failed, its hostile name and arguments as text', async () => {
+    // the built-in runtime in a runner child process, on a scripted model; the first tool waits for the test's file,
+    // so its running line is seen without timing
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pincer-web-tools-'));
+    const release = path.join(dir, 'release');
+    const fake = await startFakeOpenAI();
+    fake.script(
+      { call: 'bash', args: { command: `: '<img src=x onerror="window.__pwned=1">'; while [ ! -e ${release} ]; do sleep 0.1; done` } },
+      { call: '<img src=y onerror="window.__pwned=2">', args: { path: '<script>window.__pwned=3</script>' } },
+      { text: 'tools ran' },
+    );
+    const host = await startHost({
+      AGENT_PROVIDER: 'pincer',
+      PINCER_MODEL: 'local/qwen3:8b',
+      OPENAI_BASE_URL: fake.baseUrl,
+      PINCER_MODEL_MAX_RETRIES: '0',
+      PINCER_RUNNER: 'process',
+    });
+    const page = await logIn(host);
+    await page.getByLabel('Open a conversation').fill('tools');
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toBe('live');
+    await page.getByLabel('Message').fill('run them');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const lines = page.locator('.messages .tool-line');
+    const bash = lines.filter({ has: page.locator('.tool-name', { hasText: /^bash$/ }) });
+    await bash.and(page.locator('.running')).waitFor();
+    expect(await bash.locator('.tool-args').textContent()).toBe(`: '<img src=x onerror="window.__pwned=1">'; while [ ! -e ${release} ]; do sleep 0.1; done`);
+    expect(await bash.locator('.tool-state').textContent()).toMatch(/^running \d+ s$/);
+    fs.writeFileSync(release, '');
+    await page.locator('.message:not(.mine)').filter({ hasText: 'tools ran' }).waitFor();
+    await bash.and(page.locator('.ok')).waitFor();
+    expect(await bash.locator('.tool-state').textContent()).toMatch(/^done \d+(\.\d)? s$/);
+    // the unknown tool the model made up: a failed call, its name and arguments shown as the text they are
+    const made = lines.filter({ hasText: 'onerror="window.__pwned=2"' });
+    await made.and(page.locator('.error')).waitFor();
+    expect(await made.locator('.tool-name').textContent()).toBe('<img src=y onerror="window.__pwned=2">');
+    expect(await made.locator('.tool-args').textContent()).toBe('<script>window.__pwned=3</script>');
+    expect(await made.locator('.tool-state').textContent()).toMatch(/^failed after \d+(\.\d)? s$/);
+    expect(await page.locator('.messages img, .messages script').count()).toBe(0);
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+    // in order: the user's message, the two calls, the answer
+    const order = await page.locator('.messages > li').evaluateAll((all) => all.map((li) => li.className));
+    expect(order).toEqual(['message mine', 'tool-line ok', 'tool-line error', 'message']);
+    await page.context().close();
+    expect(await host.stop()).toBe(0);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('pauses, resumes and cancels a task; stops and restarts a runner and shows its log; shows the doctor', async () => {

@@ -37,7 +37,7 @@ export const patch = (path, body) => api('PATCH', path, body);
 export const put = (path, body) => api('PUT', path, body);
 
 /** Event types the host streams for a conversation (the SSE `event:` names). */
-export const STREAM_EVENTS = ['sent', 'chat', 'edit', 'reaction', 'question', 'card', 'notice', 'typing', 'reset'];
+export const STREAM_EVENTS = ['sent', 'chat', 'edit', 'reaction', 'question', 'card', 'notice', 'typing', 'tool', 'reset'];
 
 /**
  * Follow a conversation's stream from its beginning: `after=0` asks for the history first (`sent=1`: with what was

@@ -1,5 +1,6 @@
 // Conversations: the list (with last activity) and a live chat view over the conversation's SSE stream: send text
-// and files, see the agent's messages, edits and reactions as they happen, answer questions with their buttons.
+// and files, see the agent's messages, edits and reactions as they happen, a line per tool call while the agent works,
+// answer questions with their buttons.
 import { html, useEffect, useRef, useState } from '/web/vendor/preact-htm.js';
 import { fileToAttachment, get, openStream, post } from '/web/api.js';
 import { Markdown } from '/web/markdown.js';
@@ -67,6 +68,7 @@ function Chat({ conversation, onError, onSent }) {
         (type, data, id) => {
           if (type === 'typing') return setTyping(Boolean(data.active));
           if (type === 'reset') return setMessages([]);
+          if (type === 'tool') return setMessages((all) => applyTool(all, data));
           setMessages((all) => applyEvent(all, type, data, id));
         },
         setState,
@@ -121,7 +123,7 @@ function Chat({ conversation, onError, onSent }) {
       <span class="muted" role="status">${state}</span>
     </div>
     <ul class="messages" ref=${list} aria-live="polite">
-      ${messages.map((m) => html`<${Message} key=${m.key} message=${m} onAnswer=${answer} />`)}
+      ${messages.map((m) => (m.tool ? html`<${ToolLine} key=${m.key} tool=${m.tool} />` : html`<${Message} key=${m.key} message=${m} onAnswer=${answer} />`))}
     </ul>
     <p class="typing" aria-live="polite">${typing ? 'the agent is working…' : ''}</p>
     <form onSubmit=${send}>
@@ -152,6 +154,48 @@ function applyEvent(all, type, data, id) {
   if (type === 'notice') return [...all, { key, notice: true, text: data.text }];
   if (type === 'card') return [...all, { key, seq: data.seq, text: data.fallbackText ?? JSON.stringify(data.card) }];
   return [...all, { key, seq: data.seq, text: data.text, files: data.files, fileUrls: data.fileUrls }];
+}
+
+/**
+ * A `tool` event (not kept by the host, so only while the page is open): a call's first event adds its line, later
+ * ones change its status. Its start and end share `id` and `startedAt`. Name and preview are the agent's text: shown
+ * as text only.
+ */
+function applyTool(all, data) {
+  if (typeof data.name !== 'string' || !['running', 'ok', 'error'].includes(data.status)) return all;
+  const key = `tool-${data.id}-${data.startedAt}`;
+  const durationMs = typeof data.durationMs === 'number' ? data.durationMs : null;
+  const known = all.find((m) => m.key === key);
+  if (known) return all.map((m) => (m === known ? { ...m, tool: { ...m.tool, status: data.status, durationMs } } : m));
+  const tool = { name: data.name, preview: typeof data.preview === 'string' ? data.preview : '', status: data.status, durationMs };
+  // a running call's clock starts from when this page heard of it, less what it had run by then (no clock skew)
+  return [...all, { key, tool: { ...tool, since: Date.now() - (durationMs ?? 0) } }];
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/** One tool call: `… bash npm test  running 3 s`, then `✓ bash npm test  done 4.1 s` or `✗ … failed after 0.2 s`. */
+function ToolLine({ tool }) {
+  const [, tick] = useState(0);
+  const running = tool.status === 'running';
+  useEffect(() => {
+    if (!running) return undefined;
+    const timer = setInterval(() => tick((n) => n + 1), 1000);
+    return () => clearInterval(timer);
+  }, [running]);
+  const mark = running ? '…' : tool.status === 'ok' ? '✓' : '✗';
+  const took = running ? Date.now() - tool.since : tool.durationMs;
+  const state = running
+    ? `running ${Math.floor(took / 1000)} s`
+    : tool.status === 'ok'
+      ? `done${took === null ? '' : ` ${seconds(took)}`}`
+      : `failed${took === null ? '' : ` after ${seconds(took)}`}`;
+  return html`<li class=${`tool-line ${tool.status}`}>
+    <span class="tool-mark" aria-hidden="true">${mark}</span>
+    <code class="tool-name">${tool.name}</code>
+    ${tool.preview ? html`<span class="tool-args">${tool.preview}</span>` : null}
+    <span class="tool-state">${state}</span>
+  </li>`;
 }
 
 function Message({ message: m, onAnswer }) {
