@@ -70,7 +70,7 @@ function env(fake: FakeKube, extra: Record<string, string> = {}): Record<string,
 }
 
 /** how many tests this file has (the Role is compared both ways only when all of them ran). */
-const TESTS = 11;
+const TESTS = 12;
 
 const livePods = (fake: FakeKube) => fake.list('pods').filter((p) => !p.metadata.deletionTimestamp);
 
@@ -175,6 +175,31 @@ describe('sessions on Kubernetes (fake cluster)', () => {
     expect(kube.nodeOf(second)).not.toBe(kube.nodeOf(first));
     expect(kube.timeline.indexOf(`force-detached ${first}`)).toBeGreaterThan(-1);
     expect(kube.timeline.indexOf(`force-detached ${first}`)).toBeLessThan(kube.timeline.indexOf(`started ${second}`));
+    expect(await host.stop()).toBe(0);
+  });
+
+  it('a pod that never becomes ready: given up after the start timeout with a notice, its pod and Secret deleted; a later launch answers', async () => {
+    kube = await FakeKube.start();
+    kube.holdReadiness(true);
+    const host = await startHost(env(kube, { PINCER_K8S_START_TIMEOUT_MS: '3000', PINCER_RUNNER_BACKOFF_MAX_MS: '1000' }));
+    const { sessionId } = await send(host, 'slow', 'kept while it starts');
+    const first = `pincer-${sessionId}-1`;
+    const told = await waitFor('a notice', async () => (await events(host, 'slow')).find((e) => e.type !== 'chat' && /did not serve/.test(e.text ?? '')), {
+      timeoutMs: 60_000,
+    });
+    // At the first timeout (the chat waited that long already), naming the setting and what the pod was doing.
+    expect(told.text).toMatch(
+      new RegExp(
+        `could not be started on Kubernetes \\(1 failure\\(s\\) in a row: pod ${first} did not serve within 3000 ms \\(PINCER_K8S_START_TIMEOUT_MS; last: (Pending|Running, not ready)\\)\\); retrying with back-off\\. Messages sent meanwhile are kept\\.`,
+      ),
+    );
+    await waitFor('its pod and Secret deleted', () => !kube!.pod(first) && !kube!.list('secrets').some((s) => s.metadata.name === first), {
+      timeoutMs: 30_000,
+    });
+    expect(host.stderr()).toMatch(new RegExp(`pod could not be started \\(1 in a row, next try in \\d+ ms\\): pod ${first} did not serve within 3000 ms`));
+    kube.holdReadiness(false);
+    await answers(host, 'slow', 'kept while it starts', 1, 90_000);
+    expect((await events(host, 'slow')).filter((e) => e.type === 'chat' && e.text?.includes('kept while it starts'))).toHaveLength(1);
     expect(await host.stop()).toBe(0);
   });
 

@@ -102,6 +102,8 @@ export class FakeKube {
   /** claim → the node it is attached to, and the pods using it there. */
   private readonly attachments = new Map<string, { node: string; pods: Set<string> }>();
   private readonly down = new Set<string>();
+  /** the kubelet's readiness probes fail while this is set (a pod that runs but never serves). */
+  private readinessHeld = false;
   private readonly failures: InjectedApiFailure[] = [];
   /** every change to a pod since the last compaction, for watches that resume from a version. */
   private readonly history: { version: number; type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: Obj }[] = [];
@@ -160,6 +162,11 @@ export class FakeKube {
 
   clearFailures(): void {
     this.failures.length = 0;
+  }
+
+  /** From now on (until released) every pod's readiness probe fails: pods run, none becomes Ready. */
+  holdReadiness(held: boolean): void {
+    this.readinessHeld = held;
   }
 
   /** End every open watch stream (the client resumes from the last version it saw). */
@@ -541,6 +548,11 @@ export class FakeKube {
     const probe = pod.spec.containers[0].readinessProbe?.httpGet as { path: string; port: number } | undefined;
     if (run.exited || !probe || pod.metadata.deletionTimestamp) return;
     if (this.down.has(run.node)) return; // nobody reports for a dead node
+    if (this.readinessHeld) {
+      this.setReady(run, false);
+      run.timers.push(setTimeout(() => this.probe(run), 100));
+      return;
+    }
     const req = http.get({ host: run.ip, port: probe.port, path: probe.path, timeout: 1000 }, (res) => {
       res.resume();
       this.setReady(run, res.statusCode === 200);

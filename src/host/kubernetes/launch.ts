@@ -22,6 +22,8 @@ export class LaunchError extends PincerError {
     message: string,
     /** kept as a subclass for this: the launcher stops retrying a launch that cannot succeed. */
     readonly permanent: boolean,
+    /** the pod did not serve in time: the chat waited that long already, it is told at once. */
+    readonly timedOut = false,
   ) {
     super(permanent ? 'config' : 'unavailable', message);
     this.name = 'LaunchError';
@@ -197,13 +199,13 @@ async function waitUntilServing(ctx: LaunchContext, name: string): Promise<strin
           settled = true;
           return resolve(pod.status.podIP);
         }
-        last = `${phase}${waiting?.reason ? `, ${waiting.reason}` : ''}`;
+        last = `${phase}${waiting?.reason ? `, ${waiting.reason}` : phase === 'Running' ? ', not ready' : ''}`;
       };
       unlisten = cluster.pods.on(name, check);
       check(cluster.pods.get(name));
       eventsTimer = setInterval(() => void reportEvents(), EVENTS_EVERY_MS);
       deadline = setTimeout(
-        () => fail(new LaunchError(`pod ${name} did not serve within ${settings.startTimeoutMs} ms (PINCER_K8S_START_TIMEOUT_MS; last: ${last})`, false)),
+        () => fail(new LaunchError(`pod ${name} did not serve within ${settings.startTimeoutMs} ms (PINCER_K8S_START_TIMEOUT_MS; last: ${last})`, false, true)),
         settings.startTimeoutMs,
       );
     });

@@ -228,7 +228,10 @@ export class KubernetesSessionPort extends ForwardingSessionPort {
         this.options.log.warn(
           `session ${this.sessionId}: pod could not be started (${failed.failures} in a row, next try in ${delayMs} ms): ${errorMessage(err)}`,
         );
-        if (permanent ? failed.newError : failed.failures % FAILURE_NOTICE_AT === 0) this.options.onLaunchFailures(failed.failures, errorMessage(err));
+        // A start that timed out kept the chat waiting that long already: it is told at the first one.
+        const timedOut = err instanceof LaunchError && err.timedOut;
+        const tell = permanent ? failed.newError : failed.failures % FAILURE_NOTICE_AT === 0 || (timedOut && failed.failures === 1);
+        if (tell) this.options.onLaunchFailures(failed.failures, errorMessage(err));
         throw new SessionPortError('unavailable', `session ${this.sessionId} could not be started: ${errorMessage(err)}`, { cause: err });
       },
     );
